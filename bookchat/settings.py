@@ -1,0 +1,147 @@
+"""Django settings for bookchat. Everything a user may change comes from ``BOOKCHAT_*`` variables
+(see ``bookchat.conf``) plus ``DATABASE_URL``; when that is unset, the embedded PostgreSQL runs
+under the data directory.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+from bookchat import conf, embedded_db
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+BOOKCHAT = conf.from_environment()
+
+DATA_DIR = Path(BOOKCHAT["DATA_DIR"])
+if not DATA_DIR.is_absolute():
+    DATA_DIR = BASE_DIR / DATA_DIR
+BOOKCHAT["DATA_DIR"] = str(DATA_DIR)
+
+DEBUG = BOOKCHAT["DEBUG"]
+
+
+def _secret_key() -> str:
+    if BOOKCHAT["SECRET_KEY"]:
+        return BOOKCHAT["SECRET_KEY"]
+    key_file = DATA_DIR / "secret_key"
+    try:
+        return key_file.read_text().strip()
+    except FileNotFoundError:
+        DATA_DIR.mkdir(parents=True, exist_ok=True)
+        key = secrets.token_urlsafe(50)
+        fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(key)
+        return key
+    except FileExistsError:  # pragma: no cover - lost a race with another process
+        return key_file.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+ALLOWED_HOSTS = [h.strip() for h in BOOKCHAT["ALLOWED_HOSTS"].split(",") if h.strip()]
+if DEBUG:
+    ALLOWED_HOSTS += ["testserver"]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "django_q",
+    "bookchat",
+    "ingestion",
+    "chat",
+    "audit",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "bookchat.urls"
+WSGI_APPLICATION = "bookchat.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+if os.environ.get("DATABASE_URL"):
+    import dj_database_url
+
+    DATABASES = {"default": dj_database_url.parse(os.environ["DATABASE_URL"], conn_max_age=60)}
+else:
+    DATABASES = {"default": embedded_db.ensure_running(DATA_DIR).django_settings() | {"CONN_MAX_AGE": 60}}
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = DATA_DIR / "staticfiles"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = True
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [],
+    "DEFAULT_PERMISSION_CLASSES": [],
+    "UNAUTHENTICATED_USER": None,
+}
+
+Q_CLUSTER = {
+    "name": "bookchat",
+    "orm": "default",
+    "workers": BOOKCHAT["TASK_WORKERS"],
+    "timeout": 3600,
+    "retry": 3700,
+    "max_attempts": 1,
+    "catch_up": False,
+    "label": "Tasks",
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": "WARNING"},
+    "loggers": {
+        name: {"handlers": ["console"], "level": BOOKCHAT["LOG_LEVEL"], "propagate": False}
+        for name in ("bookchat", "ingestion", "chat", "audit")
+    },
+}

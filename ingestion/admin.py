@@ -1,0 +1,96 @@
+"""Read-only admin for what indexing stored: books, pages, passages and index runs.
+
+Indexing is the only writer (``manage.py ingest`` now, uploads later), so every field here
+is read-only; deleting a book (and with it its pages and passages) is still allowed.
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.contrib import admin
+from django.utils.html import format_html
+
+from ingestion.models import Book, Chunk, Document, IndexRun
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def get_readonly_fields(self, request, obj=None):
+        return [f.name for f in self.model._meta.fields]
+
+
+def _pretty_json(value) -> str:
+    return format_html("<pre style='white-space:pre-wrap'>{}</pre>", json.dumps(value, indent=2, ensure_ascii=False))
+
+
+@admin.register(Book)
+class BookAdmin(ReadOnlyAdmin):
+    list_display = ("slug", "title", "document_count", "chunk_count", "embedder_name", "updated_at")
+    search_fields = ("slug", "title", "source_path")
+    list_filter = ("embedder_name",)
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).with_counts()
+
+    @admin.display(ordering="document_count", description="pages")
+    def document_count(self, obj: Book) -> int:
+        return obj.document_count
+
+    @admin.display(ordering="chunk_count", description="passages")
+    def chunk_count(self, obj: Book) -> int:
+        return obj.chunk_count
+
+
+@admin.register(Document)
+class DocumentAdmin(ReadOnlyAdmin):
+    list_display = ("path", "title", "book", "category", "link", "indexed_at")
+    list_filter = ("book", "category")
+    search_fields = ("path", "title", "slug")
+    list_select_related = ("book",)
+    exclude = ("front_matter",)
+
+    def get_readonly_fields(self, request, obj=None):
+        return [*(f for f in super().get_readonly_fields(request, obj) if f != "front_matter"), "front_matter_json"]
+
+    @admin.display(description="front matter")
+    def front_matter_json(self, obj: Document) -> str:
+        return _pretty_json(obj.front_matter)
+
+    @admin.display(description="URL")
+    def link(self, obj: Document) -> str:
+        return format_html("<a href='{}'>{}</a>", obj.url, obj.url)
+
+
+@admin.register(Chunk)
+class ChunkAdmin(ReadOnlyAdmin):
+    list_display = ("heading_path", "document", "ordinal", "token_count", "continued")
+    list_filter = ("book", "continued", "document__category")
+    search_fields = ("heading_path", "text", "id")
+    list_select_related = ("document", "document__book")
+    exclude = ("embedding", "search_vector")
+
+    def get_readonly_fields(self, request, obj=None):
+        hidden = {"embedding", "search_vector"}
+        return [f for f in super().get_readonly_fields(request, obj) if f not in hidden]
+
+
+@admin.register(IndexRun)
+class IndexRunAdmin(ReadOnlyAdmin):
+    list_display = ("book", "status", "trigger", "started_at", "total_seconds", "chunks_embedded", "files_failed")
+    list_filter = ("status", "trigger", "book")
+    search_fields = ("source", "book__slug")
+    date_hierarchy = "started_at"
+    exclude = ("report",)
+
+    def get_readonly_fields(self, request, obj=None):
+        return [*(f for f in super().get_readonly_fields(request, obj) if f != "report"), "report_json"]
+
+    @admin.display(description="report")
+    def report_json(self, obj: IndexRun) -> str:
+        return _pretty_json(obj.report)

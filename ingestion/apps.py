@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class IngestionConfig(AppConfig):
+    name = "ingestion"
+    default_auto_field = "django.db.models.BigAutoField"

@@ -1,0 +1,61 @@
+"""The shapes a parsed Markdown/MDX page takes between the parser and the chunker."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Heading:
+    """A heading H1–H4 with its Docusaurus anchor (``{#custom-id}`` or slugged title)."""
+
+    level: int
+    title: str
+    anchor: str
+    line: int
+
+
+@dataclass(frozen=True)
+class Block:
+    """One unit of page content that the chunker may keep whole.
+
+    ``kind`` is one of: paragraph, code, table, list, quote, admonition, html, math.
+    ``text`` is cleaned Markdown (MDX removed, code fences kept with their backticks).
+    ``start``/``end`` are character offsets into the original file text; ``line`` and
+    ``end_line`` are 1-based source lines. ``headings`` is the chain of headings that
+    encloses the block, outermost first (never two of the same level).
+    """
+
+    kind: str
+    text: str
+    line: int
+    end_line: int
+    start: int
+    end: int
+    headings: tuple[Heading, ...] = ()
+
+
+@dataclass(frozen=True)
+class Issue:
+    """A warning or error about a source file, shaped like the index report's entries."""
+
+    file: str
+    line: int | None
+    message: str
+
+    def as_dict(self) -> dict:
+        return {"file": self.file, "line": self.line, "message": self.message}
+
+
+@dataclass
+class ParsedDocument:
+    """A page: its metadata by Docusaurus rules and its content blocks in order."""
+
+    rel_path: str  # POSIX path relative to the docs root, e.g. "guides/intro.mdx"
+    title: str
+    slug: str  # URL path under the book's base URL, no leading/trailing slash ("" = root)
+    front_matter: dict
+    category: str  # label of the enclosing folder ("" at the root)
+    blocks: list[Block] = field(default_factory=list)
+    headings: list[Heading] = field(default_factory=list)
+    warnings: list[Issue] = field(default_factory=list)

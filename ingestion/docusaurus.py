@@ -1,0 +1,160 @@
+"""Docusaurus conventions: heading anchors, number prefixes, doc slugs, partials and category labels.
+
+These mirror @docusaurus/plugin-content-docs v3 (``numberPrefix.ts``, ``slug.ts``, ``docs.ts``) and
+github-slugger, so the URLs and anchors we cite are the ones the built site serves.
+
+Decisions:
+- Explicit ``{#id}`` heading ids do not take part in duplicate counting (as in Docusaurus).
+- Fallback labels/titles are "humanised": number prefix dropped, ``-``/``_`` → spaces, first letter
+  upper-cased. An ``index``/``README`` file takes its folder's name for that fallback title.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+import unicodedata
+from pathlib import Path, PurePosixPath
+
+import yaml
+
+from ingestion.documents import Issue
+
+# Docusaurus: a heading ending in `{#custom-id}` uses that id verbatim.
+_EXPLICIT_ID_RE = re.compile(r"\s*\{#([^{}]+)\}\s*$")
+# Docusaurus skips date-like (2021-01-…) and version-like (1.2-…) prefixes before the real rule.
+_IGNORED_PREFIX_RE = re.compile(r"^\d+[-_.]\d+")
+_NUMBER_PREFIX_RE = re.compile(r"^(?P<number>\d+)\s*[-_.]+\s*(?P<suffix>[^-_.\s].*)$", re.S)
+_INDEX_NAMES = ("index", "readme")
+_CATEGORY_FILES = ("_category_.json", "_category_.yml", "_category_.yaml")
+
+
+def split_explicit_id(title: str) -> tuple[str, str | None]:
+    """``"Title {#custom-id}"`` → ``("Title", "custom-id")``; without an id → ``(title, None)``."""
+    match = _EXPLICIT_ID_RE.search(title)
+    if not match or not match.group(1).strip():
+        return title.strip(), None
+    return title[: match.start()].strip(), match.group(1).strip()
+
+
+def github_slug(text: str) -> str:
+    """github-slugger's slug (without duplicate counting): lowercase, keep letters, marks, digits,
+    ``-`` and ``_`` (connector punctuation), turn each space into ``-``, drop everything else."""
+    out = []
+    for char in text.lower():
+        if char == " ":
+            out.append("-")
+        elif char == "-" or unicodedata.category(char)[0] in "LMN" or unicodedata.category(char) == "Pc":
+            out.append(char)
+    return "".join(out)
+
+
+def heading_anchor(title: str, seen: dict[str, int]) -> str:
+    """The anchor of a heading titled ``title`` (plain text, no ``{#id}``), counting duplicates in
+    ``seen`` exactly as github-slugger does: ``intro``, ``intro-1``, ``intro-2``…"""
+    base = github_slug(title)
+    slug = base
+    while slug in seen:
+        seen[base] += 1
+        slug = f"{base}-{seen[base]}"
+    seen[slug] = 0
+    return slug
+
+
+def strip_number_prefix(name: str) -> str:
+    """``01-intro`` → ``intro``, ``2 - Setup`` → ``Setup``; names that are only a number, and
+    date- or version-like names (``2021-01-02-x``, ``1.2-x``), are left alone."""
+    if _IGNORED_PREFIX_RE.match(name):
+        return name
+    match = _NUMBER_PREFIX_RE.match(name)
+    return match.group("suffix") if match else name
+
+
+def humanize(name: str) -> str:
+    """A readable label from a file or folder name: ``03-ros2-fundamentals`` → ``Ros2 fundamentals``."""
+    words = re.sub(r"[-_\s]+", " ", strip_number_prefix(name)).strip()
+    return words[:1].upper() + words[1:]
+
+
+def title_from_path(rel_path: str) -> str:
+    """Fallback page title from the file name (the folder's name for index/README pages)."""
+    path = PurePosixPath(rel_path)
+    stem = path.stem
+    if stem.lower() in _INDEX_NAMES and path.parent.name:
+        stem = path.parent.name
+    return humanize(stem)
+
+
+def _is_category_index(file_stem: str, dir_name: str) -> bool:
+    # Docusaurus compares the raw names (number prefixes included), case-insensitively.
+    folder = dir_name.split("/")[-1].lower() if dir_name != "." else None
+    return file_stem.lower() in (*_INDEX_NAMES, folder)
+
+
+def document_slug(rel_path: str, front_matter: dict) -> str:
+    """The doc's URL path under the docs base URL, without leading/trailing slashes ("" = root).
+
+    Folders (number prefixes stripped) + doc id (front matter ``id`` or the unprefixed file name);
+    index/README/``<folder>/<folder>.md`` map to the folder; front matter ``slug`` is absolute
+    (``/x`` replaces the path) or relative to the folder (``x``)."""
+    path = PurePosixPath(rel_path)
+    dir_name = str(path.parent)
+    strip = strip_number_prefix if front_matter.get("parse_number_prefixes", True) is not False else str
+    doc_id = front_matter.get("id")
+    base_id = str(doc_id) if doc_id is not None and str(doc_id) else strip(path.stem)
+    dir_slug = "/" if dir_name == "." else "/" + "/".join(strip(part) for part in dir_name.split("/")) + "/"
+    fm_slug = front_matter.get("slug")
+    fm_slug = str(fm_slug) if fm_slug is not None else None
+    if fm_slug and fm_slug.startswith("/"):
+        slug = fm_slug
+    elif not fm_slug and _is_category_index(path.stem, dir_name):
+        slug = dir_slug
+    else:
+        slug = posixpath.normpath(posixpath.join(dir_slug, fm_slug or base_id))
+    return re.sub(r"/{2,}", "/", slug).strip("/")
+
+
+def is_partial(rel_path: str) -> bool:
+    """Docusaurus ignores files and folders whose name starts with ``_`` (partials, templates)."""
+    return any(part.startswith("_") for part in PurePosixPath(rel_path).parts)
+
+
+def category_label(root: Path, rel_dir: str) -> str:
+    """The sidebar label of folder ``rel_dir`` (relative to the docs root); "" for the root."""
+    return category_label_with_issue(root, rel_dir)[0]
+
+
+def category_label_with_issue(root: Path, rel_dir: str) -> tuple[str, Issue | None]:
+    """Like :func:`category_label`, plus a warning when the ``_category_`` file can't be read."""
+    rel_dir = rel_dir.strip("/")
+    if rel_dir in ("", "."):
+        return "", None
+    fallback = humanize(PurePosixPath(rel_dir).name)
+    for name in _CATEGORY_FILES:
+        path = Path(root) / rel_dir / name
+        if path.is_file():
+            return _read_category_label(path, f"{rel_dir}/{name}", fallback)
+    return fallback, None
+
+
+def _read_category_label(path: Path, rel_file: str, fallback: str) -> tuple[str, Issue | None]:
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except json.JSONDecodeError as exc:
+        return fallback, Issue(rel_file, exc.lineno, f"invalid JSON in category file: {exc.msg}")
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        return fallback, Issue(rel_file, line, f"invalid YAML in category file: {exc}")
+    except (OSError, UnicodeDecodeError) as exc:
+        return fallback, Issue(rel_file, None, f"cannot read category file: {exc}")
+    if data is None:
+        return fallback, None
+    if not isinstance(data, dict):
+        return fallback, Issue(rel_file, 1, "category file is not a mapping")
+    label = data.get("label")
+    if label is None or not str(label).strip():
+        return fallback, None
+    return str(label).strip(), None

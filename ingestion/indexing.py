@@ -1,0 +1,442 @@
+"""Indexing a book: discover → read → parse → chunk → embed what is new → store, one page at a time.
+
+Incremental by content: a page whose bytes, URL and chunking settings are unchanged is not
+even parsed; a changed page keeps every chunk whose id (a hash of book, page and embedded
+text) it already had and embeds only the rest, reusing any vector the book already holds
+for the same embedded text. Each page is replaced in its own transaction, so a crash leaves
+it on its old chunks or its new ones, never half. A failure in one file is reported with its
+file and line and never stops the others. Runs on one book are serialised by an advisory lock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.db import connection, transaction
+from django.utils import timezone
+from django.utils.text import slugify
+
+from bookchat.conf import setting
+from bookchat.errors import BookchatError, ParseError
+from ingestion.chunking import ChunkDraft, Chunker, ChunkingOptions
+from ingestion.documents import Issue
+from ingestion.docusaurus import category_label_with_issue
+from ingestion.embedders import Embedder, check_compatible, get_embedder
+from ingestion.models import Book, Chunk, Document, IndexRun, book_slug_validator
+from ingestion.parsing import parse_document
+from ingestion.sources import Discovery, SourceError, SourceFile, discover, read_source
+
+logger = logging.getLogger(__name__)
+
+# Pages waiting for vectors are stored once this many passages are pending, so that
+# small pages are embedded together in full batches.
+FLUSH_PASSAGES = 64
+
+
+class IndexingError(BookchatError):
+    code = "indexing_failed"
+
+
+@dataclass
+class IndexReport:
+    book: str
+    dry_run: bool = False
+    files_seen: int = 0
+    files_indexed: int = 0
+    files_unchanged: int = 0
+    files_failed: int = 0
+    files_skipped: int = 0
+    documents_removed: int = 0
+    chunks_added: int = 0
+    chunks_kept: int = 0
+    chunks_removed: int = 0
+    chunks_embedded: int = 0
+    tokens: int = 0
+    embed_seconds: float = 0.0
+    total_seconds: float = 0.0
+    errors: list[dict] = field(default_factory=list)
+    warnings: list[dict] = field(default_factory=list)
+
+    def error(self, issue: Issue | BookchatError) -> None:
+        self.errors.append(issue.as_dict())
+
+    def warn(self, issue: Issue) -> None:
+        self.warnings.append(issue.as_dict())
+
+    @property
+    def exit_code(self) -> int:
+        """0: everything indexed; 1: some files failed, the rest are searchable; 2: nothing could be indexed."""
+        if not self.files_failed:
+            return 0
+        return 1 if self.files_indexed + self.files_unchanged else 2
+
+    def as_dict(self) -> dict:
+        data = dict(self.__dict__)
+        data["embed_seconds"] = round(self.embed_seconds, 3)
+        data["total_seconds"] = round(self.total_seconds, 3)
+        return data
+
+
+ProgressCallback = Callable[[str, int, int], None]  # (stage, done, total)
+
+
+@dataclass
+class _PreparedPage:
+    """A changed page, chunked and diffed against what is stored, waiting for its new vectors."""
+
+    rel_path: str
+    document_fields: dict
+    drafts: list[ChunkDraft]
+    ids: list[str]
+    keys: list[str]
+    kept_ids: set[str]
+    removed: int  # stored chunks of the page that the new version no longer has
+    vectors: dict[str, list[float]]  # embedding_key → vector, filled from the store, then the embedder
+
+    def new_chunks(self):
+        """(draft, id, key) of the chunks the page does not have yet."""
+        return [(d, i, k) for d, i, k in zip(self.drafts, self.ids, self.keys, strict=True) if i not in self.kept_ids]
+
+
+def validate_book_slug(slug: str) -> str:
+    from django.core.exceptions import ValidationError
+
+    try:
+        book_slug_validator(slug)
+    except ValidationError:
+        raise IndexingError(
+            f"{slug!r} is not a valid book slug: use 1–64 lowercase letters, digits and inner hyphens "
+            "(for example 'my-book')", code="bad_slug",
+        ) from None
+    return slug
+
+
+def document_url(base_url: str, slug: str) -> str:
+    base = base_url.rstrip("/")
+    return f"{base}/{slug}" if slug else f"{base}/"
+
+
+class BookIndexer:
+    """One indexing run over one book. Use ``index_book()``."""
+
+    def __init__(self, *, book_slug: str, discovery: Discovery, embedder: Embedder, base_url: str | None,
+                 title: str | None, prune: bool, dry_run: bool, reindex: bool, trigger: str,
+                 progress: ProgressCallback | None):
+        self.slug = book_slug
+        self.discovery = discovery
+        self.embedder = embedder
+        self.base_url = base_url
+        self.title = title
+        self.prune = prune
+        self.dry_run = dry_run
+        self.reindex = reindex
+        self.trigger = trigger
+        self.progress = progress or (lambda stage, done, total: None)
+        self.options = ChunkingOptions(
+            target_tokens=setting("CHUNK_TARGET_TOKENS"),
+            min_tokens=setting("CHUNK_MIN_TOKENS"),
+            overlap_tokens=setting("CHUNK_OVERLAP_TOKENS"),
+            max_tokens=embedder.max_input_tokens,
+        )
+        self.fingerprint = self.options.fingerprint(embedder.name)
+        self.chunker = Chunker(embedder.count_tokens, self.options)
+        self.report = IndexReport(book=book_slug, dry_run=dry_run)
+        self.book: Book | None = None
+        self._categories: dict[str, str] = {}
+        self._pending: list[_PreparedPage] = []
+
+    # -- the run -------------------------------------------------------------------------
+    def run(self) -> IndexReport:
+        started = time.monotonic()
+        for issue in self.discovery.warnings:
+            self.report.warn(issue)
+        if not self.discovery.files:
+            raise IndexingError(f"no Markdown files (.md, .mdx) found under {self.discovery.root}", code="empty")
+        self.book = self._book()
+        run = None
+        if not self.dry_run:
+            IndexRun.objects.filter(book=self.book, status=IndexRun.Status.RUNNING).update(
+                status=IndexRun.Status.FAILED, finished_at=timezone.now(),
+                report={"errors": [{"file": None, "line": None, "message": "interrupted before it finished"}]},
+            )
+            run = IndexRun.objects.create(book=self.book, source=str(self.discovery.root), trigger=self.trigger,
+                                          options={"prune": self.prune, "reindex": self.reindex})
+        try:
+            self._index_files()
+            if self.prune:
+                self._prune()
+        finally:
+            self.report.total_seconds = time.monotonic() - started
+            if run is not None:
+                self._finish(run)
+        return self.report
+
+    def _book(self) -> Book:
+        book = Book.objects.filter(slug=self.slug).first()
+        if book is not None and not self.reindex:
+            check_compatible(book, self.embedder)
+        if self.dry_run:
+            return book or Book(slug=self.slug, title=self.title or self.slug,
+                                base_url=self._base_url(None), embedder_name=self.embedder.name,
+                                embedder_dimension=self.embedder.dimension)
+        with transaction.atomic():
+            if book is None:
+                book = Book(slug=self.slug)
+            elif self.reindex:
+                removed = Chunk.objects.filter(book=book).count()
+                self.report.documents_removed += book.documents.count()
+                self.report.chunks_removed += removed
+                book.documents.all().delete()
+            if self.title or not book.title:
+                book.title = self.title or self.discovery.root.name.replace("-", " ").replace("_", " ").title()
+            book.base_url = self._base_url(book)
+            if not self.discovery.single_file:
+                book.source_path = str(self.discovery.root)
+            book.embedder_name = self.embedder.name
+            book.embedder_dimension = self.embedder.dimension
+            book.save()
+        return book
+
+    def _base_url(self, book: Book | None) -> str:
+        if self.base_url is not None:
+            return self.base_url
+        return book.base_url if book is not None and book.pk else setting("BOOK_BASE_URL")
+
+    def _index_files(self) -> None:
+        existing = {d.path: d for d in Document.objects.filter(book=self.book)} if self.book.pk else {}
+        files = self.discovery.files
+        self.progress("files", 0, len(files))
+        for done, file in enumerate(files, 1):
+            self.report.files_seen += 1
+            try:
+                self._index_file(file, existing.get(file.rel_path))
+            except (SourceError, ParseError) as exc:
+                self._fail(file, exc)
+            except BookchatError as exc:  # e.g. the embeddings server is down: the pages waiting fail too
+                self._fail(file, exc)
+            except Exception as exc:  # a bug must not lose the other files
+                logger.exception("indexing %s failed", file.rel_path)
+                self._fail(file, IndexingError(f"internal error: {type(exc).__name__}: {exc}"))
+            self.progress("files", done, len(files))
+        self._flush()
+
+    def _fail(self, file: SourceFile, exc: BookchatError) -> None:
+        self.report.files_failed += 1
+        self.report.error(Issue(exc.file or file.rel_path, exc.line, exc.message))
+
+    def _index_file(self, file: SourceFile, stored: Document | None) -> None:
+        source = read_source(file, max_bytes=setting("MAX_FILE_BYTES"))
+        if stored is not None and self._unchanged(stored, source.content_hash):
+            self.report.files_unchanged += 1
+            self.report.chunks_kept += stored.chunks.count()
+            return
+        if not source.text.strip():
+            self._skip(file, "empty file; skipped", stored)
+            return
+        parsed = parse_document(source.text, rel_path=file.rel_path, category=self._category(file.rel_path))
+        for issue in parsed.warnings:
+            self.report.warn(issue)
+        drafts = self.chunker.chunk(parsed)
+        if not drafts:
+            self._skip(file, "no text besides front matter, imports or components; skipped", stored)
+            return
+        url = document_url(self.book.base_url, parsed.slug)
+        fields = {"title": parsed.title[:500], "slug": parsed.slug, "url": url, "category": parsed.category,
+                  "front_matter": parsed.front_matter, "content_hash": source.content_hash,
+                  "chunker_version": self.fingerprint}
+        self._pending.append(self._prepare(file.rel_path, fields, drafts, stored))
+        if sum(len(p.drafts) for p in self._pending) >= FLUSH_PASSAGES:
+            self._flush()
+
+    def _unchanged(self, stored: Document, content_hash: str) -> bool:
+        return (stored.content_hash == content_hash and stored.chunker_version == self.fingerprint
+                and stored.url == document_url(self.book.base_url, stored.slug))
+
+    def _skip(self, file: SourceFile, message: str, stored: Document | None) -> None:
+        self.report.files_skipped += 1
+        self.report.warn(Issue(file.rel_path, None, message))
+        if stored is not None:  # the page is now empty: its old passages no longer exist in the book
+            self._remove_documents([stored])
+
+    def _category(self, rel_path: str) -> str:
+        folder = rel_path.rpartition("/")[0]
+        if folder not in self._categories:
+            label, issue = category_label_with_issue(self.discovery.root, folder)
+            if issue is not None:
+                self.report.warn(issue)
+            self._categories[folder] = label
+        return self._categories[folder]
+
+    # -- diff and embed ------------------------------------------------------------------------
+    def _prepare(self, rel_path: str, fields: dict, drafts: list[ChunkDraft],
+                 stored: Document | None) -> _PreparedPage:
+        ids, keys, seen = [], [], {}
+        for draft in drafts:
+            text = draft.embed_text
+            occurrence = seen.get(text, 0)
+            seen[text] = occurrence + 1
+            ids.append(_hash(self.slug, rel_path, text, str(occurrence))[:40])
+            keys.append(_hash(self.embedder.name, text))
+        old_ids = set(stored.chunks.values_list("id", flat=True)) if stored is not None else set()
+        kept = old_ids & set(ids)
+        new_keys = {k for i, k in zip(ids, keys, strict=True) if i not in kept}
+        vectors = {}
+        if new_keys and self.book.pk and not self.reindex:
+            for key, vector in (Chunk.objects.filter(book=self.book, embedding_key__in=new_keys)
+                                .values_list("embedding_key", "embedding")):
+                vectors[key] = vector
+        return _PreparedPage(rel_path, fields, drafts, ids, keys, kept, len(old_ids - set(ids)), vectors)
+
+    def _flush(self) -> None:
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        needed: dict[str, ChunkDraft] = {}
+        for page in pending:
+            for draft, _, key in page.new_chunks():
+                if key not in page.vectors:
+                    needed.setdefault(key, draft)
+        if needed and not self.dry_run:
+            try:
+                vectors = self._embed([draft.embed_text for draft in needed.values()])
+            except BookchatError as exc:
+                for page in pending:
+                    self.report.files_failed += 1
+                    self.report.error(Issue(page.rel_path, None, exc.message))
+                return
+            for key, vector in zip(needed, vectors, strict=True):
+                for page in pending:
+                    page.vectors.setdefault(key, vector)
+        # With --dry-run these say what a real run would embed.
+        self.report.chunks_embedded += len(needed)
+        self.report.tokens += sum(draft.token_count for draft in needed.values())
+        for page in pending:
+            self._store(page)
+
+    def _embed(self, texts: list[str]):
+        batch = setting("EMBED_BATCH_SIZE")
+        started = time.monotonic()
+        out = []
+        for start in range(0, len(texts), batch):
+            out.extend(self.embedder.embed_documents(texts[start:start + batch], batch_size=batch))
+            self.progress("embed", min(start + batch, len(texts)), len(texts))
+        self.report.embed_seconds += time.monotonic() - started
+        return out
+
+    # -- store -----------------------------------------------------------------------------------
+    def _store(self, page: _PreparedPage) -> None:
+        self.report.files_indexed += 1
+        self.report.chunks_added += len(page.ids) - len(page.kept_ids)
+        self.report.chunks_kept += len(page.kept_ids)
+        self.report.chunks_removed += page.removed
+        if self.dry_run:
+            return
+        with transaction.atomic():
+            document, _ = Document.objects.update_or_create(
+                book=self.book, path=page.rel_path, defaults=page.document_fields
+            )
+            Chunk.objects.filter(document=document).exclude(id__in=page.ids).delete()
+            rows = [self._chunk_row(document, n, draft, pid, key, page)
+                    for n, (draft, pid, key) in enumerate(zip(page.drafts, page.ids, page.keys, strict=True))]
+            Chunk.objects.bulk_create([r for r in rows if r.id not in page.kept_ids], batch_size=500)
+            kept = [r for r in rows if r.id in page.kept_ids]
+            if kept:
+                Chunk.objects.bulk_update(kept, ["ordinal", "anchor", "url", "char_start", "char_end",
+                                                 "line_start", "line_end", "token_count", "continued"],
+                                          batch_size=500)
+
+    def _chunk_row(self, document: Document, ordinal: int, draft: ChunkDraft, pid: str, key: str,
+                   page: _PreparedPage) -> Chunk:
+        anchor = draft.anchor
+        return Chunk(
+            id=pid, book=self.book, document=document, ordinal=ordinal, heading_path=draft.heading_path[:2000],
+            anchor=anchor[:300], url=document.url + (f"#{anchor}" if anchor else ""), text=draft.text,
+            char_start=draft.char_start, char_end=draft.char_end, line_start=draft.line_start,
+            line_end=draft.line_end, token_count=draft.token_count, continued=draft.continued,
+            embedding_key=key, dimensions=self.embedder.dimension,
+            embedding=page.vectors.get(key),  # None for kept rows: bulk_update leaves their vector alone
+        )
+
+    def _remove_documents(self, documents: list[Document]) -> None:
+        for document in documents:
+            self.report.documents_removed += 1
+            self.report.chunks_removed += document.chunks.count()
+            if not self.dry_run:
+                document.delete()
+
+    def _prune(self) -> None:
+        if self.discovery.single_file:
+            self.report.warn(Issue(None, None, "--prune needs a folder; nothing was pruned"))
+            return
+        if not self.book.pk:
+            return
+        present = {f.rel_path for f in self.discovery.files}
+        gone = [d for d in Document.objects.filter(book=self.book) if d.path not in present]
+        self._remove_documents(gone)
+
+    def _finish(self, run: IndexRun) -> None:
+        report = self.report
+        if report.files_failed == 0:
+            run.status = IndexRun.Status.DONE
+        elif report.files_indexed + report.files_unchanged:
+            run.status = IndexRun.Status.PARTIAL
+        else:
+            run.status = IndexRun.Status.FAILED
+        run.report = report.as_dict()
+        run.files_failed = report.files_failed
+        run.chunks_embedded = report.chunks_embedded
+        run.embed_seconds = report.embed_seconds
+        run.total_seconds = report.total_seconds
+        run.finished_at = timezone.now()
+        run.save()
+
+
+def _hash(*parts: str) -> str:
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()
+
+
+class _BookLock:
+    """A Postgres advisory lock that keeps two indexing runs off the same book."""
+
+    def __init__(self, slug: str):
+        self.key = int(hashlib.sha256(f"bookchat-index:{slug}".encode()).hexdigest()[:15], 16)
+        self.slug = slug
+
+    def __enter__(self) -> None:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_try_advisory_lock(%s)", [self.key])
+            if not cursor.fetchone()[0]:
+                raise IndexingError(f"book {self.slug!r} is being indexed by another run; try again when it ends",
+                                    code="busy")
+
+    def __exit__(self, *exc) -> None:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [self.key])
+
+
+def index_book(*, path: Path | str, book_slug: str | None = None, base_url: str | None = None,
+               title: str | None = None, prune: bool = False, dry_run: bool = False, reindex: bool = False,
+               trigger: str = "cli", progress: ProgressCallback | None = None) -> IndexReport:
+    """Index the Markdown/MDX pages at ``path`` (a folder or one file) into a book; return the report."""
+    path = Path(path).expanduser()
+    if book_slug is None:
+        book_slug = slugify((path if path.is_dir() else path.parent).resolve().name)[:64].strip("-") or "book"
+    validate_book_slug(book_slug)
+    existing = Book.objects.filter(slug=book_slug).first()
+    root = None
+    if existing is not None and existing.source_path and path.is_file():
+        candidate = Path(existing.source_path)
+        if path.resolve().is_relative_to(candidate):
+            root = candidate  # a single page of a book indexed from its folder keeps its place in it
+    discovery = discover(path, root=root)
+    embedder = get_embedder()
+    indexer = BookIndexer(book_slug=book_slug, discovery=discovery, embedder=embedder, base_url=base_url,
+                          title=title, prune=prune, dry_run=dry_run, reindex=reindex, trigger=trigger,
+                          progress=progress)
+    with _BookLock(book_slug):
+        return indexer.run()

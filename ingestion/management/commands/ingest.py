@@ -1,0 +1,114 @@
+"""``manage.py ingest PATH``: index a folder (or one file) of Markdown/MDX pages into a book.
+
+Exit status: 0 when every file was indexed, 1 when some failed (the rest are indexed and
+searchable), 2 when nothing could be indexed or the arguments are wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from bookchat.errors import BookchatError
+from ingestion.indexing import IndexReport, index_book
+
+
+class ProgressBar:
+    """A one-line progress bar on stderr, drawn only when stderr is a terminal."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.enabled = stream.isatty()
+        self.files = (0, 0)
+        self.embedded = (0, 0)
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        if stage == "files":
+            self.files = (done, total)
+        else:
+            self.embedded = (done, total)
+        done_files, total_files = self.files
+        width = 30
+        filled = int(width * done_files / total_files) if total_files else width
+        line = f"\r[{'#' * filled}{'.' * (width - filled)}] {done_files}/{total_files} files"
+        if self.embedded[1]:
+            line += f", embedding {self.embedded[0]}/{self.embedded[1]} passages"
+        self.stream.write(line.ljust(78))
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            self.stream.write("\r" + " " * 78 + "\r")
+            self.stream.flush()
+
+
+class Command(BaseCommand):
+    help = "Index a folder (or a single file) of Markdown/MDX pages into a book."
+    requires_system_checks = []
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("path", help="A docs folder or a single .md/.mdx file.")
+        parser.add_argument("--book", dest="book", help="Book slug (default: the folder's name, slugified).")
+        parser.add_argument("--title", help="Book title (default: from the folder's name).")
+        parser.add_argument("--base-url", dest="base_url",
+                            help="Public URL of the book's site, used to build links to sections.")
+        parser.add_argument("--prune", action="store_true", help="Remove pages whose files are gone.")
+        parser.add_argument("--dry-run", action="store_true",
+                            help="Report what would change without embedding or writing anything.")
+        parser.add_argument("--reindex", action="store_true",
+                            help="Drop the book's passages and embed everything again (after changing embedder).")
+        parser.add_argument("--json", action="store_true", help="Print the index report as one JSON object.")
+
+    def handle(self, *args, **options) -> None:
+        progress = ProgressBar(sys.stderr) if not options["json"] else None
+        try:
+            report = index_book(
+                path=options["path"], book_slug=options["book"], base_url=options["base_url"],
+                title=options["title"], prune=options["prune"], dry_run=options["dry_run"],
+                reindex=options["reindex"], progress=progress,
+            )
+        except BookchatError as exc:
+            if progress:
+                progress.close()
+            self._fail(exc, as_json=options["json"])
+        if progress:
+            progress.close()
+        if options["json"]:
+            self.stdout.write(json.dumps(report.as_dict(), ensure_ascii=False))
+        else:
+            self.stdout.write(self._summary(report))
+        if report.exit_code:
+            sys.exit(report.exit_code)
+
+    def _fail(self, exc: BookchatError, *, as_json: bool) -> None:
+        if as_json:
+            self.stdout.write(json.dumps({"error": exc.code, "message": exc.message,
+                                          "errors": [exc.as_dict()], "warnings": []}))
+        else:
+            self.stderr.write(f"ingest: {exc}")
+        sys.exit(2)
+
+    def _summary(self, r: IndexReport) -> str:
+        verb = "would index" if r.dry_run else "indexed"
+        lines = [
+            f"Book {r.book!r}: {r.files_seen} files seen, {r.files_indexed} {verb}, {r.files_unchanged} unchanged, "
+            f"{r.files_skipped} skipped, {r.files_failed} failed.",
+            f"Passages: {r.chunks_added} added, {r.chunks_kept} kept, {r.chunks_removed} removed, "
+            f"{r.chunks_embedded} embedded ({r.tokens} tokens, {r.embed_seconds:.1f} s); "
+            f"total {r.total_seconds:.1f} s.",
+        ]
+        if r.documents_removed:
+            lines.append(f"Pages removed: {r.documents_removed}.")
+        for title, items in (("Errors", r.errors), ("Warnings", r.warnings)):
+            if items:
+                lines.append(f"{title}:")
+                for item in items:
+                    where = item["file"] or "-"
+                    if item["line"]:
+                        where += f":{item['line']}"
+                    lines.append(f"  {where}: {item['message']}")
+        return "\n".join(lines)

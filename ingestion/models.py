@@ -1,0 +1,144 @@
+"""What an indexed book is made of: Book → Document (a page) → Chunk (an embedded passage), plus IndexRun.
+
+Vectors: ``Chunk.embedding`` has no fixed size, because a book may be indexed with any
+embedder. Approximate search uses HNSW expression indexes, one per common size, of the form
+``(embedding::vector(N)) vector_cosine_ops WHERE dimensions = N``; a query must use the same
+cast and predicate (``Chunk.cosine_distance_sql``) to hit them. Other sizes still work, with
+exact search.
+"""
+
+from __future__ import annotations
+
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.core.validators import RegexValidator
+from django.db import models
+from django.db.models import Count
+from pgvector.django import VectorField
+
+# Vector sizes that get an HNSW index (a migration creates one per size).
+INDEXED_DIMENSIONS = (384, 512, 768, 1024, 1536)
+# Full-text configuration of the generated search vector.
+SEARCH_CONFIG = "english"
+
+book_slug_validator = RegexValidator(
+    r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$",
+    "A book slug is 1–64 lowercase letters, digits and inner hyphens.",
+)
+
+
+class BookQuerySet(models.QuerySet):
+    def with_counts(self) -> BookQuerySet:
+        return self.annotate(
+            document_count=Count("documents", distinct=True), chunk_count=Count("chunks", distinct=True)
+        )
+
+
+class Book(models.Model):
+    slug = models.CharField(max_length=64, unique=True, validators=[book_slug_validator])
+    title = models.CharField(max_length=300)
+    base_url = models.CharField(
+        max_length=500, blank=True, help_text="Public URL of the book's site; links to sections start with it."
+    )
+    source_path = models.CharField(max_length=1000, blank=True, help_text="Where the book was last indexed from.")
+    embedder_name = models.CharField(max_length=200)
+    embedder_dimension = models.PositiveIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = BookQuerySet.as_manager()
+
+    def __str__(self) -> str:
+        return self.title or self.slug
+
+
+class Document(models.Model):
+    book = models.ForeignKey(Book, on_delete=models.CASCADE, related_name="documents")
+    path = models.CharField(max_length=1000, help_text="Source file, relative to the book's folder.")
+    title = models.CharField(max_length=500)
+    slug = models.CharField(max_length=1000, blank=True, help_text="URL path of the page under the book's URL.")
+    url = models.CharField(max_length=1500, blank=True)
+    category = models.CharField(max_length=300, blank=True, help_text="Label of the page's folder (chapter).")
+    front_matter = models.JSONField(default=dict, blank=True)
+    content_hash = models.CharField(max_length=64, help_text="SHA-256 of the source file's bytes.")
+    chunker_version = models.CharField(max_length=64, blank=True)
+    indexed_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["book", "path"], name="document_unique_path_per_book")]
+        ordering = ["book", "path"]
+
+    def __str__(self) -> str:
+        return f"{self.book.slug}: {self.path}"
+
+
+class Chunk(models.Model):
+    id = models.CharField(primary_key=True, max_length=64, help_text="Content hash of the chunk.")
+    book = models.ForeignKey(Book, on_delete=models.CASCADE, related_name="chunks")
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks")
+    ordinal = models.PositiveIntegerField(help_text="Position of the chunk in its page.")
+    heading_path = models.CharField(max_length=2000, help_text="Chapter > Section > Subsection")
+    anchor = models.CharField(max_length=300, blank=True)
+    url = models.CharField(max_length=2000, blank=True, help_text="Link to the section in the book's site.")
+    text = models.TextField()
+    char_start = models.PositiveIntegerField()
+    char_end = models.PositiveIntegerField()
+    line_start = models.PositiveIntegerField()
+    line_end = models.PositiveIntegerField()
+    token_count = models.PositiveIntegerField(help_text="Embedder tokens of the embedded text.")
+    continued = models.BooleanField(default=False, help_text="Part of a code block or table split over chunks.")
+    embedding_key = models.CharField(max_length=64, db_index=True,
+                                     help_text="Hash of embedder + embedded text: equal keys share a vector.")
+    dimensions = models.PositiveSmallIntegerField()
+    embedding = VectorField()
+    search_vector = models.GeneratedField(
+        expression=SearchVector("heading_path", weight="A", config=SEARCH_CONFIG)
+        + SearchVector("text", weight="B", config=SEARCH_CONFIG),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+
+    class Meta:
+        ordering = ["document", "ordinal"]
+        indexes = [
+            models.Index(fields=["book", "document", "ordinal"], name="chunk_book_doc_ordinal"),
+            GinIndex(fields=["search_vector"], name="chunk_search_vector_gin"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.heading_path} [{self.ordinal}]"
+
+    @staticmethod
+    def cosine_distance_sql(dimensions: int) -> tuple[str, str]:
+        """SQL for the cosine distance to a ``%s`` query vector and the predicate the HNSW index needs."""
+        if dimensions in INDEXED_DIMENSIONS:
+            return (f"(embedding::vector({dimensions}) <=> %s::vector({dimensions}))",
+                    f"dimensions = {dimensions}")
+        return "(embedding <=> %s::vector)", f"dimensions = {int(dimensions)}"
+
+
+class IndexRun(models.Model):
+    class Status(models.TextChoices):
+        RUNNING = "running", "running"
+        DONE = "done", "done"
+        PARTIAL = "partial", "done with errors"
+        FAILED = "failed", "failed"
+
+    book = models.ForeignKey(Book, on_delete=models.CASCADE, related_name="index_runs")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
+    source = models.CharField(max_length=1000, blank=True, help_text="The folder or file that was indexed.")
+    trigger = models.CharField(max_length=32, default="cli", help_text="cli, upload, make run, …")
+    options = models.JSONField(default=dict, blank=True)
+    report = models.JSONField(default=dict, blank=True)
+    files_failed = models.PositiveIntegerField(default=0)
+    chunks_embedded = models.PositiveIntegerField(default=0)
+    embed_seconds = models.FloatField(default=0.0)
+    total_seconds = models.FloatField(default=0.0)
+    started_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-started_at"]
+
+    def __str__(self) -> str:
+        return f"{self.book.slug} {self.started_at:%Y-%m-%d %H:%M} {self.status}"

@@ -1,0 +1,65 @@
+"""`make run`'s last step, `manage.py serve`: migrate, admin login, index docs/, gunicorn + a django-q2
+worker; Ctrl-C stops all of them cleanly. Runs as a real subprocess against the test database."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import psutil
+import pytest
+
+from ingestion.models import Book
+from tests.conftest import REPO
+
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for(url: str, deadline: float) -> int:
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                return response.status
+        except OSError:
+            time.sleep(0.5)
+    raise AssertionError(f"{url} did not answer in time")
+
+
+def test_serve_indexes_the_bundled_book_serves_the_admin_and_stops_on_ctrl_c(settings):
+    db = settings.DATABASES["default"]
+    url = f"postgresql://{db['USER']}@/{db['NAME']}?host={db['HOST']}"
+    port = free_port()
+    env = os.environ | {"DATABASE_URL": url, "PORT": str(port), "BOOKCHAT_ADMIN_PASSWORD": "test-admin-pass",
+                        "BOOKCHAT_WEB_WORKERS": "1", "BOOKCHAT_DEBUG": "false"}
+    proc = subprocess.Popen([sys.executable, "manage.py", "serve"], cwd=REPO, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        assert wait_for(f"http://127.0.0.1:{port}/admin/login/", time.monotonic() + 240) == 200
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as response:
+            assert b"bookchat-manual" in response.read()
+        children = psutil.Process(proc.pid).children(recursive=True)
+        assert any("qcluster" in " ".join(c.cmdline()) for c in children)
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C reaches the whole foreground process group
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 0, out
+    assert "with password" not in out, "a password from BOOKCHAT_ADMIN_PASSWORD is never printed"
+    assert "Stopped." in out
+    gone, alive = psutil.wait_procs(children, timeout=10)
+    assert not alive, f"left running: {[c.cmdline() for c in alive]}"
+    book = Book.objects.get(slug="bookchat-manual")
+    assert book.documents.count() >= 8
