@@ -58,7 +58,9 @@ class ChunkDraft:
 
     @property
     def anchor(self) -> str:
-        return self.headings[-1].anchor if self.headings else ""
+        """The deepest enclosing section's anchor; none for a page's H1 (links go to the top of the page)."""
+        sections = [h for h in self.headings if h.level >= 2]
+        return sections[-1].anchor if sections else ""
 
     @property
     def embed_text(self) -> str:
@@ -200,13 +202,21 @@ class Chunker:
         return carried
 
     def _draft(self, doc: ParsedDocument, units: list[_Unit]) -> ChunkDraft:
-        parts = [units[0].text]
-        for unit in units[1:]:
-            parts += [unit.joiner, unit.text]
-        text = "".join(parts).strip()
         headings = units[0].block.headings
         for unit in units[1:]:
             headings = _common_prefix(headings, unit.block.headings)
+        # Headings inside the chunk (below its heading path) stay in its text as Markdown headings,
+        # so a section that was merged into a neighbour keeps its title.
+        parts, chain = [], headings
+        for n, unit in enumerate(units):
+            if n:
+                parts.append(unit.joiner)
+            if unit.block.headings != chain and (n == 0 or unit.block is not units[n - 1].block):
+                inner = unit.block.headings[len(_common_prefix(chain, unit.block.headings)):]
+                parts.append("".join(f"{'#' * h.level} {h.title}\n\n" for h in inner))
+                chain = unit.block.headings
+            parts.append(unit.text)
+        text = "".join(parts).strip()
         blocks = [u.block for u in units]
         draft = ChunkDraft(
             text=text,

@@ -24,7 +24,7 @@ def test_changelist_search_and_filters_render(admin_client, indexed, model):
     assert response.status_code == 200
     assert response.context["cl"].result_count >= 1
     assert admin_client.get(url, {"q": "admin"}).status_code == 200
-    assert b"Add " not in response.content or b"addlink" not in response.content
+    assert reverse(f"admin:ingestion_{model}_add").encode() not in response.content
 
 
 @pytest.mark.parametrize("model", ["book", "document", "chunk", "indexrun"])

@@ -69,7 +69,7 @@ def test_small_section_joins_its_neighbour_so_no_chunk_is_a_heading_alone(chunke
     chunks = chunker.chunk(page)
     assert not any(c.text == "Read this first." for c in chunks)
     first = chunks[0]
-    assert first.text.startswith("Read this first.") and "linux" in first.text
+    assert first.text.startswith("Read this first.\n\n### Linux\n\n") and "linux" in first.text
     assert first.heading_path == "Robots > Setup"
     assert all(chunker.tokens(c.text) >= 30 for c in chunks)
 

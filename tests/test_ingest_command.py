@@ -27,11 +27,16 @@ sidebar_position: 1
 # Getting started
 
 Bookchat indexes a folder of Markdown pages and answers questions from them with citations.
+Every answer names the passages it used, so a reader can open the book at the right section and
+check the claim for themselves; answers that the book cannot support are refused instead of guessed.
+Reviewers can audit every answer later.
 
 ## Install {#install}
 
 Run the installer once. It creates a virtual environment, installs every dependency and starts
-the embedded database, so there is nothing else to set up by hand on a fresh machine.
+the embedded database, so there is nothing else to set up by hand on a fresh machine. The first
+start also creates an admin login and prints its password once, then indexes the bundled manual so
+that there is a book to ask questions about straight away.
 
 ```bash
 make run
@@ -65,6 +70,7 @@ def test_ingest_reports_every_key_and_indexes_the_book(book_dir):
     code, report = ingest(str(book_dir.root), "--book", "tiny")
     assert code == 0
     assert REPORT_KEYS <= report.keys()
+    assert json.loads(json.dumps(report)) == report
     assert report["errors"] == []
     assert report["files_seen"] == 2 and report["files_indexed"] == 2
     assert report["chunks_embedded"] == report["chunks_added"] > 0
@@ -256,7 +262,7 @@ def test_empty_folder_exits_2(tmp_path):
 @pytest.mark.parametrize("slug", ["My Book", "../etc", "book;drop table", "ÿ", "-x", "a" * 65, ""])
 def test_book_slug_with_odd_characters_exits_2(book_dir, slug):
     make_book(book_dir)
-    code, report = ingest(str(book_dir.root), "--book", slug)
+    code, report = ingest(str(book_dir.root), f"--book={slug}")
     assert code == 2 and report["error"] == "bad_slug"
     assert not Book.objects.exists()
 
