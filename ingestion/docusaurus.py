@@ -148,7 +148,7 @@ def _read_category_label(path: Path, rel_file: str, fallback: str) -> tuple[str,
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         return fallback, Issue(rel_file, line, f"invalid YAML in category file: {exc}")
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, ValueError, TypeError, RecursionError) as exc:  # unreadable, not UTF-8, bad date…
         return fallback, Issue(rel_file, None, f"cannot read category file: {exc}")
     if data is None:
         return fallback, None

@@ -45,21 +45,22 @@ ADMONITION_LABELS = {"caution": "Caution", "danger": "Danger", "info": "Info", "
                      "note": "Note", "tip": "Tip", "warning": "Warning", "success": "Tip",
                      "secondary": "Note"}
 
-_FENCE_FINDER = MarkdownIt("commonmark").disable(["code", "html_block"])
+_FENCE_FINDER = MarkdownIt("commonmark").disable(["code", "html_block", "inline"])
 _INTERESTING = re.compile(r"\\.|`+|<!--|<|\{|^(?=(?:import|export)[\s{*])", re.M | re.S)
 _TAG_START = re.compile(r"<(/?)([A-Za-z][\w.:-]*)?")
 _ATTR_NAME = re.compile(r"[^\s=/>{}\"'<]+")
 _UNQUOTED_VALUE = re.compile(r"[^\s>]+")
 _AUTOLINK = re.compile(r"<(?:[A-Za-z][A-Za-z0-9+.\-]{1,31}:[^\s<>]*|[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+)>")
-_IMPORT = re.compile(r"import\s*(?:[\"'{*]|[\w$]+[\w$\s,{}*]*?\bfrom\s*[\"'])")
+_IMPORT = re.compile(r"import\s*(?:[\"'{*]|[\w$]+\s*,\s*[{*]|[\w$]+[ \t]+from\s*[\"'])")
 _EXPORT = re.compile(r"export\s+(?:const|let|var|function|class|default|async|\{|\*)")
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 _WHITESPACE = re.compile(r"\s*")
-_STRING_EXPRESSION = re.compile(r"\{\s*[\"'`]")
+_STRING_EXPRESSION = re.compile(  # {'text'}, {"text"}, {`text`} (without ${})
+    r"""\{\s*('(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"|`(?:[^`\\$]|\\.|\$(?!\{))*`)\s*\}""", re.S)
 _CODEBLOCK_CLOSE = re.compile(r"\s*</CodeBlock\s*>")
 _JS_STOP = re.compile(r"[{}()\[\]'\"`/]")
-_ADMONITION_OPEN = re.compile(r"^(\s*)(:{3,})([A-Za-z][\w-]*)(?:\[(.*)\]|[ \t]+(.*?))?\s*(?:\{[^{}]*\})?\s*$")
-_ADMONITION_CLOSE = re.compile(r"^(\s*)(:{3,})\s*$")
+_ADMONITION_OPEN = re.compile(r"^(\s*):{3,}([A-Za-z][\w-]*)(?:\[(.*)\]|[ \t]+(.*?))?\s*(?:\{[^{}]*\})?\s*$")
+_ADMONITION_CLOSE = re.compile(r"^\s*:{3,}\s*$")
 
 
 @dataclass
@@ -161,10 +162,17 @@ class _Scanner:
         self._warned: set[str] = set()
         self._seg = ""
         self._first_line = 0
+        self._line_cache = (0, 0)  # (position, its line) of the last _line() call
 
     # -- bookkeeping -------------------------------------------------------------------------
     def _line(self, pos: int) -> int:
-        return self._first_line + self._seg.count("\n", 0, pos)
+        """0-based line of ``pos`` in the current run (counted on from the last call: calls move forward)."""
+        last_pos, last_line = self._line_cache
+        if pos < last_pos:
+            last_pos, last_line = 0, self._first_line
+        line = last_line + self._seg.count("\n", last_pos, pos)
+        self._line_cache = (pos, line)
+        return line
 
     def _warn(self, line: int | None, message: str) -> None:
         self.warnings.append(Issue(self.rel_path, line, message))
@@ -181,7 +189,7 @@ class _Scanner:
 
     # -- main loop ---------------------------------------------------------------------------
     def clean(self, seg: str, first_line: int) -> str:
-        self._seg, self._first_line = seg, first_line
+        self._seg, self._first_line, self._line_cache = seg, first_line, (0, first_line)
         out: list[str] = []
         pos = 0
         while True:
@@ -233,17 +241,16 @@ class _Scanner:
                 out.append(_newlines(seg[start : end + 3]))
                 return end + 3
         # Only {'text'} / {`text`} have a value we can know; other expressions stay as written.
-        end = _skip_js(seg, start) if _STRING_EXPRESSION.match(seg, start) else -1
-        literal = _string_literal(seg[start + 1 : end - 1]) if end > 0 else None
+        expression = _STRING_EXPRESSION.match(seg, start)
+        literal = _string_literal(expression.group(1)) if expression else None
         if literal is None:
             out.append("{")
             return start + 1
-        out.append(literal.replace("\n", " ") + _newlines(seg[start:end]))
-        return end
+        out.append(literal.replace("\n", " ") + _newlines(expression.group()))
+        return expression.end()
 
     def _esm(self, seg: str, start: int, out: list[str]) -> int:
-        before = "".join(out).rsplit("\n", 2)
-        at_block_start = len(before) < 2 or not before[-2].strip()
+        at_block_start = _previous_line_blank(out)
         # MDX reads ESM at column 0 of any flow position (also inside JSX children), never mid-paragraph.
         if not at_block_start or not (_IMPORT.match(seg, start) or _EXPORT.match(seg, start)):
             out.append(seg[start : start + 6])  # just the word "import"/"export" in prose
@@ -384,6 +391,17 @@ def fence_for(code: str) -> str:
     """A backtick fence longer than any backtick fence inside ``code`` (at least ```)."""
     longest = max((len(run) for run in re.findall(r"^\s*(`{3,})", code, re.M)), default=2)
     return "`" * max(3, longest + 1)
+
+
+def _previous_line_blank(out: list[str]) -> bool:
+    """Whether the output so far (which ends at a line start) ends with a blank line, or is empty."""
+    tail = ""
+    for piece in reversed(out):
+        tail = piece + tail
+        if tail.count("\n") >= 2:
+            break
+    lines = tail.rsplit("\n", 2)
+    return len(lines) < 2 or not lines[-2].strip()
 
 
 def _drop_trailing_indent(out: list[str]) -> None:
@@ -552,27 +570,25 @@ def _js_complete(code: str) -> bool:
 
 def _rewrite_admonitions(result: CleanResult, rel_path: str) -> None:
     """``:::tip[Title]`` → ``Tip (Title):``; closing ``:::`` → blank. Unclosed → warning."""
-    open_stack: list[tuple[int, int]] = []  # (colons, line)
+    open_lines: list[int] = []  # a closing ::: closes the innermost open admonition
     lines = result.lines
     for index, line in enumerate(lines):
         if index in result.code_lines or ":::" not in line:
             continue
         opening = _ADMONITION_OPEN.match(line)
         if opening:
-            indent, colons, kind, bracket, legacy = opening.groups()
+            indent, kind, bracket, legacy = opening.groups()
             label = admonition_label(kind, bracket if bracket is not None else legacy)
             lines[index] = indent + label
             result.labels[index] = Label(label, len(lines))
-            open_stack.append((len(colons), index))
+            open_lines.append(index)
             continue
-        closing = _ADMONITION_CLOSE.match(line)
-        if closing:
+        if _ADMONITION_CLOSE.match(line):
             lines[index] = ""
-            if open_stack:
-                _, open_line = open_stack.pop()
-                result.labels[open_line].end_line = index
+            if open_lines:
+                result.labels[open_lines.pop()].end_line = index
             else:
                 result.warnings.append(Issue(rel_path, index + 1, "stray ::: closing marker"))
-    for _, open_line in open_stack:
+    for open_line in open_lines:
         label = result.labels[open_line].text
         result.warnings.append(Issue(rel_path, open_line + 1, f"admonition '{label}' is never closed (:::)"))

@@ -45,7 +45,9 @@ _MD = (
     .disable(["code", "html_block"])  # MDX has no indented code; tags are already stripped
     .use(dollarmath_plugin)
     .disable("math_inline")  # `$` in prose is money, not math, unless a site enables remark-math
+    .disable("inline")  # block structure is all we need; heading titles are parsed on their own
 )
+_MD_INLINE = MarkdownIt("commonmark", {"html": False}).enable("strikethrough")
 _LINE_BREAK = re.compile(r"\r\n?|\n")
 _ENTITY = re.compile(r"\\?&(?:#\d+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]*);")
 _CODE_SPAN = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)", re.S)
@@ -113,16 +115,16 @@ def _front_matter(lines: list[str], rel_path: str) -> tuple[dict, int]:
         raise ParseError("front matter starting on line 1 is never closed with ---", file=rel_path, line=1)
     try:
         data = yaml.safe_load("\n".join(lines[1:close]))
+        if data is not None and not isinstance(data, dict):
+            raise ParseError("front matter is not a mapping of keys to values", file=rel_path, line=2)
+        return _jsonable(data or {}), close + 1
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
         line = 2 + mark.line if mark is not None else 1
         raise ParseError(f"invalid YAML in front matter: {problem}", file=rel_path, line=line) from exc
-    if data is None:
-        return {}, close + 1
-    if not isinstance(data, dict):
-        raise ParseError("front matter is not a mapping of keys to values", file=rel_path, line=2)
-    return _jsonable(data), close + 1
+    except (ValueError, TypeError, OverflowError, RecursionError) as exc:  # e.g. `date: 2021-13-45`
+        raise ParseError(f"invalid value in front matter: {exc}", file=rel_path, line=2) from exc
 
 
 def _jsonable(value: object) -> object:
@@ -233,8 +235,9 @@ def _trim(raw: _Raw, lines: list[str]) -> _Raw:
 
 
 def _heading_title_anchor(inline: Token, seen: dict[str, int]) -> tuple[str, str]:
+    """Plain title (markup removed, as Docusaurus' mdast toString) and anchor of a heading."""
     plain = []
-    for child in inline.children or []:
+    for child in _MD_INLINE.parseInline(inline.content)[0].children or []:
         if child.type in ("text", "code_inline", "text_special", "image"):
             plain.append(child.content)
         elif child.type in ("softbreak", "hardbreak"):

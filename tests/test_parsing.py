@@ -300,6 +300,44 @@ So much about content plugins.
     ]
 
 
+def test_four_backtick_mdx_code_block_with_a_fence_and_nested_details():
+    text = """\
+````mdx-code-block
+<BrowserWindow>
+
+<h3>Details element example</h3>
+
+<details>
+  <summary>Toggle me!</summary>
+
+  This is the detailed content
+
+  ```js
+  console.log("Markdown features including the code block are available");
+  ```
+
+  <details>
+    <summary>Nested toggle! Some surprise inside...</summary>
+
+    😲😲😲😲😲
+  </details>
+</details>
+
+</BrowserWindow>
+````
+"""  # real: guides/markdown-features/markdown-features-intro.mdx
+    doc = parse(text)
+    assert [(b.kind, b.text, b.line) for b in doc.blocks] == [
+        ("paragraph", "Details element example", 4),
+        ("paragraph", "Toggle me!", 7),
+        ("paragraph", "This is the detailed content", 9),
+        ("code", '```js\nconsole.log("Markdown features including the code block are available");\n```', 11),
+        ("paragraph", "Nested toggle! Some surprise inside...", 16),
+        ("paragraph", "😲😲😲😲😲", 18),
+    ]
+    assert doc.warnings == []
+
+
 def test_summary_with_inline_code_tags():
     text = ("<details>\n  <summary><code>Tabs</code> props take precedence over the <code>TabItem</code>"
             " props:</summary>\n\nBody.\n\n</details>\n")  # real: markdown-features-tabs.mdx
@@ -731,6 +769,7 @@ def test_every_corpus_page_parses_cleanly(name):
     assert parsed and seconds < 10
     for path, doc in parsed:
         text = path.read_text(encoding="utf-8")
+        source_lines = text.split("\n")
         json.dumps(doc.front_matter)
         assert doc.title.strip(), path
         assert doc.slug == doc.slug.strip("/"), path
@@ -740,6 +779,8 @@ def test_every_corpus_page_parses_cleanly(name):
             assert block.text.strip(), where
             assert 1 <= block.line <= block.end_line and block.start < block.end <= len(text), where
             assert block.start > previous_end, where  # in order, never overlapping
+            source = "\n".join(source_lines[block.line - 1 : block.end_line])
+            assert text[block.start : block.end] == source, where
             previous_end = block.end
             levels = [h.level for h in block.headings]
             assert levels == sorted(set(levels)), where
