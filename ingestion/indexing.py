@@ -425,7 +425,8 @@ def index_book(*, path: Path | str, book_slug: str | None = None, base_url: str 
     """Index the Markdown/MDX pages at ``path`` (a folder or one file) into a book; return the report."""
     path = Path(path).expanduser()
     if book_slug is None:
-        book_slug = slugify((path if path.is_dir() else path.parent).resolve().name).replace("_", "-")[:64].strip("-") or "book"
+        folder = (path if path.is_dir() else path.parent).resolve().name
+        book_slug = slugify(folder).replace("_", "-")[:64].strip("-") or "book"
     validate_book_slug(book_slug)
     existing = Book.objects.filter(slug=book_slug).first()
     root = None

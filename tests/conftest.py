@@ -1,15 +1,16 @@
 """Shared fixtures: the real embedded Postgres (via pytest-django), corpora ingested once per session,
 tiny books built on disk, and the test OpenAI-compatible server.
 
-Corpora are ingested into the test database outside any test transaction and shared by the
-whole session, so no test here may use ``transaction=True`` (it would truncate them).
+Corpora are ingested into the test database outside any test transaction (on a thread of
+their own, see ``committed``) and shared by the whole session, so no test here may use
+``transaction=True`` (it would truncate them).
 """
 
 from __future__ import annotations
 
 import io
 import json
-import os
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,21 +18,10 @@ from pathlib import Path
 import pytest
 
 from tests.support.openai_server import FakeOpenAIServer
+from tests.support.shared_data import shared_corpus
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED_DATA = Path(os.environ.get("BOOKCHAT_SHARED_DATA", REPO.parent / "shared" / "data"))
 CORPORA = ("docusaurus-docs", "physical-ai-book", "physical-ai-book-2", "squad2-dev")
-
-
-def shared_corpus(name: str) -> Path:
-    """The ``docs/`` folder of a corpus in ../shared/data; skip (or fail in CI) when it is absent."""
-    path = SHARED_DATA / name / "docs"
-    if not path.is_dir():
-        reason = f"{path} is absent (the shared test data ships only beside the project's own checkout)"
-        if os.environ.get("BOOKCHAT_REQUIRE_SHARED_DATA") == "1":
-            pytest.fail(f"BOOKCHAT_REQUIRE_SHARED_DATA=1 but {reason}")
-        pytest.skip(reason)
-    return path
 
 
 def run_command(*args: str) -> tuple[int, str, str]:
@@ -45,6 +35,29 @@ def run_command(*args: str) -> tuple[int, str, str]:
     except SystemExit as exc:
         code = int(exc.code or 0)
     return code, out.getvalue(), err.getvalue()
+
+
+def committed(fn):
+    """Run ``fn`` on a thread of its own, so its writes commit outside the calling test's transaction
+    (Django's connections are per thread) and stay for the rest of the session."""
+    from django.db import connections
+
+    outcome = {}
+
+    def target():
+        try:
+            outcome["value"] = fn()
+        except BaseException as exc:  # re-raised in the caller
+            outcome["error"] = exc
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 @dataclass
@@ -65,11 +78,22 @@ def ingest_corpus(django_db_setup, django_db_blocker):
         if name not in runs:
             started = time.monotonic()
             with django_db_blocker.unblock():
-                code, out, _ = run_command("ingest", str(path), "--book", name, "--json")
+                code, out, _ = committed(lambda: run_command("ingest", str(path), "--book", name, "--json"))
             runs[name] = CorpusRun(name, code, json.loads(out), time.monotonic() - started)
         return runs[name]
 
     return ingest
+
+
+@pytest.fixture(scope="session")
+def manual_book(django_db_setup, django_db_blocker) -> dict:
+    """The bundled manual in docs/, ingested once per session as book ``bookchat-manual``."""
+    with django_db_blocker.unblock():
+        code, out, _ = committed(lambda: run_command("ingest", str(REPO / "docs"), "--book", "bookchat-manual",
+                                                     "--json"))
+    report = json.loads(out)
+    assert code == 0, report
+    return report
 
 
 @pytest.fixture

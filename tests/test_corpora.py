@@ -5,10 +5,12 @@ Each corpus is ingested once per session (the embedder indexes ~5 passages a sec
 from __future__ import annotations
 
 import pytest
+from django.db.models import Avg, Count, Max
 
 from ingestion.embedders import get_embedder
 from ingestion.models import Chunk
-from tests.conftest import CORPORA, run_command, shared_corpus
+from tests.conftest import CORPORA, run_command
+from tests.support.shared_data import shared_corpus
 
 pytestmark = [pytest.mark.django_db, pytest.mark.shared_data, pytest.mark.slow]
 
@@ -19,8 +21,11 @@ def test_corpus_ingests_without_errors(ingest_corpus, name):
     assert run.exit_code == 0, run.report["errors"]
     assert run.report["errors"] == []
     assert run.report["files_failed"] == 0
-    assert Chunk.objects.filter(book__slug=name).count() > 0
-    print(f"\n{name}: {Chunk.objects.filter(book__slug=name).count()} chunks, {run.seconds:.1f} s")
+    stats = Chunk.objects.filter(book__slug=name).aggregate(n=Count("id"), mean=Avg("token_count"),
+                                                            most=Max("token_count"))
+    assert stats["n"] > 0
+    print(f"\n{name}: {stats['n']} chunks, {stats['mean']:.0f} mean / {stats['most']} max tokens, "
+          f"{run.report['files_indexed']} pages, ingested in {run.seconds:.1f} s")
 
 
 @pytest.mark.parametrize("name", CORPORA)

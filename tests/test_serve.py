@@ -36,7 +36,7 @@ def wait_for(url: str, deadline: float) -> int:
     raise AssertionError(f"{url} did not answer in time")
 
 
-def test_serve_indexes_the_bundled_book_serves_the_admin_and_stops_on_ctrl_c(settings):
+def test_serve_indexes_the_bundled_book_serves_the_admin_and_stops_on_ctrl_c(settings, manual_book):
     db = settings.DATABASES["default"]
     url = f"postgresql://{db['USER']}@/{db['NAME']}?host={db['HOST']}"
     port = free_port()
