@@ -55,11 +55,12 @@ class ChunkDraft:
     line_end: int
     token_count: int = 0
     continued: bool = False
+    start_headings: tuple[Heading, ...] | None = None  # the headings where the text starts, when deeper
 
     @property
     def anchor(self) -> str:
-        """The deepest enclosing section's anchor; none for a page's H1 (links go to the top of the page)."""
-        sections = [h for h in self.headings if h.level >= 2]
+        """Where a link should land: the deepest section the text starts in; none for a page's H1 (top of page)."""
+        sections = [h for h in (self.start_headings or self.headings) if h.level >= 2]
         return sections[-1].anchor if sections else ""
 
     @property
@@ -227,6 +228,7 @@ class Chunker:
             line_start=min(b.line for b in blocks),
             line_end=max(b.end_line for b in blocks),
             continued=any(u.continued for u in units),
+            start_headings=units[0].block.headings,
         )
         draft.token_count = self._count(draft.embed_text)
         return draft
@@ -339,7 +341,7 @@ class Chunker:
         out = []
         for piece in self._fit(draft.text, max(room, 16)):
             part = ChunkDraft(piece, draft.heading_path, draft.headings, draft.char_start, draft.char_end,
-                              draft.line_start, draft.line_end, continued=True)
+                              draft.line_start, draft.line_end, continued=True, start_headings=draft.start_headings)
             part.token_count = self._count(part.embed_text)
             out.append(part)
         return out

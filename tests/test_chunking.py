@@ -71,6 +71,7 @@ def test_small_section_joins_its_neighbour_so_no_chunk_is_a_heading_alone(chunke
     first = chunks[0]
     assert first.text.startswith("Read this first.\n\n### Linux\n\n") and "linux" in first.text
     assert first.heading_path == "Robots > Setup"
+    assert first.anchor == "setup", "a link lands where the chunk's text starts"
     assert all(chunker.tokens(c.text) >= 30 for c in chunks)
 
 
@@ -130,7 +131,7 @@ def test_h4_subsections_stay_inside_their_h3_chunk_when_small(chunker):
             .heading(4, "Right").block("Right arm detail.").build())
     chunks = chunker.chunk(page)
     assert len(chunks) == 1
-    assert chunks[0].heading_path == "Robots > Arms"
+    assert chunks[0].heading_path == "Robots > Arms" and chunks[0].anchor == "arms"
     assert "Left arm detail." in chunks[0].text and "Right arm detail." in chunks[0].text
 
 

