@@ -22,14 +22,14 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from bookchat.conf import setting
-from bookchat.errors import BookchatError, ParseError
+from bookchat.errors import BookchatError
 from ingestion.chunking import ChunkDraft, Chunker, ChunkingOptions
 from ingestion.documents import Issue
 from ingestion.docusaurus import category_label_with_issue
 from ingestion.embedders import Embedder, check_compatible, get_embedder
 from ingestion.models import Book, Chunk, Document, IndexRun, book_slug_validator
 from ingestion.parsing import parse_document
-from ingestion.sources import Discovery, SourceError, SourceFile, discover, read_source
+from ingestion.sources import Discovery, SourceFile, discover, read_source
 
 logger = logging.getLogger(__name__)
 
@@ -215,9 +215,7 @@ class BookIndexer:
             self.report.files_seen += 1
             try:
                 self._index_file(file, existing.get(file.rel_path))
-            except (SourceError, ParseError) as exc:
-                self._fail(file, exc)
-            except BookchatError as exc:  # e.g. the embeddings server is down: the pages waiting fail too
+            except BookchatError as exc:  # bad source, parse error, embeddings server down, …
                 self._fail(file, exc)
             except Exception as exc:  # a bug must not lose the other files
                 logger.exception("indexing %s failed", file.rel_path)

@@ -101,22 +101,21 @@ class SourceText:
 def read_source(file: SourceFile, *, max_bytes: int) -> SourceText:
     """The file's text, or a SourceError naming why it can't be a Markdown page."""
     try:
-        size = file.path.stat().st_size
-        if size > max_bytes:
-            raise SourceError(
-                f"file is {size:,} bytes, over the {max_bytes:,}-byte limit (BOOKCHAT_MAX_FILE_BYTES)",
-                code="too_large", file=file.rel_path,
-            )
+        _check_size(file.path.stat().st_size, max_bytes, file.rel_path)  # before reading a huge file
         data = file.path.read_bytes()
     except OSError as exc:
         raise SourceError(f"cannot read file: {exc.strerror or exc}", code="unreadable", file=file.rel_path) from exc
     return decode_source(data, rel_path=file.rel_path, max_bytes=max_bytes)
 
 
+def _check_size(size: int, max_bytes: int, rel_path: str) -> None:
+    if size > max_bytes:
+        raise SourceError(f"file is {size:,} bytes, over the {max_bytes:,}-byte limit (BOOKCHAT_MAX_FILE_BYTES)",
+                          code="too_large", file=rel_path)
+
+
 def decode_source(data: bytes, *, rel_path: str, max_bytes: int) -> SourceText:
-    if len(data) > max_bytes:
-        raise SourceError(f"file is {len(data):,} bytes, over the {max_bytes:,}-byte limit "
-                          "(BOOKCHAT_MAX_FILE_BYTES)", code="too_large", file=rel_path)
+    _check_size(len(data), max_bytes, rel_path)
     nul = data.find(b"\x00")
     if nul >= 0:
         raise SourceError("binary file (it contains NUL bytes), not Markdown text", code="binary",
