@@ -5,6 +5,7 @@ this process started it). The database's data stays under the data directory.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -72,7 +73,9 @@ class Command(BaseCommand):
         web = [python, "-m", "gunicorn", "bookchat.wsgi:application", "--bind", f"{host}:{port}",
                "--workers", str(setting("WEB_WORKERS")), "--access-logfile", "-", "--graceful-timeout", "5"]
         tasks = [python, str(base / "manage.py"), "qcluster"]
-        return [subprocess.Popen(web, cwd=base, env=env), subprocess.Popen(tasks, cwd=base, env=env)]
+        # Each child leads a process group of its own, so that stopping it also reaches the processes
+        # it forks (gunicorn workers, the django-q2 sentinel and workers) and none is left behind.
+        return [subprocess.Popen(cmd, cwd=base, env=env, start_new_session=True) for cmd in (web, tasks)]
 
     def _wait(self, children: list[subprocess.Popen]) -> None:
         stop = {"now": False}
@@ -94,15 +97,13 @@ class Command(BaseCommand):
     def _stop(self, children: list[subprocess.Popen]) -> None:
         self.stdout.write("\nStopping …")
         for child in children:
-            if child.poll() is None:
-                child.send_signal(signal.SIGTERM)
+            _signal_group(child, signal.SIGTERM)
         deadline = time.monotonic() + 15
         for child in children:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 child.wait(timeout=max(deadline - time.monotonic(), 0.1))
-            except subprocess.TimeoutExpired:
-                child.kill()
-                child.wait()
+            _signal_group(child, signal.SIGKILL)  # whatever of the group outlived the grace period
+            child.wait()
         if embedded_db.started_here:
             from django.db import connections
 
@@ -110,3 +111,8 @@ class Command(BaseCommand):
             embedded_db.stop(Path(settings.DATA_DIR))
             self.stdout.write("Stopped the embedded PostgreSQL (data kept in the data directory).")
         self.stdout.write("Stopped.")
+
+
+def _signal_group(child: subprocess.Popen, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError):  # the whole group is gone already
+        os.killpg(child.pid, signum)
