@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.db import connection, transaction
+from django.db.models import Count
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -208,7 +209,11 @@ class BookIndexer:
         return book.base_url if book is not None and book.pk else setting("BOOK_BASE_URL")
 
     def _index_files(self) -> None:
-        existing = {d.path: d for d in Document.objects.filter(book=self.book)} if self.book.pk else {}
+        # Chunk counts come with the pages: an unchanged book must not cost a query per page.
+        existing = {}
+        if self.book.pk:
+            stored = Document.objects.filter(book=self.book).annotate(chunk_count=Count("chunks"))
+            existing = {d.path: d for d in stored}
         files = self.discovery.files
         self.progress("files", 0, len(files))
         for done, file in enumerate(files, 1):
@@ -231,7 +236,7 @@ class BookIndexer:
         source = read_source(file, max_bytes=setting("MAX_FILE_BYTES"))
         if stored is not None and self._unchanged(stored, source.content_hash):
             self.report.files_unchanged += 1
-            self.report.chunks_kept += stored.chunks.count()
+            self.report.chunks_kept += stored.chunk_count
             return
         if not source.text.strip():
             self._skip(file, "empty file; skipped", stored)
