@@ -83,16 +83,16 @@ class Command(BaseCommand):
         def on_signal(signum, frame):
             stop["now"] = True
 
+        # Handled explicitly (not as KeyboardInterrupt): a shell that starts us in the background sets
+        # SIGINT to "ignore", and Ctrl-C must still stop everything.
+        signal.signal(signal.SIGINT, on_signal)
         signal.signal(signal.SIGTERM, on_signal)
-        try:
-            while not stop["now"]:
-                for child in children:
-                    if child.poll() is not None:
-                        self.stderr.write(f"{child.args[2]} exited with status {child.returncode}; stopping.")
-                        return
-                time.sleep(0.5)
-        except KeyboardInterrupt:
-            pass
+        while not stop["now"]:
+            for child in children:
+                if child.poll() is not None:
+                    self.stderr.write(f"{child.args[2]} exited with status {child.returncode}; stopping.")
+                    return
+            time.sleep(0.5)
 
     def _stop(self, children: list[subprocess.Popen]) -> None:
         self.stdout.write("\nStopping …")
