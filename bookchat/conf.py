@@ -64,6 +64,52 @@ SETTINGS: list[Setting] = [
             "8191 for OpenAI models).", int),
     Setting("EMBEDDING_TIMEOUT", 30.0, "Seconds before a call to the embeddings server gives up.", float),
     Setting("EMBED_BATCH_SIZE", 16, "Passages embedded per batch.", int),
+    # Answering: validation
+    Setting("DEFAULT_BOOK", "", "Book asked when a request names none; empty → the only indexed book (a request must "
+            "name one when there are several)."),
+    Setting("MAX_QUESTION_CHARS", 1000, "Longest question, in characters after trimming.", int),
+    Setting("MAX_QUESTION_WORDS", 500, "Most words in a question.", int),
+    Setting("MAX_SELECTED_CHARS", 2000, "Longest selected/pasted passage sent with a question.", int),
+    Setting("MAX_REQUEST_BYTES", 65536, "Largest API request body; bigger ones get HTTP 413.", int),
+    # Answering: retrieval
+    Setting("TOP_K", 5, "Sources per answer (a request may ask for 1–10).", int),
+    Setting("CANDIDATE_POOL", 40, "Candidates taken from each of dense and lexical search before fusion.", int),
+    Setting("FUSION", "weighted", "`weighted` (blend of min-max normalised scores) or `rrf` (reciprocal rank "
+            "fusion)."),
+    Setting("DENSE_WEIGHT", 0.85, "Weight of the dense (cosine) score in the weighted blend.", float),
+    Setting("LEXICAL_WEIGHT", 0.15, "Weight of the lexical (full-text) score in the weighted blend.", float),
+    Setting("RRF_K", 60, "The k of reciprocal rank fusion.", int),
+    Setting("SELECTED_TEXT_BOOST", 0.3, "Added to a candidate's fused score times the share of the selected "
+            "passage it contains.", float),
+    Setting("SCOPE_THRESHOLD", 0.0, "Cosine below which a question is \"not covered\"; 0 → each book's own "
+            "threshold, calibrated when it is indexed.", float),
+    Setting("SCOPE_COVERAGE_WEIGHT", 0.08, "Weight of lexical coverage (share of the question's words found in "
+            "the top passages) added to the best cosine to make the scope score.", float),
+    Setting("SCOPE_SUGGESTIONS", 3, "Nearest sections suggested with a \"not covered\" answer.", int),
+    # Answering: generation, grounding, confidence
+    Setting("LLM_BASE_URL", "", "Base URL of an OpenAI-compatible chat server; with `_API_KEY` and `_MODEL` it "
+            "writes the answers (otherwise the extractive generator does)."),
+    Setting("LLM_API_KEY", "", "API key for that server."),
+    Setting("LLM_MODEL", "", "Chat model name."),
+    Setting("LLM_TEMPERATURE", 0.3, "Sampling temperature of the LLM.", float),
+    Setting("LLM_MAX_TOKENS", 800, "Most tokens the LLM may write per answer.", int),
+    Setting("EXTRACTIVE_SENTENCES", 3, "Most sentences the extractive generator puts in an answer.", int),
+    Setting("GROUNDING_MIN_SUPPORT", 0.5, "Share of a sentence's content words that its cited source must "
+            "contain for the sentence to count as supported.", float),
+    Setting("GROUNDING_MAX_UNSUPPORTED", 0.5, "An answer with a larger share of unsupported sentences is "
+            "withheld and flagged for review.", float),
+    Setting("CONFIDENCE_RETRIEVAL_WEIGHT", 0.6, "Weight of retrieval strength in the confidence (grounding has "
+            "the rest).", float),
+    Setting("CONFIDENCE_HIGH", 0.85, "Confidence from which the level is `high`.", float),
+    Setting("CONFIDENCE_MEDIUM", 0.70, "Confidence from which the level is `medium` (below: `low`, with a "
+            "disclaimer).", float),
+    # Conversations and time
+    Setting("HISTORY_TURNS", 5, "Question/answer pairs a conversation remembers for follow-ups.", int),
+    Setting("SESSION_IDLE_MINUTES", 30, "A conversation idle this long expires (and is purged).", int),
+    Setting("DEADLINE_SECONDS", 5.0, "Time budget of one request; past it the API answers 504.", float),
+    Setting("RETRIEVAL_SECONDS", 2.0, "Part of the budget for retrieval.", float),
+    Setting("GENERATION_SECONDS", 2.5, "Part of the budget for the LLM; past it the extractive generator "
+            "answers instead.", float),
 ]
 
 _BY_NAME = {s.name: s for s in SETTINGS}

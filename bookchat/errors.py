@@ -40,3 +40,33 @@ class EmbedderMismatch(BookchatError):
     """A book indexed with one embedder is used with another."""
 
     code = "embedder_mismatch"
+
+
+class RequestError(BookchatError):
+    """A request that cannot be answered as sent. ``status`` is the HTTP status the API answers with and
+    ``field`` names the offending input, when there is one."""
+
+    code = "invalid_request"
+    status = 400
+
+    def __init__(self, message: str, *, code: str | None = None, field: str | None = None,
+                 status: int | None = None):
+        super().__init__(message, code=code)
+        self.field = field
+        if status:
+            self.status = status
+
+    def as_response(self) -> dict:
+        return {"error": self.code, "message": self.message, "field": self.field}
+
+
+class NotFound(RequestError):
+    code = "not_found"
+    status = 404
+
+
+class DeadlineExceeded(RequestError):
+    """The request's time budget ran out; the API answers 504 and never a half answer."""
+
+    code = "timeout"
+    status = 504

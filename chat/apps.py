@@ -2,5 +2,9 @@ from django.apps import AppConfig
 
 
 class ChatConfig(AppConfig):
-    name = "chat"
     default_auto_field = "django.db.models.BigAutoField"
+    name = "chat"
+    verbose_name = "Chat"
+
+    def ready(self) -> None:
+        from chat import receivers  # noqa: F401  (connects the signal receivers)

@@ -30,6 +30,7 @@ from ingestion.docusaurus import category_label_with_issue
 from ingestion.embedders import Embedder, check_compatible, get_embedder
 from ingestion.models import Book, Chunk, Document, IndexRun, book_slug_validator
 from ingestion.parsing import parse_document
+from ingestion.signals import book_indexed
 from ingestion.sources import Discovery, SourceFile, discover, read_source
 
 logger = logging.getLogger(__name__)
@@ -443,4 +444,8 @@ def index_book(*, path: Path | str, book_slug: str | None = None, base_url: str 
                           title=title, prune=prune, dry_run=dry_run, reindex=reindex, trigger=trigger,
                           progress=progress)
     with _BookLock(book_slug):
-        return indexer.run()
+        report = indexer.run()
+        if not dry_run and indexer.book is not None and indexer.book.pk:
+            changed = report.chunks_added or report.chunks_removed or report.files_indexed
+            book_indexed.send(sender=Book, book=indexer.book, report=report, changed=bool(changed))
+        return report

@@ -1,0 +1,289 @@
+"""Answering a question: book → conversation → retrieve → in scope? → generate → check grounding → respond.
+
+``answer_events`` is the one pipeline: it yields ``("token", {"text": …})`` events while the
+answer is written and one ``("final", response)`` event, whose ``answer`` is authoritative
+(a streamed LLM answer that fails the grounding check, or that falls back to the extractive
+generator, is replaced there). ``answer_question`` runs the same pipeline and returns only
+the response. Every failure that stops an answer is a ``RequestError`` the edges render
+(400 bad input, 404 unknown book, 504 out of time); nothing else escapes half-done.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from urllib.parse import quote
+
+from bookchat.conf import setting
+from bookchat.errors import NotFound, RequestError
+from chat import conversations
+from chat.deadline import Deadline
+from chat.generation import (
+    NOT_IN_BOOK,
+    Excerpt,
+    ExtractiveGenerator,
+    GenerationFailed,
+    GenerationInput,
+    get_generator,
+)
+from chat.calibration import scope_score
+from chat.grounding import GroundingReport, check_grounding
+from chat.models import ScopeCalibration
+from chat.retrieval import Retrieval, RetrievedChunk, nearest_sections, retrieve
+from chat.terms import content_terms, plain_text, split_sentences, strip_citations
+from ingestion.models import Book
+
+logger = logging.getLogger(__name__)
+
+WITHHELD_MESSAGE = ("I couldn't answer this reliably from the book: the answer I found was not supported by the "
+                    "passages it cited. The sources below are the closest passages; please check them.")
+LOW_CONFIDENCE_DISCLAIMER = ("Low confidence: this answer may be incomplete or not quite what you asked. "
+                             "Check the cited sections before relying on it.")
+EXCERPT_CHARS = 300
+
+
+@dataclass
+class AskRequest:
+    """A validated question (see ``chat.validation``)."""
+
+    question: str
+    selected_text: str = ""
+    session_id: uuid.UUID | None = None
+    book: str | None = None
+    chapter: str | None = None
+    max_results: int | None = None
+    channel: str = "api"
+
+
+@dataclass
+class Prepared:
+    request: AskRequest
+    book: Book
+    conversation: conversations.Conversation
+    turns: list
+    resolved_question: str
+    retrieval: Retrieval
+    threshold: float
+    in_scope: bool
+    deadline: Deadline
+    scope_score: float = 0.0
+    calibration: dict = field(default_factory=dict)
+    answer_id: uuid.UUID = field(default_factory=uuid.uuid4)
+
+
+def resolve_book(slug: str | None) -> Book:
+    """The book a request names, the configured default, or the only one there is."""
+    slug = slug or setting("DEFAULT_BOOK") or None
+    if slug:
+        book = Book.objects.filter(slug=slug).first()
+        if book is None:
+            raise NotFound(f"there is no book {slug!r}; GET /api/v1/books lists them", code="unknown_book",
+                           field="book")
+        return book
+    books = list(Book.objects.order_by("slug")[:2])
+    if not books:
+        raise NotFound("no book has been indexed yet: run `manage.py ingest PATH` first", code="no_books")
+    if len(books) > 1:
+        raise RequestError("several books are indexed: say which one with `book`", code="book_required",
+                           field="book")
+    return books[0]
+
+
+def book_calibration(book: Book) -> dict:
+    calibration = ScopeCalibration.objects.filter(book=book).first()
+    return {"threshold": calibration.threshold, **calibration.details} if calibration else {}
+
+
+def scope_threshold(book: Book, calibration: dict | None = None) -> float:
+    """The scope score below which a question is not covered: the setting when set, else the book's own
+    calibrated threshold (0, so nothing is refused, for a book that was never calibrated)."""
+    calibration = book_calibration(book) if calibration is None else calibration
+    return setting("SCOPE_THRESHOLD") or calibration.get("threshold") or 0.0
+
+
+def prepare(request: AskRequest, *, deadline: Deadline | None = None) -> Prepared:
+    """Everything before generation: may raise (and so answer 400/404/504) before any byte is streamed."""
+    deadline = deadline or Deadline()
+    book = resolve_book(request.book)
+    conversation = conversations.conversation_for(request.session_id, book)
+    turns = conversations.history(conversation)
+    resolved = conversations.resolve_follow_up(request.question, turns)
+    retrieval = retrieve(book=book, question=resolved, selected_text=request.selected_text,
+                         chapter=request.chapter, top_k=request.max_results, deadline=deadline)
+    calibration = book_calibration(book)
+    threshold = scope_threshold(book, calibration)
+    score = scope_score(retrieval)
+    in_scope = bool(retrieval.chunks) and (score >= threshold or retrieval.best_selected_overlap >= 0.5)
+    return Prepared(request, book, conversation, turns, resolved, retrieval, threshold, in_scope, deadline,
+                    scope_score=score, calibration=calibration)
+
+
+def answer_events(prepared: Prepared) -> Iterator[tuple[str, dict]]:
+    """Run generation for a prepared question: token events, then one final event with the response."""
+    p = prepared
+    generation_started = time.monotonic()
+    generator_name, notice, refused = "extractive", None, False
+    if not p.in_scope:
+        answer, refused = _not_covered_message(p.book), True
+    else:
+        generator = get_generator()
+        generator_name = generator.name
+        data = GenerationInput(
+            question=p.request.question, book_title=p.book.title, selected_text=p.request.selected_text,
+            excerpts=[Excerpt(n, c.heading_path, c.text, c.score) for n, c in enumerate(p.retrieval.chunks, 1)],
+            history=[(t.question, t.answer) for t in p.turns],
+        )
+        pieces: list[str] = []
+        held = True  # LLM text is held back until it cannot be the NOT_IN_BOOK marker
+        try:
+            budget = p.deadline.stage_budget(setting("GENERATION_SECONDS"))
+            for piece in generator.stream(data, budget_seconds=budget):
+                pieces.append(piece)
+                if isinstance(generator, ExtractiveGenerator):
+                    continue
+                text = "".join(pieces).lstrip()
+                if held and (len(text) > len(NOT_IN_BOOK) or not NOT_IN_BOOK.startswith(text)):
+                    held = False
+                    yield "token", {"text": text}
+                elif not held:
+                    yield "token", {"text": piece}
+            answer = "".join(pieces).strip()
+        except GenerationFailed as exc:
+            logger.warning("generator %s failed, answering extractively: %s", generator.name, exc.message)
+            notice = (f"The language model could not answer ({exc.message}), so this answer is made of the "
+                      "book's own sentences.")
+            generator_name = ExtractiveGenerator.name
+            answer = "".join(ExtractiveGenerator().stream(data, budget_seconds=0)).strip()
+        if answer.startswith(NOT_IN_BOOK) or answer.endswith(NOT_IN_BOOK):
+            answer, refused = _not_covered_message(p.book), True
+    if refused or generator_name == ExtractiveGenerator.name:
+        yield "token", {"text": answer}
+    p.deadline.check("generation")
+    response = _respond(p, answer=answer, refused=refused, generator_name=generator_name, notice=notice,
+                        generation_seconds=time.monotonic() - generation_started)
+    yield "final", response
+
+
+def answer_question(request: AskRequest, *, deadline: Deadline | None = None) -> dict:
+    """Answer one question; the response dict of ARCHITECTURE.md's "Response shape"."""
+    final = None
+    for kind, payload in answer_events(prepare(request, deadline=deadline)):
+        if kind == "final":
+            final = payload
+    return final
+
+
+# -- the response -----------------------------------------------------------------------------
+def _respond(p: Prepared, *, answer: str, refused: bool, generator_name: str, notice: str | None,
+             generation_seconds: float) -> dict:
+    chunks = p.retrieval.chunks
+    grounding = GroundingReport()
+    flagged = False
+    if not refused:
+        grounding = check_grounding(answer, [c.text for c in chunks])
+        if not grounding.passed:
+            logger.info("answer withheld (%s): %r", grounding.reason, p.request.question[:200])
+            answer, flagged = WITHHELD_MESSAGE, True
+    retrieval_strength = _retrieval_strength(p)
+    if refused:
+        confidence = round(0.5 * retrieval_strength, 3)
+    else:
+        support = 0.0 if flagged else 0.5 * grounding.supported_share + 0.5 * _coverage(p, answer, grounding)
+        weight = setting("CONFIDENCE_RETRIEVAL_WEIGHT")
+        confidence = round(weight * retrieval_strength + (1 - weight) * support, 3)
+    level = confidence_level(confidence)
+    suggestions = nearest_sections(p.retrieval) if refused or flagged else []
+    sources = [] if refused else [_source(n, c, answer, n in grounding.cited) for n, c in enumerate(chunks, 1)]
+    conversations.record_turn(p.conversation, question=p.request.question, resolved_question=p.resolved_question,
+                              answer=answer, answer_id=p.answer_id, refused=refused)
+    return {
+        "answer": answer,
+        "sources": sources,
+        "confidence": confidence,
+        "confidence_level": level,
+        "generator": generator_name,
+        "session_id": str(p.conversation.id),
+        "response_time_ms": p.deadline.elapsed_ms(),
+        "answer_id": str(p.answer_id),
+        "book": p.book.slug,
+        "refused": refused,
+        "suggestions": suggestions,
+        "disclaimer": LOW_CONFIDENCE_DISCLAIMER if level == "low" and not refused and not flagged else None,
+        "notice": notice,
+        "flagged_for_review": flagged,
+        "grounding": grounding.as_dict() if not refused else None,
+        "resolved_question": p.resolved_question,
+        "retrieval": {"best_cosine": round(p.retrieval.best_cosine, 4), "scope_score": round(p.scope_score, 4),
+                      "threshold": round(p.threshold, 4), "lexical_coverage": round(p.retrieval.lexical_coverage, 3),
+                      "candidates": p.retrieval.candidates},
+        "timings_ms": {"retrieval": int(p.retrieval.seconds * 1000), "generation": int(generation_seconds * 1000)},
+    }
+
+
+def confidence_level(confidence: float) -> str:
+    if confidence >= setting("CONFIDENCE_HIGH"):
+        return "high"
+    return "medium" if confidence >= setting("CONFIDENCE_MEDIUM") else "low"
+
+
+def _retrieval_strength(p: Prepared) -> float:
+    """0.5 at the book's threshold, 1.0 at the typical score of its in-scope questions (from calibration)."""
+    typical = p.calibration.get("in_scope_median") or p.threshold + 0.05
+    span = max(typical - p.threshold, 0.02)
+    strength = 0.5 + 0.5 * (p.scope_score - p.threshold) / span
+    if p.retrieval.best_selected_overlap >= 0.5:
+        strength = max(strength, 0.5 + 0.5 * p.retrieval.best_selected_overlap)
+    return min(1.0, max(0.0, strength))
+
+
+def _coverage(p: Prepared, answer: str, grounding: GroundingReport) -> float:
+    """Share of the question's content words found in the answer or in the headings of the sources it cites."""
+    asked = set(content_terms(p.resolved_question))
+    if not asked:
+        return 1.0
+    chunks = p.retrieval.chunks
+    seen = set(content_terms(strip_citations(answer)))
+    for n in grounding.cited:
+        seen |= set(content_terms(chunks[n - 1].heading_path))
+    return len(asked & seen) / len(asked)
+
+
+def _not_covered_message(book: Book) -> str:
+    return (f"This isn't covered in “{book.title}”, so I can't answer it from the book. "
+            "The sections below came closest.")
+
+
+def _source(n: int, chunk: RetrievedChunk, answer: str, cited: bool) -> dict:
+    excerpt = _excerpt(chunk, answer)
+    return {"n": n, "chapter": chunk.chapter, "section": chunk.section, "heading_path": chunk.heading_path,
+            "url": fragment_url(chunk.url, excerpt), "excerpt": excerpt, "score": round(chunk.score, 4),
+            "chunk_id": chunk.id, "cited": cited, "document": chunk.document_path}
+
+
+def _excerpt(chunk: RetrievedChunk, answer: str) -> str:
+    """About EXCERPT_CHARS of the chunk as plain text, starting at the sentence the answer quotes, if any."""
+    text = plain_text(chunk.text)
+    start = 0
+    for sentence in split_sentences(strip_citations(answer)):
+        probe = plain_text(sentence)[:60]
+        if len(probe) >= 20 and probe in text:
+            start = text.index(probe)
+            break
+    excerpt = text[start:start + EXCERPT_CHARS]
+    if start + EXCERPT_CHARS < len(text):
+        excerpt = excerpt.rsplit(" ", 1)[0] + " …"
+    return excerpt
+
+
+def fragment_url(url: str, excerpt: str) -> str:
+    """``url`` with a text fragment (``#anchor:~:text=…``) that highlights the excerpt's first words."""
+    first = split_sentences(excerpt.replace(" …", ""))
+    start_words = (first[0] if first else excerpt).split()[:6]
+    if len(start_words) < 2:
+        return url
+    fragment = quote(" ".join(start_words).rstrip(".,;:"), safe="")
+    fragment = fragment.replace("-", "%2D")
+    return f"{url}:~:text={fragment}" if "#" in url else f"{url}#:~:text={fragment}"

@@ -1,0 +1,117 @@
+"""Per-book calibration of the "not covered" threshold, run when a book's passages change.
+
+Similarity levels shift from book to book (and embedder to embedder), so one global cut-off
+either refuses good questions in one book or answers off-topic ones in another. Each book
+is measured against two probe sets through the real retrieval path:
+
+* **out of scope**: the shipped off-topic questions (``chat/data/off_topic_questions.txt``,
+  ~75 questions over ~25 everyday domains);
+* **in scope**: pseudo-questions made from the book itself — four consecutive content words of
+  a sentence from each of up to ``PROBES`` sampled passages (terse, like a reader's query,
+  and scored against the whole book).
+
+A question's *scope score* is its best cosine plus ``SCOPE_COVERAGE_WEIGHT`` times the
+IDF-weighted share of its words found in the top passages (off-topic questions share few
+of a book's rarer words, so this separates the two sets more than cosine alone). The
+threshold sits just above the off-topic set's ``OFF_QUANTILE`` quantile, but never above the
+in-scope probes' ``IN_QUANTILE`` quantile: false refusals are worse than a missed refusal.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from pathlib import Path
+
+import numpy as np
+from django.utils import timezone
+
+from bookchat.conf import setting
+from chat.deadline import Deadline
+from chat.terms import STOP_WORDS, plain_text, split_sentences, words
+
+logger = logging.getLogger(__name__)
+
+METHOD = "off-topic q95 + 0.005, capped at kw4 probes q05; score = cosine + w * coverage (v1)"
+OFF_TOPIC_FILE = Path(__file__).resolve().parent / "data" / "off_topic_questions.txt"
+PROBES = 80
+OFF_QUANTILE = 0.95
+IN_QUANTILE = 0.05
+MARGIN = 0.005
+
+
+def off_topic_questions() -> list[str]:
+    lines = OFF_TOPIC_FILE.read_text(encoding="utf-8").splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+
+
+def scope_score(retrieval) -> float:
+    """What the scope decision compares with the threshold: best cosine plus a little lexical coverage."""
+    return retrieval.best_cosine + setting("SCOPE_COVERAGE_WEIGHT") * retrieval.lexical_coverage
+
+
+def in_scope_probes(book, count: int = PROBES) -> list[str]:
+    """Terse pseudo-questions drawn from the book's own sentences (deterministic for a given book text)."""
+    from ingestion.models import Chunk
+
+    rows = list(Chunk.objects.filter(book=book).order_by("id").values_list("id", "text", "heading_path"))
+    rng = random.Random(f"{book.slug}:{len(rows)}")
+    rng.shuffle(rows)
+    probes = []
+    for _, text, heading_path in rows:
+        sentences = [s for s in split_sentences(plain_text(text)) if 8 <= len(s.split()) <= 60]
+        keywords = []
+        if sentences:
+            sentence = rng.choice(sentences)
+            keywords = [w for w in words(sentence) if w not in STOP_WORDS and len(w) > 2]
+        if len(keywords) >= 4:
+            start = rng.randrange(0, len(keywords) - 3)
+            probes.append(" ".join(keywords[start:start + 4]))
+        elif heading_path:
+            probes.append(heading_path.rsplit(" > ", 1)[-1])
+        if len(probes) >= count:
+            break
+    return probes
+
+
+def calibrate_book(book) -> dict:
+    """Measure the book, store its threshold on its ``ScopeCalibration`` and return the details."""
+    from chat.models import ScopeCalibration
+    from chat.retrieval import retrieve
+
+    started = time.monotonic()
+
+    def scores(questions: list[str]) -> np.ndarray:
+        return np.asarray([scope_score(retrieve(book=book, question=q, deadline=Deadline(60.0)))
+                           for q in questions], dtype=np.float64)
+
+    off = scores(off_topic_questions())
+    probes = in_scope_probes(book)
+    inside = scores(probes) if probes else np.asarray([], dtype=np.float64)
+    off_level = float(np.quantile(off, OFF_QUANTILE)) + MARGIN
+    threshold = off_level
+    if len(inside):
+        threshold = min(off_level, float(np.quantile(inside, IN_QUANTILE)))
+    details = {
+        "method": METHOD,
+        "threshold": round(threshold, 4),
+        "off_topic": _summary(off),
+        "in_scope_probes": _summary(inside),
+        "in_scope_median": round(float(np.median(inside)), 4) if len(inside) else None,
+        "off_topic_refused": round(float((off < threshold).mean()), 3),
+        "probes_refused": round(float((inside < threshold).mean()), 3) if len(inside) else None,
+        "seconds": round(time.monotonic() - started, 2),
+        "computed_at": timezone.now().isoformat(),
+    }
+    ScopeCalibration.objects.update_or_create(book=book, defaults={"threshold": threshold, "details": details})
+    logger.info("calibrated book %s: threshold %.4f", book.slug, threshold)
+    return details
+
+
+def _summary(values: np.ndarray) -> dict:
+    if not len(values):
+        return {"n": 0}
+    q = np.quantile(values, [0.05, 0.5, 0.95])
+    return {"n": int(len(values)), "p5": round(float(q[0]), 4), "p50": round(float(q[1]), 4),
+            "p95": round(float(q[2]), 4), "max": round(float(values.max()), 4)}

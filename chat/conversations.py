@@ -1,0 +1,94 @@
+"""Sessions: find or start a conversation, remember its last turns, resolve follow-ups, purge idle ones.
+
+A follow-up ("how do I install it?") is resolved without a model: when a question leans on
+the previous one (a pronoun or a demonstrative with little else, a leading "and"/"what
+about", or too few words of its own), the previous question is searched along with it.
+A conversation idle for ``SESSION_IDLE_MINUTES`` is over: its id is no longer honoured
+(the response carries a new one) and the scheduled purge deletes it.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from datetime import timedelta
+
+from django.db import transaction
+from django.utils import timezone
+
+from bookchat.conf import setting
+from bookchat.errors import RequestError
+from chat.models import Conversation, Turn
+from chat.terms import content_terms, words
+
+_REFERRING = frozenset("it its it's this that these those they them their theirs there he him his she her one ones "
+                       "same such former latter above previous".split())
+_CONTINUING = re.compile(r"^\s*(?:and|also|or|but|so|then|what about|how about|why not|what if|same for|"
+                         r"and what|and how|and why|ok|okay)\b", re.IGNORECASE)
+
+
+def parse_session_id(value: str | None) -> uuid.UUID | None:
+    if value in (None, ""):
+        return None
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        raise RequestError("session_id must be a session id returned by an earlier answer", code="invalid_session",
+                           field="session_id") from None
+
+
+def conversation_for(session_id: uuid.UUID | None, book) -> Conversation:
+    """The live conversation with this id about this book, or a new one (the id of an expired, unknown or
+    other-book session is not reused)."""
+    now = timezone.now()
+    idle = timedelta(minutes=setting("SESSION_IDLE_MINUTES"))
+    if session_id is not None:
+        found = Conversation.objects.filter(id=session_id, last_active_at__gte=now - idle, book=book).first()
+        if found is not None:
+            return found
+    return Conversation(book=book, last_active_at=now)
+
+
+def history(conversation: Conversation) -> list[Turn]:
+    """The last ``HISTORY_TURNS`` turns, oldest first."""
+    if conversation._state.adding:
+        return []
+    turns = list(conversation.turns.order_by("-created_at", "-id")[: setting("HISTORY_TURNS")])
+    return turns[::-1]
+
+
+def is_follow_up(question: str) -> bool:
+    tokens = words(question)
+    if _CONTINUING.match(question):
+        return True
+    own_terms = [t for t in content_terms(question)]
+    if any(t in _REFERRING for t in tokens) and len(own_terms) <= 4:
+        return True
+    return len(own_terms) <= 1
+
+
+def resolve_follow_up(question: str, turns: list[Turn]) -> str:
+    """The question to search: ``question`` itself, or, for a follow-up, with the question it follows."""
+    if not turns or not is_follow_up(question):
+        return question
+    previous = turns[-1].resolved_question or turns[-1].question
+    return f"{question} ({previous})"
+
+
+@transaction.atomic
+def record_turn(conversation: Conversation, *, question: str, resolved_question: str, answer: str,
+                answer_id: uuid.UUID, refused: bool) -> None:
+    conversation.last_active_at = timezone.now()
+    conversation.save()
+    Turn.objects.create(conversation=conversation, question=question, resolved_question=resolved_question,
+                        answer=answer, answer_id=answer_id, refused=refused)
+    keep = list(conversation.turns.order_by("-created_at", "-id").values_list("id", flat=True)
+                [: setting("HISTORY_TURNS")])
+    conversation.turns.exclude(id__in=keep).delete()
+
+
+def purge_expired_conversations() -> int:
+    """Delete conversations idle longer than ``SESSION_IDLE_MINUTES``; return how many."""
+    cutoff = timezone.now() - timedelta(minutes=setting("SESSION_IDLE_MINUTES"))
+    deleted, _ = Conversation.objects.filter(last_active_at__lt=cutoff).delete()
+    return deleted

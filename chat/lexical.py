@@ -1,0 +1,103 @@
+"""Lexical search: BM25 over the chunks' Postgres ``tsvector`` (english stemming, headings weighted).
+
+Postgres' own ``ts_rank`` has no inverse document frequency, so an OR query over a question's
+words is dominated by the words every page shares (the product's name, "page", "file").
+Here Postgres does the stemming and the index look-ups: the question's lexemes, each one's
+document frequency in the book (one GIN look-up per lexeme), and the term frequencies of
+the chunks that contain any of them; BM25 is computed from those. A lexeme in a heading
+counts ``HEADING_TF_WEIGHT`` times, because questions often name a topic that only its
+heading spells out.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from django.db import connection
+
+K1 = 1.2
+B = 0.75
+HEADING_TF_WEIGHT = 2
+# Lexemes found in more than this share of a book's chunks don't select candidates (they still score).
+COMMON_SHARE = 0.5
+# Most query lexemes looked up; long questions and pasted passages keep their rarest ones.
+MAX_LEXEMES = 32
+
+
+@dataclass
+class LexicalResult:
+    scores: dict[str, float] = field(default_factory=dict)  # chunk id → BM25
+    idf: dict[str, float] = field(default_factory=dict)  # every query lexeme, absent ones at their highest idf
+    matched: dict[str, set[str]] = field(default_factory=dict)  # chunk id → query lexemes it contains
+
+    def coverage(self, chunk_ids) -> float:
+        """IDF-weighted share of the query's lexemes that occur in any of ``chunk_ids``."""
+        total = sum(self.idf.values())
+        if not total:
+            return 0.0
+        found = set().union(*(self.matched.get(cid, set()) for cid in chunk_ids)) if chunk_ids else set()
+        return sum(self.idf[t] for t in found) / total
+
+
+def query_lexemes(text: str) -> list[str]:
+    """The distinct english-stemmed lexemes Postgres makes of ``text`` (stop words dropped)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT tsvector_to_array(to_tsvector('english', %s))", [text])
+        return list(cursor.fetchone()[0] or [])
+
+
+def _tsquery_literal(lexeme: str) -> str:
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def bm25_search(*, book_id: int, text: str, limit: int, document_ids: list[int] | None = None,
+                extra_ids: list[str] = ()) -> LexicalResult:
+    """BM25 scores of the best ``limit`` chunks for ``text`` (and of ``extra_ids``, when they match at all)."""
+    result = LexicalResult()
+    lexemes = query_lexemes(text)[:256]
+    if not lexemes:
+        return result
+    doc_filter = " AND document_id = ANY(%s)" if document_ids is not None else ""
+    doc_params = [document_ids] if document_ids is not None else []
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*), coalesce(avg(length(search_vector)), 1) FROM ingestion_chunk "
+                       f"WHERE book_id = %s{doc_filter}", [book_id, *doc_params])
+        total, avg_length = cursor.fetchone()
+        if not total:
+            return result
+        parts, params = [], []
+        for lexeme in lexemes:
+            parts.append(f"SELECT %s, count(*) FROM ingestion_chunk WHERE book_id = %s{doc_filter} "
+                         "AND search_vector @@ %s::tsquery")
+            params += [lexeme, book_id, *doc_params, _tsquery_literal(lexeme)]
+        cursor.execute(" UNION ALL ".join(parts), params)
+        counts = dict(cursor.fetchall())
+        result.idf = {t: math.log(1 + (total - counts.get(t, 0) + 0.5) / (counts.get(t, 0) + 0.5)) for t in lexemes}
+        df = {t: n for t, n in counts.items() if n}
+        if not df:
+            return result
+        idf = result.idf
+        selective = sorted((t for t, n in df.items() if n <= max(1, COMMON_SHARE * total)),
+                           key=lambda t: df[t])[:MAX_LEXEMES]
+        if not selective:  # every word is common: let the rarest ones select anyway
+            selective = sorted(df, key=lambda t: df[t])[:3]
+        query = " | ".join(_tsquery_literal(t) for t in selective)
+        cursor.execute(
+            "SELECT c.id, u.lexeme, coalesce(array_length(u.positions, 1), 1) "
+            f"  + {HEADING_TF_WEIGHT - 1} * (SELECT count(*) FROM unnest(u.weights) w WHERE w = 'A'), "
+            "  length(c.search_vector) "
+            "FROM ingestion_chunk c, unnest(c.search_vector) u "
+            f"WHERE c.book_id = %s{doc_filter.replace('document_id', 'c.document_id')} "
+            "AND (c.search_vector @@ %s::tsquery OR c.id = ANY(%s)) AND u.lexeme = ANY(%s)",
+            [book_id, *doc_params, query, list(extra_ids), list(df)],
+        )
+        scores: dict[str, float] = {}
+        for chunk_id, lexeme, tf, length in cursor.fetchall():
+            norm = K1 * (1 - B + B * (length or 1) / float(avg_length))
+            scores[chunk_id] = scores.get(chunk_id, 0.0) + idf[lexeme] * tf * (K1 + 1) / (tf + norm)
+            result.matched.setdefault(chunk_id, set()).add(lexeme)
+    best = sorted(scores, key=scores.get, reverse=True)[:limit]
+    keep = set(best) | (set(extra_ids) & set(scores))
+    result.scores = {cid: scores[cid] for cid in keep}
+    return result

@@ -1,0 +1,27 @@
+"""Chat's reactions to ingestion: recalibrate a book's scope threshold when its passages change."""
+
+from __future__ import annotations
+
+import logging
+
+from django.dispatch import receiver
+
+from ingestion.signals import book_indexed
+
+logger = logging.getLogger(__name__)
+
+
+@receiver(book_indexed)
+def calibrate_after_indexing(sender, *, book, report, changed: bool, **kwargs) -> None:
+    from chat.calibration import METHOD, calibrate_book
+    from chat.models import ScopeCalibration
+
+    current = ScopeCalibration.objects.filter(book=book).first()
+    if current is not None and not changed and current.details.get("method") == METHOD:
+        return
+    try:
+        details = calibrate_book(book)
+    except Exception:  # a failed calibration must not fail the indexing run; the old threshold stays
+        logger.exception("calibrating book %s failed", book.slug)
+        return
+    logger.info("book %s: scope threshold %.4f", book.slug, details["threshold"])

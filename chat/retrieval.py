@@ -1,0 +1,219 @@
+"""Hybrid retrieval: dense candidates from pgvector (cosine, HNSW) and lexical candidates (BM25 over the
+Postgres tsvector), fused by a weighted blend of normalised scores (or RRF) into the top k.
+
+Every candidate gets both scores (a dense-only candidate is scored lexically and the other way
+round), so fusion compares like with like. The raw cosine of the best candidate is kept
+apart from the fused score: fused scores are relative to the pool, while the scope decision
+needs an absolute measure, in whatever fusion mode.
+
+Selected-text mode: the passage joins the question in both searches, and every candidate's
+share of the passage's word 4-grams (``selected_overlap``) adds ``SELECTED_TEXT_BOOST`` times
+that share to its fused score, so the chunks that contain the passage come first.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from django.db import DatabaseError, connection, transaction
+from django.db.models import Q
+
+from bookchat.conf import setting
+from bookchat.errors import DeadlineExceeded, RequestError
+from chat.deadline import Deadline
+from chat.lexical import bm25_search
+from chat.terms import words
+from ingestion.embedders import check_compatible, get_embedder
+from ingestion.models import Book, Chunk, Document
+
+SHINGLE = 4
+COVERAGE_CHUNKS = 3
+
+
+@dataclass
+class RetrievedChunk:
+    id: str
+    document_id: int
+    heading_path: str
+    anchor: str
+    url: str
+    text: str
+    document_title: str
+    document_path: str
+    category: str
+    dense: float = 0.0  # cosine similarity to the query
+    lexical: float = 0.0  # BM25
+    score: float = 0.0  # fused, 0–1 (plus any selected-text boost)
+    selected_overlap: float = 0.0
+
+    @property
+    def chapter(self) -> str:
+        return self.category or self.document_title
+
+    @property
+    def section(self) -> str:
+        return self.heading_path.rsplit(" > ", 1)[-1] if self.heading_path else self.document_title
+
+
+@dataclass
+class Retrieval:
+    query: str
+    chunks: list[RetrievedChunk]  # the top k, best first
+    best_cosine: float  # highest cosine of any candidate: what the scope decision reads
+    lexical_coverage: float = 0.0  # IDF-weighted share of the query's words found in the top chunks
+    best_selected_overlap: float = 0.0
+    candidates: int = 0
+    seconds: float = 0.0
+    pool: list[RetrievedChunk] = field(default_factory=list)  # every fused candidate, best first
+
+
+def chapter_documents(book: Book, chapter: str) -> list[int]:
+    """Ids of the pages a chapter filter names: a category label, a folder, a page path or a page slug."""
+    chapter = chapter.strip().strip("/")
+    matches = Document.objects.filter(book=book).filter(
+        Q(category__iexact=chapter) | Q(path__startswith=f"{chapter}/") | Q(path=chapter)
+        | Q(slug=chapter) | Q(title__iexact=chapter)
+    )
+    ids = list(matches.values_list("id", flat=True))
+    if not ids:
+        raise RequestError(f"book {book.slug!r} has no chapter or page {chapter!r}", code="unknown_chapter",
+                           field="chapter")
+    return ids
+
+
+def vector_literal(vector) -> str:
+    """pgvector's text form of a vector, for raw SQL parameters."""
+    return "[" + ",".join(f"{float(x):.7g}" for x in vector) + "]"
+
+
+def shingles(text: str, size: int = SHINGLE) -> set[tuple[str, ...]]:
+    tokens = words(text)
+    if len(tokens) < size:
+        return {tuple(tokens)} if tokens else set()
+    return {tuple(tokens[i:i + size]) for i in range(len(tokens) - size + 1)}
+
+
+def _dense_candidates(cursor, *, book_id: int, vector, dimensions: int, limit: int,
+                      document_ids: list[int] | None) -> dict[str, float]:
+    distance, predicate = Chunk.cosine_distance_sql(dimensions)
+    doc_filter = " AND document_id = ANY(%s)" if document_ids is not None else ""
+    # A book is one slice of the index: let HNSW keep scanning until it has found enough of its rows.
+    cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+    cursor.execute(f"SET LOCAL hnsw.ef_search = {max(40, min(1000, limit * 2))}")
+    cursor.execute(
+        f"SELECT id, dist FROM (SELECT id, {distance} AS dist FROM ingestion_chunk "
+        f"WHERE {predicate} AND book_id = %s{doc_filter} ORDER BY dist LIMIT %s) found ORDER BY dist",
+        [vector, book_id, *([document_ids] if document_ids is not None else []), limit],
+    )
+    return {cid: 1.0 - float(dist) for cid, dist in cursor.fetchall()}
+
+
+def _cosines(cursor, *, ids: list[str], vector, dimensions: int) -> dict[str, float]:
+    if not ids:
+        return {}
+    distance, _ = Chunk.cosine_distance_sql(dimensions)
+    cursor.execute(f"SELECT id, {distance} FROM ingestion_chunk WHERE id = ANY(%s)", [vector, ids])
+    return {cid: 1.0 - float(dist) for cid, dist in cursor.fetchall()}
+
+
+def fuse(dense: dict[str, float], lexical: dict[str, float], *, mode: str | None = None) -> dict[str, float]:
+    """Fused 0–1 scores of the union of candidates (both dicts should score every candidate)."""
+    mode = mode or setting("FUSION")
+    ids = set(dense) | set(lexical)
+    if not ids:
+        return {}
+    if mode == "rrf":
+        k = setting("RRF_K")
+        dense_rank = {cid: r for r, cid in enumerate(sorted(dense, key=dense.get, reverse=True), 1)}
+        lex_rank = {cid: r for r, cid in enumerate(sorted(lexical, key=lexical.get, reverse=True), 1)
+                    if lexical[cid] > 0}
+        raw = {cid: (1 / (k + dense_rank[cid]) if cid in dense_rank else 0.0)
+               + (1 / (k + lex_rank[cid]) if cid in lex_rank else 0.0) for cid in ids}
+        top = 2 / (k + 1)
+        return {cid: value / top for cid, value in raw.items()}
+    if mode != "weighted":
+        raise RequestError(f"BOOKCHAT_FUSION={mode!r} is not 'weighted' or 'rrf'", code="bad_setting", status=500)
+    low, high = (min(dense.values()), max(dense.values())) if dense else (0.0, 0.0)
+    spread = (high - low) or 1.0
+    lex_high = max(lexical.values(), default=0.0) or 1.0
+    wd, wl = setting("DENSE_WEIGHT"), setting("LEXICAL_WEIGHT")
+    total = (wd + wl) or 1.0
+    return {cid: (wd * ((dense[cid] - low) / spread if cid in dense else 0.0)
+                  + wl * (lexical.get(cid, 0.0) / lex_high)) / total for cid in ids}
+
+
+def retrieve(*, book: Book, question: str, selected_text: str = "", chapter: str | None = None,
+             top_k: int | None = None, deadline: Deadline | None = None) -> Retrieval:
+    """The ``top_k`` chunks of ``book`` that best answer ``question`` (about ``selected_text``, if given)."""
+    started = time.monotonic()
+    deadline = deadline or Deadline()
+    top_k = top_k or setting("TOP_K")
+    pool = max(setting("CANDIDATE_POOL"), top_k)
+    embedder = get_embedder()
+    check_compatible(book, embedder)
+    document_ids = chapter_documents(book, chapter) if chapter else None
+    query = f"{question}\n\n{selected_text}" if selected_text else question
+    budget = deadline.stage_budget(setting("RETRIEVAL_SECONDS"))
+    stage_end = time.monotonic() + budget
+    deadline.check("retrieval")
+    vector = vector_literal(embedder.embed_query(query))
+    timeout_ms = int((stage_end - time.monotonic()) * 1000)
+    if timeout_ms <= 0:
+        raise DeadlineExceeded("bookchat ran out of time while searching the book; try again")
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(f"SET LOCAL statement_timeout = {timeout_ms}")
+            dense = _dense_candidates(cursor, book_id=book.pk, vector=vector, dimensions=book.embedder_dimension,
+                                      limit=pool, document_ids=document_ids)
+            lexical_result = bm25_search(book_id=book.pk, text=query, limit=pool, document_ids=document_ids,
+                                         extra_ids=list(dense))
+            lexical = lexical_result.scores
+            dense |= _cosines(cursor, ids=[cid for cid in lexical if cid not in dense], vector=vector,
+                              dimensions=book.embedder_dimension)
+    except DatabaseError as exc:
+        if "statement timeout" in str(exc) or "canceling statement" in str(exc):
+            raise DeadlineExceeded("bookchat ran out of time while searching the book; try again") from exc
+        raise
+    if time.monotonic() > stage_end:
+        raise DeadlineExceeded("bookchat ran out of time while searching the book; try again")
+    fused = fuse(dense, lexical)
+    rows = {c.id: c for c in Chunk.objects.filter(id__in=list(fused)).select_related("document")}
+    candidates = [_retrieved(rows[cid], dense.get(cid, 0.0), lexical.get(cid, 0.0), score)
+                  for cid, score in fused.items() if cid in rows]
+    best_overlap = 0.0
+    if selected_text:
+        passage = shingles(selected_text)
+        for candidate in candidates:
+            candidate.selected_overlap = len(passage & shingles(candidate.text)) / len(passage) if passage else 0.0
+            candidate.score += setting("SELECTED_TEXT_BOOST") * candidate.selected_overlap
+            best_overlap = max(best_overlap, candidate.selected_overlap)
+    candidates.sort(key=lambda c: (-c.score, -c.dense, c.id))
+    top = candidates[:top_k]
+    return Retrieval(query=query, chunks=top, best_cosine=max(dense.values(), default=0.0),
+                     lexical_coverage=lexical_result.coverage([c.id for c in top[:COVERAGE_CHUNKS]]),
+                     best_selected_overlap=best_overlap, candidates=len(candidates),
+                     seconds=time.monotonic() - started, pool=candidates)
+
+
+def _retrieved(chunk: Chunk, dense: float, lexical: float, score: float) -> RetrievedChunk:
+    document = chunk.document
+    return RetrievedChunk(id=chunk.id, document_id=chunk.document_id, heading_path=chunk.heading_path,
+                          anchor=chunk.anchor, url=chunk.url, text=chunk.text, document_title=document.title,
+                          document_path=document.path, category=document.category, dense=dense, lexical=lexical,
+                          score=score)
+
+
+def nearest_sections(retrieval: Retrieval, count: int | None = None) -> list[dict]:
+    """The closest distinct sections of a retrieval, as ``{title, heading_path, url}`` suggestions."""
+    count = setting("SCOPE_SUGGESTIONS") if count is None else count
+    seen, out = set(), []
+    for chunk in sorted(retrieval.pool, key=lambda c: -c.dense):
+        key = (chunk.document_id, chunk.anchor)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append({"title": chunk.section, "heading_path": chunk.heading_path, "url": chunk.url})
+        if len(out) == count:
+            break
+    return out

@@ -1,0 +1,103 @@
+"""Words that carry meaning: tokenising, stop words and light stemming for comparing questions,
+sentences and passages (the extractive generator and the grounding check), plus sentence
+splitting and Markdown-to-plain-text for excerpts.
+
+Deliberately small and language-light: the comparison only has to tell whether two texts
+share their content words, not to understand them.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_WORD = re.compile(r"[^\W_]+(?:[-'.][^\W_]+)*", re.UNICODE)
+_SENTENCE_END = re.compile(r"(?<=[.!?…。！？])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9`*_\u00C0-\uFFFF])")
+_CITATION = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
+_MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_MD_MARKS = re.compile(r"[*_`~]+")
+_HTML_TAG = re.compile(r"</?[A-Za-z][^>]*>")
+
+STOP_WORDS = frozenset("""
+a about above after again against all also am an and any are aren't as at be because been before being below
+between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during each
+either else ever few for from further get gets got had hadn't has hasn't have haven't having he he'd he'll he's
+her here here's hers herself him himself his how how's however i i'd i'll i'm i've if in into is isn't it it's
+its itself just let's like may me might more most much must mustn't my myself neither no nor not now of off on
+once one only or other ought our ours ourselves out over own per please same shall shan't she she'd she'll
+she's should shouldn't so some such than that that's the their theirs them themselves then there there's these
+they they'd they'll they're they've this those though through to too under until up upon us use used using very
+via was wasn't we we'd we'll we're we've were weren't what what's when when's where where's whether which while
+who who's whom whose why why's will with within without won't would wouldn't yes yet you you'd you'll you're
+you've your yours yourself yourselves
+tell explain describe give know want need way ways thing things kind something anything does done make makes
+""".split())
+
+
+def normalise(text: str) -> str:
+    """NFKC, case-folded, with Markdown emphasis/code markers dropped and whitespace collapsed."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    text = re.sub(r"[*_`]", "", text)
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def stem(word: str) -> str:
+    """A light English suffix stripper: enough to match 'installs'/'installing'/'installed'."""
+    if len(word) <= 3 or not word.isascii():
+        return word
+    for suffix, keep in (("ies", "y"), ("ied", "y"), ("sses", "ss"), ("ing", ""), ("ed", ""), ("es", ""),
+                         ("ly", ""), ("s", "")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            if suffix == "s" and word.endswith(("ss", "us", "is")):
+                return word
+            word = word[: -len(suffix)] + keep
+            break
+    if len(word) > 4 and word[-1] == word[-2] and word[-1] not in "lsz":  # running → runn → run
+        word = word[:-1]
+    return word.rstrip("e") if len(word) > 4 else word
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased word tokens (dotted and hyphenated names like ``docusaurus.config.js`` stay whole)."""
+    return _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
+
+
+def content_terms(text: str) -> list[str]:
+    """Stemmed words that are not stop words, in order (repeats kept). Hyphenated and dotted
+    names also contribute their parts, so ``trailing-slash`` matches ``trailing slash``."""
+    out = []
+    for word in words(text):
+        parts = [word] + (re.split(r"[-'.]", word) if re.search(r"[-'.]", word) else [])
+        for part in parts:
+            if part and part not in STOP_WORDS and (len(part) > 1 or part.isdigit()):
+                out.append(stem(part))
+    return out
+
+
+def strip_citations(text: str) -> str:
+    return _CITATION.sub("", text)
+
+
+def citations(text: str) -> list[int]:
+    """The source numbers cited in ``text``: ``[1]``, ``[2, 3]``."""
+    found = []
+    for group in _CITATION.findall(text):
+        found.extend(int(n) for n in group.split(","))
+    return found
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of one paragraph of prose (whitespace inside is collapsed)."""
+    text = re.sub(r"\s+", " ", text).strip()
+    if not text:
+        return []
+    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+
+
+def plain_text(markdown: str) -> str:
+    """Markdown reduced to the words a reader sees: links keep their text, markers and tags go."""
+    text = _MD_LINK.sub(r"\1", markdown)
+    text = _HTML_TAG.sub("", text)
+    text = re.sub(r"^\s{0,3}(?:#{1,6}\s+|>\s?|[-*+]\s+|\d+[.)]\s+)", "", text, flags=re.MULTILINE)
+    text = _MD_MARKS.sub("", text)
+    return re.sub(r"\s+", " ", text).strip()
