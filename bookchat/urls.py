@@ -1,7 +1,7 @@
-"""URL routes: the admin for now; the chat page and the API join as they land."""
+"""URL routes: the landing page, the REST API under /api/v1/, and the admin."""
 
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 
 from bookchat import views
 
@@ -10,5 +10,6 @@ admin.site.site_title = "bookchat admin"
 
 urlpatterns = [
     path("", views.home, name="home"),
+    path("api/v1/", include("chat.urls")),
     path("admin/", admin.site.urls),
 ]

@@ -20,6 +20,7 @@ from urllib.parse import quote
 from bookchat.conf import setting
 from bookchat.errors import NotFound, RequestError
 from chat import conversations
+from chat.calibration import scope_score
 from chat.deadline import Deadline
 from chat.generation import (
     NOT_IN_BOOK,
@@ -29,7 +30,6 @@ from chat.generation import (
     GenerationInput,
     get_generator,
 )
-from chat.calibration import scope_score
 from chat.grounding import GroundingReport, check_grounding
 from chat.models import ScopeCalibration
 from chat.retrieval import Retrieval, RetrievedChunk, nearest_sections, retrieve

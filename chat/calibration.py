@@ -46,6 +46,19 @@ def off_topic_questions() -> list[str]:
     return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
 
 
+_vectors: dict[str, list] = {}
+
+
+def _off_topic_vectors() -> list:
+    """The off-topic questions' query vectors, embedded once per process and embedder."""
+    from ingestion.embedders import get_embedder
+
+    embedder = get_embedder()
+    if embedder.name not in _vectors:
+        _vectors[embedder.name] = [embedder.embed_query(q) for q in off_topic_questions()]
+    return _vectors[embedder.name]
+
+
 def scope_score(retrieval) -> float:
     """What the scope decision compares with the threshold: best cosine plus a little lexical coverage."""
     return retrieval.best_cosine + setting("SCOPE_COVERAGE_WEIGHT") * retrieval.lexical_coverage
@@ -82,11 +95,12 @@ def calibrate_book(book) -> dict:
 
     started = time.monotonic()
 
-    def scores(questions: list[str]) -> np.ndarray:
-        return np.asarray([scope_score(retrieve(book=book, question=q, deadline=Deadline(60.0)))
-                           for q in questions], dtype=np.float64)
+    def scores(questions: list[str], vectors=None) -> np.ndarray:
+        vectors = vectors if vectors is not None else [None] * len(questions)
+        return np.asarray([scope_score(retrieve(book=book, question=q, deadline=Deadline(60.0), query_vector=v))
+                           for q, v in zip(questions, vectors, strict=True)], dtype=np.float64)
 
-    off = scores(off_topic_questions())
+    off = scores(off_topic_questions(), _off_topic_vectors())
     probes = in_scope_probes(book)
     inside = scores(probes) if probes else np.asarray([], dtype=np.float64)
     off_level = float(np.quantile(off, OFF_QUANTILE)) + MARGIN

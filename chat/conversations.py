@@ -21,8 +21,9 @@ from bookchat.errors import RequestError
 from chat.models import Conversation, Turn
 from chat.terms import content_terms, words
 
-_REFERRING = frozenset("it its it's this that these those they them their theirs there he him his she her one ones "
-                       "same such former latter above previous".split())
+_REFERRING = frozenset(["it", "its", "it's", "this", "that", "these", "those", "they", "them", "their", "theirs",
+                        "there", "he", "him", "his", "she", "her", "one", "ones", "same", "such", "former", "latter",
+                        "above", "previous"])
 _CONTINUING = re.compile(r"^\s*(?:and|also|or|but|so|then|what about|how about|why not|what if|same for|"
                          r"and what|and how|and why|ok|okay)\b", re.IGNORECASE)
 

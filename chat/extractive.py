@@ -3,7 +3,8 @@
 No model and no network. The chunks are cut into units (prose sentences, list items, short
 code blocks); a unit scores by the share of the question's content words it contains,
 weighted by how rare each word is among the retrieved chunks (so the word every chunk
-shares counts little), plus a little for its chunk's retrieval rank and its heading's match.
+shares counts little; the words of the unit's own section heading count as its own), plus a share for
+its chunk's retrieval score, which is usually the more reliable signal.
 The best unit leads; the next best join it while they add words of the question the answer
 does not cover yet. A short code block right after a chosen sentence comes along with it,
 because in a documentation book "how do I…" is usually answered by the command that follows.
@@ -31,7 +32,7 @@ class Unit:
     source: int  # 1-based source number
     position: int  # order within its source
     text: str
-    kind: str  # sentence, item, code
+    kind: str  # sentence, item, row, code
     terms: frozenset[str]
     score: float = 0.0
 
@@ -82,7 +83,8 @@ def units_of(text: str, source: int) -> list[Unit]:
         elif line.lstrip().startswith("|"):
             flush()
             cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            add(" — ".join(c for c in cells if c)[:MAX_UNIT_CHARS], "item")
+            if not all(set(c) <= set(":- ") for c in cells):
+                add(" — ".join(c for c in cells if c)[:MAX_UNIT_CHARS], "row")
         else:
             paragraph.append(line.strip())
         i += 1
@@ -105,12 +107,15 @@ def compose_extractive(question: str, sources: list, *, max_units: int = 3) -> s
     top_score = max((c.score for c in sources), default=1.0) or 1.0
     for unit in units:
         chunk = sources[unit.source - 1]
-        covered = sum(idf[t] for t in question_terms & unit.terms) / weight_total
-        heading = len(question_terms & set(content_terms(chunk.heading_path))) / (len(question_terms) or 1)
-        rank_prior = 0.15 * (chunk.score / top_score) + 0.05 * heading
-        # Very short units (a label, "Example:") rarely answer anything on their own.
-        brevity = 0.5 if len(unit.terms) < 3 and unit.kind != "code" else 1.0
-        unit.score = (covered * brevity + rank_prior) if unit.kind != "code" else 0.0
+        section = set(content_terms(chunk.heading_path.rsplit(" > ", 1)[-1]))
+        # A sentence means what its section heading says: "pass the folder" under "Ingest a folder".
+        covered = (sum(idf[t] for t in question_terms & unit.terms)
+                   + sum(idf[t] for t in (question_terms & section) - unit.terms)) / weight_total
+        rank_prior = 0.3 * (chunk.score / top_score)
+        # Very short units (a label, "Example:") rarely answer anything on their own; a table row out of
+        # its table loses its column headers.
+        shape = 0.5 if len(unit.terms) < 3 else 0.85 if unit.kind == "row" else 1.0
+        unit.score = (covered * shape + rank_prior) if unit.kind != "code" else 0.0
     chosen = _choose(units, question_terms, idf, max_units)
     by_source: dict[int, list[Unit]] = {}
     for unit in chosen:

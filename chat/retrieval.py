@@ -144,8 +144,9 @@ def fuse(dense: dict[str, float], lexical: dict[str, float], *, mode: str | None
 
 
 def retrieve(*, book: Book, question: str, selected_text: str = "", chapter: str | None = None,
-             top_k: int | None = None, deadline: Deadline | None = None) -> Retrieval:
-    """The ``top_k`` chunks of ``book`` that best answer ``question`` (about ``selected_text``, if given)."""
+             top_k: int | None = None, deadline: Deadline | None = None, query_vector=None) -> Retrieval:
+    """The ``top_k`` chunks of ``book`` that best answer ``question`` (about ``selected_text``, if given).
+    ``query_vector`` skips embedding the query when the caller already has its vector."""
     started = time.monotonic()
     deadline = deadline or Deadline()
     top_k = top_k or setting("TOP_K")
@@ -157,7 +158,7 @@ def retrieve(*, book: Book, question: str, selected_text: str = "", chapter: str
     budget = deadline.stage_budget(setting("RETRIEVAL_SECONDS"))
     stage_end = time.monotonic() + budget
     deadline.check("retrieval")
-    vector = vector_literal(embedder.embed_query(query))
+    vector = vector_literal(embedder.embed_query(query) if query_vector is None else query_vector)
     timeout_ms = int((stage_end - time.monotonic()) * 1000)
     if timeout_ms <= 0:
         raise DeadlineExceeded("bookchat ran out of time while searching the book; try again")

@@ -3,6 +3,13 @@
 ``/v1/embeddings`` answers with deterministic vectors (hashed bag of words, unit length),
 so texts that share words are close. ``server.fail_next`` makes the next requests fail
 with HTTP 500, to exercise error handling through the real ``openai`` client.
+
+``/v1/chat/completions`` (streamed or not) answers from the prompt it is given: by default
+the first sentence of excerpt [1], cited ``[1]``. ``server.chat_mode`` changes that:
+``"answer"`` (default), ``"not_in_book"`` (replies NOT_IN_BOOK), ``"fabricated"`` (cites [9],
+which was never retrieved), ``"unsupported"`` (cites [1] for made-up sentences),
+``"malformed"`` (a stream of broken JSON), ``"error"`` (HTTP 500) and ``"slow"`` (waits
+``server.delay`` seconds before the first token). ``server.reply`` overrides the text.
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ import hashlib
 import json
 import re
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
@@ -51,6 +59,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.fail_next -= 1
             self._send(500, {"error": {"message": "test server told to fail", "type": "server_error"}})
             return
+        if self.path.rstrip("/") == "/v1/chat/completions":
+            self._chat(payload)
+            return
         if self.path.rstrip("/") != "/v1/embeddings":
             self._send(404, {"error": {"message": f"no route {self.path}", "type": "invalid_request_error"}})
             return
@@ -64,6 +75,64 @@ class _Handler(BaseHTTPRequestHandler):
                          "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
 
 
+    def _chat_reply(self, payload: dict) -> str:
+        server = self.server
+        if server.reply is not None:
+            return server.reply
+        prompt = "\n".join(m.get("content", "") for m in payload.get("messages", []) if m.get("role") == "user")
+        match = re.search(r"^\[1\] \([^\n]*\)\n(.+?)(?:\n\n\[2\] |\n\nThe reader|\Z)", prompt, re.S | re.M)
+        excerpt = match.group(1) if match else ""
+        prose = [line for line in excerpt.splitlines()
+                 if line.strip() and not line.lstrip().startswith(("#", "`", "|"))]
+        first = re.split(r"(?<=[.!?])\s", " ".join(prose).strip())[0] if prose else "The book says nothing"
+        mode = server.chat_mode
+        if mode == "not_in_book":
+            return "NOT_IN_BOOK"
+        if mode == "fabricated":
+            return f"{first} [1] It also ships a quantum flux capacitor for every reader. [9]"
+        if mode == "unsupported":
+            return ("Penguins migrate to Jupiter every winter [1]. Volcanoes bake bread for sailors [1]. "
+                    "The moon is made of green cheese according to astronomers [1].")
+        return f"{first} [1]"
+
+    def _chat(self, payload: dict) -> None:
+        server = self.server
+        mode = server.chat_mode
+        if mode == "error":
+            self._send(500, {"error": {"message": "test server told to fail", "type": "server_error"}})
+            return
+        if mode == "slow":
+            time.sleep(server.delay)
+        reply = self._chat_reply(payload)
+        model = payload.get("model", "test-model")
+        if not payload.get("stream"):
+            self._send(200, {"id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": model,
+                             "choices": [{"index": 0, "finish_reason": "stop",
+                                          "message": {"role": "assistant", "content": reply}}],
+                             "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.end_headers()
+        if mode == "malformed":
+            self.wfile.write(b"data: {this is not json\n\n")
+            self.wfile.flush()
+            return
+        words = re.findall(r"\S+\s*", reply)
+        for word in words:
+            chunk = {"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0, "model": model,
+                     "choices": [{"index": 0, "delta": {"content": word}, "finish_reason": None}]}
+            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            self.wfile.flush()
+            if server.token_delay:
+                time.sleep(server.token_delay)
+        done = {"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0, "model": model,
+                "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+        self.wfile.write(f"data: {json.dumps(done)}\n\ndata: [DONE]\n\n".encode())
+        self.wfile.flush()
+
+
 class FakeOpenAIServer(ThreadingHTTPServer):
     daemon_threads = True
 
@@ -72,6 +141,10 @@ class FakeOpenAIServer(ThreadingHTTPServer):
         self.dimensions = dimensions
         self.fail_next = 0
         self.requests: list[tuple[str, dict]] = []
+        self.chat_mode = "answer"
+        self.reply: str | None = None
+        self.delay = 0.0
+        self.token_delay = 0.0
         self._thread = threading.Thread(target=self.serve_forever, daemon=True)
 
     @property
@@ -81,6 +154,10 @@ class FakeOpenAIServer(ThreadingHTTPServer):
     def __enter__(self) -> FakeOpenAIServer:
         self._thread.start()
         return self
+
+    def reset(self) -> None:
+        self.fail_next, self.chat_mode, self.reply, self.delay, self.token_delay = 0, "answer", None, 0.0, 0.0
+        self.requests.clear()
 
     def __exit__(self, *exc) -> None:
         self.shutdown()

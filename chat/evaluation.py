@@ -1,0 +1,198 @@
+"""Measuring answer quality on a question set (the format of ``shared/data/README.md``), through the same
+pipeline the API uses.
+
+Each question is validated and prepared exactly as an API request; retrieval is asked for
+10 passages so that MRR@10 can be measured, and the answer is then generated from the first
+``top_k`` of them, which are the passages a plain request gets. A *hit* is a retrieved
+passage that contains one of the question's evidence strings (both sides normalised: NFKC,
+case-folded, ``*``/``_``/backtick markers dropped, whitespace collapsed).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from bookchat.conf import setting
+from bookchat.errors import BookchatError, RequestError
+from chat.answering import answer_events, book_calibration, prepare, resolve_book, scope_threshold
+from chat.terms import normalise
+from chat.validation import validate_ask
+
+KINDS = ("answerable", "unanswerable", "out_of_scope", "selected_text", "follow_up")
+SHOULD_REFUSE = ("unanswerable", "out_of_scope")
+RANKED = 10
+
+
+class QuestionFileError(BookchatError):
+    code = "bad_question_file"
+
+
+@dataclass
+class Question:
+    id: str
+    question: str
+    kind: str
+    evidence: list[str] = field(default_factory=list)
+    answers: list[str] = field(default_factory=list)
+    selected_text: str = ""
+    previous: str = ""
+
+
+def load_questions(path: Path | str, *, limit: int | None = None) -> list[Question]:
+    """Read a questions.jsonl file; a bad line is an error naming its line."""
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise QuestionFileError(f"cannot read {path}: {exc}") from None
+    questions = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise QuestionFileError(f"not JSON: {exc.msg}", file=str(path), line=number) from None
+        if not isinstance(item, dict) or not isinstance(item.get("question"), str):
+            raise QuestionFileError("each line must be an object with a string 'question'", file=str(path),
+                                    line=number)
+        kind = item.get("kind", "answerable")
+        if kind not in KINDS:
+            raise QuestionFileError(f"unknown kind {kind!r} (one of {', '.join(KINDS)})", file=str(path), line=number)
+        lists = {key: item.get(key) or [] for key in ("evidence", "answers")}
+        if not all(isinstance(v, list) and all(isinstance(s, str) for s in v) for v in lists.values()):
+            raise QuestionFileError("evidence and answers must be lists of strings", file=str(path), line=number)
+        questions.append(Question(id=str(item.get("id", number)), question=item["question"], kind=kind,
+                                  evidence=lists["evidence"], answers=lists["answers"],
+                                  selected_text=item.get("selected_text") or "", previous=item.get("previous") or ""))
+        if limit and len(questions) >= limit:
+            break
+    if not questions:
+        raise QuestionFileError(f"{path} holds no questions")
+    return questions
+
+
+def _hit_rank(chunk_texts: list[str], evidence: list[str]) -> int | None:
+    wanted = [normalise(e) for e in evidence if e.strip()]
+    for rank, text in enumerate(chunk_texts, 1):
+        body = normalise(text)
+        if any(w in body for w in wanted):
+            return rank
+    return None
+
+
+def evaluate_question(q: Question, *, book: str, top_k: int) -> dict:
+    """Ask one question through the pipeline; the per-question record of ``--details``."""
+    started = time.monotonic()
+    record = {"id": q.id, "kind": q.kind, "question": q.question}
+    try:
+        session = None
+        if q.kind == "follow_up" and q.previous:
+            first = prepare(validate_ask({"question": q.previous, "book": book}, channel="evaluate"))
+            session = str(first.conversation.id)
+            for kind, payload in answer_events(first):
+                if kind == "final":
+                    session = payload["session_id"]
+        data = {"question": q.question, "book": book, "max_results": max(RANKED, top_k)}
+        if q.selected_text:
+            data["selected_text"] = q.selected_text
+        if session:
+            data["session_id"] = session
+        started = time.monotonic()
+        prepared = prepare(validate_ask(data, channel="evaluate"))
+        ranked = prepared.retrieval.chunks
+        prepared.retrieval.chunks = ranked[:top_k]
+        response = next(payload for kind, payload in answer_events(prepared) if kind == "final")
+    except RequestError as exc:
+        record.update(error=exc.code, message=exc.message, latency_ms=int((time.monotonic() - started) * 1000))
+        return record
+    latency = int((time.monotonic() - started) * 1000)
+    texts = {c.id: c.text for c in ranked}
+    cited = [s["chunk_id"] for s in response["sources"] if s["cited"]]
+    record.update(
+        retrieved=[{"chunk_id": c.id, "heading_path": c.heading_path, "score": round(c.score, 4)} for c in ranked],
+        hit_rank=_hit_rank([c.text for c in ranked], q.evidence) if q.evidence else None,
+        answer=response["answer"], refused=response["refused"], withheld=response["flagged_for_review"],
+        confidence=response["confidence"], confidence_level=response["confidence_level"],
+        scope_score=response["retrieval"]["scope_score"], generator=response["generator"],
+        cited=cited,
+        cited_hits=sum(_hit_rank([texts[c]], q.evidence) is not None for c in cited) if q.evidence else None,
+        answer_contains=(any(normalise(a) in normalise(response["answer"]) for a in q.answers)
+                         if q.answers else None),
+        latency_ms=latency,
+    )
+    return record
+
+
+def summarise(records: list[dict], *, book, top_k: int) -> dict:
+    """The summary object ``evaluate --json`` prints."""
+    ok = [r for r in records if "error" not in r]
+    graded = [r for r in ok if r.get("_has_evidence")]  # should be answered, and has evidence to find
+
+    def rate(items, predicate):
+        return round(sum(1 for r in items if predicate(r)) / len(items), 4) if items else None
+
+    def hit_at(k):
+        return rate(graded, lambda r: r["hit_rank"] is not None and r["hit_rank"] <= k)
+
+    answered = [r for r in graded if not r["refused"] and not r["withheld"] and r["cited"]]
+    cited_total = sum(len(r["cited"]) for r in answered)
+    contains = [r for r in ok if r.get("answer_contains") is not None and r["kind"] not in SHOULD_REFUSE]
+    refuse = [r for r in ok if r["kind"] in SHOULD_REFUSE]
+    keep = [r for r in ok if r["kind"] not in SHOULD_REFUSE]
+    latencies = [r["latency_ms"] for r in records]
+    kinds = {k: sum(1 for r in records if r["kind"] == k) for k in KINDS if any(r["kind"] == k for r in records)}
+    levels = {lvl: sum(1 for r in ok if r["confidence_level"] == lvl) for lvl in ("high", "medium", "low")}
+    calibration = book_calibration(book)
+    return {
+        "book": book.slug,
+        "questions": len(records),
+        "kinds": kinds,
+        "errors": len(records) - len(ok),
+        "hit_at_1": hit_at(1),
+        "hit_at_3": hit_at(3),
+        "hit_at_5": hit_at(5),
+        "mrr_at_10": round(sum(1 / r["hit_rank"] for r in graded if r["hit_rank"]) / len(graded), 4) if graded
+        else None,
+        "answer_contains_rate": rate(contains, lambda r: r["answer_contains"]),
+        "citation_precision": round(sum(r["cited_hits"] for r in answered) / cited_total, 4) if cited_total else None,
+        "refusal_rate": rate(refuse, lambda r: r["refused"]),
+        "refusal_rate_out_of_scope": rate([r for r in refuse if r["kind"] == "out_of_scope"], lambda r: r["refused"]),
+        "refusal_rate_unanswerable": rate([r for r in refuse if r["kind"] == "unanswerable"], lambda r: r["refused"]),
+        "false_refusal_rate": rate(keep, lambda r: r["refused"]),
+        "withheld_rate": rate(ok, lambda r: r["withheld"]),
+        "confidence_levels": levels,
+        "latency_ms_p50": int(np.percentile(latencies, 50)) if latencies else None,
+        "latency_ms_p95": int(np.percentile(latencies, 95)) if latencies else None,
+        "scope_threshold": round(scope_threshold(book, calibration), 4),
+        "scope_threshold_source": "BOOKCHAT_SCOPE_THRESHOLD" if setting("SCOPE_THRESHOLD") else "calibrated",
+        "calibration": {k: calibration.get(k) for k in ("method", "off_topic_refused", "probes_refused",
+                                                          "in_scope_median")} if calibration else None,
+        "top_k": top_k,
+        "fusion": setting("FUSION"),
+        "generator": next((r["generator"] for r in ok), None),
+    }
+
+
+def run_evaluation(questions: list[Question], *, book_slug: str | None = None,
+                   progress: Callable[[int, int], None] | None = None) -> tuple[dict, list[dict]]:
+    """Evaluate every question; return the summary and the per-question records."""
+    book = resolve_book(book_slug)
+    top_k = setting("TOP_K")
+    records = []
+    for done, q in enumerate(questions, 1):
+        record = evaluate_question(q, book=book.slug, top_k=top_k)
+        record["_has_evidence"] = bool(q.evidence) and q.kind not in SHOULD_REFUSE and "error" not in record
+        records.append(record)
+        if progress:
+            progress(done, len(questions))
+    summary = summarise(records, book=book, top_k=top_k)
+    for record in records:
+        record.pop("_has_evidence", None)
+    return summary, records

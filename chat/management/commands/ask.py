@@ -1,0 +1,72 @@
+"""``manage.py ask "question"``: ask a book from the shell, through the same pipeline as the API.
+
+Prints the answer, its sources and confidence, or with ``--json`` the API's response object.
+Exit status: 0 answered (a "not covered" answer included), 1 the answer was withheld by the
+grounding check, 2 the question or the options are wrong, or the book is unknown/unavailable.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from bookchat.errors import BookchatError, RequestError
+from chat.answering import answer_question
+from chat.validation import validate_ask
+
+
+class Command(BaseCommand):
+    help = "Ask a book a question and print the cited answer."
+    requires_system_checks = []
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("question", help="The question, in quotes.")
+        parser.add_argument("--selected-text", dest="selected_text", default="",
+                            help="A passage of the book the question is about.")
+        parser.add_argument("--book", help="Book slug (needed when several books are indexed).")
+        parser.add_argument("--chapter", help="Only search this chapter (category label, folder, page path or slug).")
+        parser.add_argument("--session", dest="session_id", help="Continue the conversation with this session id.")
+        parser.add_argument("--max-results", dest="max_results", type=int, help="Sources to retrieve (1–10).")
+        parser.add_argument("--json", action="store_true", help="Print the response as one JSON object.")
+
+    def handle(self, *args, **options) -> None:
+        data = {key: options[key] for key in ("selected_text", "book", "chapter", "session_id", "max_results")
+                if options.get(key) not in (None, "")}
+        data["question"] = options["question"]
+        try:
+            response = answer_question(validate_ask(data, channel="cli"))
+        except BookchatError as exc:
+            if options["json"]:
+                body = exc.as_response() if isinstance(exc, RequestError) else {"error": exc.code,
+                                                                                 "message": exc.message}
+                self.stdout.write(json.dumps(body, ensure_ascii=False))
+            else:
+                self.stderr.write(f"ask: {exc.message}")
+            sys.exit(2)
+        if options["json"]:
+            self.stdout.write(json.dumps(response, ensure_ascii=False))
+        else:
+            self.stdout.write(render_answer(response))
+        if response["flagged_for_review"]:
+            sys.exit(1)
+
+
+def render_answer(r: dict) -> str:
+    lines = [r["answer"], ""]
+    if r["notice"]:
+        lines += [f"Note: {r['notice']}", ""]
+    if r["disclaimer"]:
+        lines += [r["disclaimer"], ""]
+    if r["refused"] or r["flagged_for_review"]:
+        lines.append("Closest sections:")
+        lines += [f"  - {s['heading_path']}  {s['url']}" for s in r["suggestions"]]
+    else:
+        lines.append("Sources:")
+        for s in r["sources"]:
+            mark = "*" if s["cited"] else " "
+            lines.append(f" {mark}[{s['n']}] {s['heading_path']} (score {s['score']:.2f})\n       {s['url']}")
+    lines += ["", f"Confidence: {r['confidence']:.2f} ({r['confidence_level']}) · generator: {r['generator']} · "
+              f"{r['response_time_ms']} ms · session {r['session_id']}"]
+    return "\n".join(lines)

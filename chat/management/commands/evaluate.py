@@ -1,0 +1,93 @@
+"""``manage.py evaluate --questions FILE.jsonl``: retrieval and answer quality on a question set.
+
+Prints a table, or with ``--json`` one summary object; ``--details FILE`` writes one JSON
+line per question. Exit status: 0 evaluated, 2 bad file or options (unknown book, bad line).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from bookchat.errors import BookchatError
+from chat.evaluation import load_questions, run_evaluation
+
+
+class Command(BaseCommand):
+    help = "Evaluate retrieval and answers on a questions.jsonl file."
+    requires_system_checks = []
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("questions_file", nargs="?", help="The questions file (or use --questions).")
+        parser.add_argument("--questions", dest="questions", help="The questions file (JSON lines).")
+        parser.add_argument("--book", help="Book slug (needed when several books are indexed).")
+        parser.add_argument("--limit", type=int, help="Evaluate only the first N questions.")
+        parser.add_argument("--details", help="Write one JSON line per question to this file.")
+        parser.add_argument("--json", action="store_true", help="Print the summary as one JSON object.")
+
+    def handle(self, *args, **options) -> None:
+        path = options["questions"] or options["questions_file"]
+        try:
+            if not path:
+                raise BookchatError("give the questions file: evaluate --questions FILE.jsonl", code="usage")
+            if options["limit"] is not None and options["limit"] < 1:
+                raise BookchatError("--limit must be 1 or more", code="usage")
+            questions = load_questions(path, limit=options["limit"])
+            progress = _Progress(sys.stderr) if sys.stderr.isatty() else None
+            summary, records = run_evaluation(questions, book_slug=options["book"], progress=progress)
+            if progress:
+                progress.close()
+        except BookchatError as exc:
+            if options["json"]:
+                self.stdout.write(json.dumps({"error": exc.code, "message": str(exc)}))
+            else:
+                self.stderr.write(f"evaluate: {exc}")
+            sys.exit(2)
+        if options["details"]:
+            with open(options["details"], "w", encoding="utf-8") as fh:
+                for record in records:
+                    fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+        if options["json"]:
+            self.stdout.write(json.dumps(summary, ensure_ascii=False))
+        else:
+            self.stdout.write(render_summary(summary))
+
+
+class _Progress:
+    def __init__(self, stream):
+        self.stream = stream
+
+    def __call__(self, done: int, total: int) -> None:
+        width = 30
+        filled = int(width * done / total)
+        self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} questions")
+        self.stream.flush()
+
+    def close(self) -> None:
+        self.stream.write("\r" + " " * 60 + "\r")
+        self.stream.flush()
+
+
+def _fmt(value) -> str:
+    return "—" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def render_summary(s: dict) -> str:
+    rows = [
+        ("book", s["book"]), ("questions", f"{s['questions']} {s['kinds']}"), ("errors", s["errors"]),
+        ("hit@1 / @3 / @5", f"{_fmt(s['hit_at_1'])} / {_fmt(s['hit_at_3'])} / {_fmt(s['hit_at_5'])}"),
+        ("MRR@10", _fmt(s["mrr_at_10"])), ("answer contains", _fmt(s["answer_contains_rate"])),
+        ("citation precision", _fmt(s["citation_precision"])),
+        ("refusal rate (out of scope + unanswerable)", _fmt(s["refusal_rate"])),
+        ("  out of scope", _fmt(s["refusal_rate_out_of_scope"])),
+        ("  unanswerable", _fmt(s["refusal_rate_unanswerable"])),
+        ("false refusal rate", _fmt(s["false_refusal_rate"])), ("withheld", _fmt(s["withheld_rate"])),
+        ("confidence levels", s["confidence_levels"]),
+        ("latency p50 / p95", f"{s['latency_ms_p50']} / {s['latency_ms_p95']} ms"),
+        ("scope threshold", f"{_fmt(s['scope_threshold'])} ({s['scope_threshold_source']})"),
+        ("generator / fusion / top k", f"{s['generator']} / {s['fusion']} / {s['top_k']}"),
+    ]
+    width = max(len(name) for name, _ in rows)
+    return "\n".join(f"{name.ljust(width)}  {value}" for name, value in rows)

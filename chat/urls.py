@@ -1,0 +1,15 @@
+"""Routes of the REST API, mounted under /api/v1/."""
+
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from chat import api
+
+urlpatterns = [
+    path("ask", api.AskView.as_view(), name="api-ask"),
+    path("ask/stream", api.AskStreamView.as_view(), name="api-ask-stream"),
+    path("books", api.BooksView.as_view(), name="api-books"),
+    path("health", api.HealthView.as_view(), name="api-health"),
+    path("schema", SpectacularAPIView.as_view(), name="api-schema"),
+    path("docs", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+]

@@ -1,0 +1,90 @@
+"""The rules a question must meet, shared by the API, the chat page and the CLI.
+
+``validate_ask(data)`` takes the decoded request (a dict) and returns an ``AskRequest`` or
+raises ``RequestError`` (HTTP 400) naming the field. HTML tags are stripped (the question is
+text, never markup); other control characters than newline and tab are dropped, but a NUL
+byte is refused, since it only comes from a broken or hostile client. Unknown keys are
+refused too, so a misspelt ``max_result`` is reported instead of silently ignored.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+from bookchat.conf import setting
+from bookchat.errors import RequestError
+from chat.answering import AskRequest
+from chat.conversations import parse_session_id
+
+FIELDS = ("question", "selected_text", "session_id", "book", "chapter", "max_results")
+_TAG = re.compile(r"<!--.*?-->|<(?:script|style)\b[^>]*>.*?</(?:script|style)\s*>|</?[A-Za-z][^<>]*>",
+                  re.IGNORECASE | re.DOTALL)
+_CONTROL = re.compile(r"[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def clean_text(value: object, *, field: str, max_chars: int, required: bool) -> str:
+    if value is None:
+        value = ""
+    if not isinstance(value, str):
+        raise RequestError(f"{field} must be a string", code="invalid_type", field=field)
+    if "\x00" in value:
+        raise RequestError(f"{field} contains a NUL character", code="invalid_characters", field=field)
+    text = _TAG.sub(" ", value)
+    text = html.unescape(text) if "&" in text else text
+    text = _TAG.sub(" ", text)  # entities that spelled out a tag
+    text = _CONTROL.sub("", text).strip()
+    text = re.sub(r"[ \t]+", " ", text)
+    if required and not text:
+        raise RequestError(f"{field} is empty: ask a question in words", code="empty", field=field)
+    if len(text) > max_chars:
+        raise RequestError(f"{field} is {len(text)} characters long; the limit is {max_chars}", code="too_long",
+                           field=field)
+    return text
+
+
+def _optional_string(data: dict, field: str, max_chars: int) -> str | None:
+    value = data.get(field)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise RequestError(f"{field} must be a string", code="invalid_type", field=field)
+    value = value.strip()
+    if len(value) > max_chars:
+        raise RequestError(f"{field} is too long", code="too_long", field=field)
+    return value or None
+
+
+def validate_ask(data: object, *, channel: str = "api") -> AskRequest:
+    """Check a decoded request against every rule; return the clean ``AskRequest``."""
+    if not isinstance(data, dict):
+        raise RequestError("the request body must be a JSON object", code="invalid_body")
+    unknown = [key for key in data if key not in FIELDS]
+    if unknown:
+        raise RequestError(f"unknown field {unknown[0]!r}; the fields are: {', '.join(FIELDS)}",
+                           code="unknown_field", field=str(unknown[0])[:100])
+    if "question" not in data:
+        raise RequestError("question is required", code="required", field="question")
+    raw = data["question"]
+    if isinstance(raw, str) and len(raw.split()) > setting("MAX_QUESTION_WORDS"):
+        raise RequestError(f"question has {len(raw.split())} words; the limit is {setting('MAX_QUESTION_WORDS')}",
+                           code="too_many_words", field="question")
+    question = clean_text(raw, field="question", max_chars=setting("MAX_QUESTION_CHARS"), required=True)
+    selected = clean_text(data.get("selected_text"), field="selected_text",
+                          max_chars=setting("MAX_SELECTED_CHARS"), required=False)
+    max_results = data.get("max_results")
+    if max_results is not None:
+        if isinstance(max_results, bool) or not isinstance(max_results, int):
+            raise RequestError("max_results must be a whole number from 1 to 10", code="invalid_type",
+                               field="max_results")
+        if not 1 <= max_results <= 10:
+            raise RequestError(f"max_results must be from 1 to 10, not {max_results}", code="out_of_range",
+                               field="max_results")
+    session = data.get("session_id")
+    if session is not None and not isinstance(session, str):
+        raise RequestError("session_id must be a string", code="invalid_type", field="session_id")
+    return AskRequest(
+        question=question, selected_text=selected, session_id=parse_session_id(session),
+        book=_optional_string(data, "book", 64), chapter=_optional_string(data, "chapter", 300),
+        max_results=max_results, channel=channel,
+    )
