@@ -4,8 +4,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 8000
 PYTEST_ARGS ?=
+SHARED_DATA ?= ../shared/data
 
-.PHONY: run test test-fast lint format db-stop db-status clean
+.PHONY: run test test-fast lint format bench db-stop db-status clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +35,14 @@ lint: $(VENV)/.installed-dev
 format: $(VENV)/.installed-dev
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
+
+# Quality and speed on the shared corpora (results go to BENCHMARKS.md by hand, with this command).
+bench: $(VENV)/.installed
+	@for book in squad2-dev docusaurus-docs; do \
+	  $(BIN)/python manage.py ingest $(SHARED_DATA)/$$book/docs --book $$book --json > /dev/null || exit 1; \
+	  echo "== $$book"; \
+	  $(BIN)/python manage.py evaluate --questions $(SHARED_DATA)/$$book/questions.jsonl --book $$book || exit 1; \
+	done
 
 db-stop: $(VENV)/.installed
 	$(BIN)/python -m bookchat.cli db stop

@@ -97,7 +97,8 @@ def calibrate_book(book) -> dict:
 
     def scores(questions: list[str], vectors=None) -> np.ndarray:
         vectors = vectors if vectors is not None else [None] * len(questions)
-        return np.asarray([scope_score(retrieve(book=book, question=q, deadline=Deadline(60.0), query_vector=v))
+        return np.asarray([scope_score(retrieve(book=book, question=q, deadline=Deadline(60.0), query_vector=v,
+                                                stage_seconds=60.0))
                            for q, v in zip(questions, vectors, strict=True)], dtype=np.float64)
 
     off = scores(off_topic_questions(), _off_topic_vectors())

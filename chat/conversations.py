@@ -91,5 +91,5 @@ def record_turn(conversation: Conversation, *, question: str, resolved_question:
 def purge_expired_conversations() -> int:
     """Delete conversations idle longer than ``SESSION_IDLE_MINUTES``; return how many."""
     cutoff = timezone.now() - timedelta(minutes=setting("SESSION_IDLE_MINUTES"))
-    deleted, _ = Conversation.objects.filter(last_active_at__lt=cutoff).delete()
-    return deleted
+    _, per_model = Conversation.objects.filter(last_active_at__lt=cutoff).delete()
+    return per_model.get(Conversation._meta.label, 0)  # the total would also count their cascaded turns

@@ -18,6 +18,7 @@ from bookchat.conf import setting
 from chat.terms import citations, content_terms, split_sentences, strip_citations
 
 MIN_TERMS = 3
+_ONLY_CITATIONS = re.compile(r"(?:\[\d+(?:\s*,\s*\d+)*\]\s*)+")
 _FENCED = re.compile(r"^(`{3,}|~{3,})[^\n]*\n(.*?)^\1\s*$", re.MULTILINE | re.DOTALL)
 
 
@@ -58,7 +59,11 @@ def _prose_sentences(text: str) -> list[str]:
         # A citation belongs to the sentence before it: "… done. [2] Next …" splits after "[2]".
         paragraph = re.sub(r"([.!?])\s+((?:\[\d+(?:\s*,\s*\d+)*\]\s*)+)", r"\1 \2\n", paragraph)
         for line in paragraph.split("\n"):
-            sentences += split_sentences(line)
+            for sentence in split_sentences(line):
+                if sentences and _ONLY_CITATIONS.fullmatch(sentence):  # "… done. [2]": split_sentences cut it off
+                    sentences[-1] = f"{sentences[-1]} {sentence}"
+                else:
+                    sentences.append(sentence)
     return [s for s in sentences if s.strip()]
 
 

@@ -144,9 +144,11 @@ def fuse(dense: dict[str, float], lexical: dict[str, float], *, mode: str | None
 
 
 def retrieve(*, book: Book, question: str, selected_text: str = "", chapter: str | None = None,
-             top_k: int | None = None, deadline: Deadline | None = None, query_vector=None) -> Retrieval:
+             top_k: int | None = None, deadline: Deadline | None = None, query_vector=None,
+             stage_seconds: float | None = None) -> Retrieval:
     """The ``top_k`` chunks of ``book`` that best answer ``question`` (about ``selected_text``, if given).
-    ``query_vector`` skips embedding the query when the caller already has its vector."""
+    ``query_vector`` skips embedding the query when the caller already has its vector; ``stage_seconds``
+    replaces ``RETRIEVAL_SECONDS`` as this stage's share of the deadline (for batch callers like calibration)."""
     started = time.monotonic()
     deadline = deadline or Deadline()
     top_k = top_k or setting("TOP_K")
@@ -155,7 +157,7 @@ def retrieve(*, book: Book, question: str, selected_text: str = "", chapter: str
     check_compatible(book, embedder)
     document_ids = chapter_documents(book, chapter) if chapter else None
     query = f"{question}\n\n{selected_text}" if selected_text else question
-    budget = deadline.stage_budget(setting("RETRIEVAL_SECONDS"))
+    budget = deadline.stage_budget(setting("RETRIEVAL_SECONDS") if stage_seconds is None else stage_seconds)
     stage_end = time.monotonic() + budget
     deadline.check("retrieval")
     vector = vector_literal(embedder.embed_query(query) if query_vector is None else query_vector)

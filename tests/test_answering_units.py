@@ -1,0 +1,260 @@
+"""Unit tests of the answering pipeline's pure parts: the grounding check, score fusion, the extractive
+composer, terms, follow-up resolution, text-fragment links and confidence levels; and the scope calibration
+stored for the bundled manual."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from bookchat.errors import RequestError
+from chat.answering import confidence_level, fragment_url
+from chat.calibration import off_topic_questions
+from chat.conversations import is_follow_up, resolve_follow_up
+from chat.extractive import compose_extractive
+from chat.grounding import answer_segments, check_grounding
+from chat.retrieval import fuse
+from chat.terms import citations, content_terms, split_sentences, strip_citations
+
+INGEST = "The ingest command reads a folder of Markdown files and stores the chunks in Postgres."
+WIDGET = "The widget shows answers on the page with a script tag."
+CODE_SOURCE = "Run it like this:\n\n```bash\nmanage.py ingest docs/\n```"
+
+
+def source(text: str, heading_path: str = "Using > Ingest", score: float = 0.9) -> SimpleNamespace:
+    return SimpleNamespace(text=text, heading_path=heading_path, score=score)
+
+
+# -- check_grounding --------------------------------------------------------------------------
+def test_grounding_passes_a_supported_sentence_citing_a_valid_source():
+    report = check_grounding("The ingest command reads a folder of Markdown files. [1]", [INGEST, WIDGET])
+    assert report.passed, report.reason
+    assert report.cited == [1]
+    assert (report.sentences, report.supported) == (1, 1)
+    assert report.invalid_citations == []
+
+
+def test_grounding_fails_a_citation_of_a_source_that_was_not_retrieved():
+    report = check_grounding("The ingest command reads Markdown files. [3]", [INGEST, WIDGET])
+    assert not report.passed
+    assert report.invalid_citations == [3]
+    assert report.reason == "cites a source that was not retrieved"
+
+
+def test_grounding_fails_an_answer_that_cites_nothing():
+    report = check_grounding("The ingest command reads a folder of Markdown files.", [INGEST, WIDGET])
+    assert not report.passed
+    assert report.reason == "cites no source"
+
+
+def test_grounding_fails_mostly_unsupported_sentences():
+    answer = ("Penguins migrate to Jupiter every winter [1]. Volcanoes bake bread for sailors [1]. "
+              "The ingest command reads Markdown files [1].")
+    report = check_grounding(answer, [INGEST, WIDGET])
+    assert not report.passed
+    assert (report.sentences, report.supported) == (3, 1)
+    assert report.reason == "most sentences are not supported by their sources"
+    assert [s.split()[0] for s in report.unsupported] == ["Penguins", "Volcanoes"]
+
+
+def test_grounding_judges_a_sentence_against_the_source_it_cites():
+    assert check_grounding("The widget shows answers on a page [2].", [INGEST, WIDGET]).passed
+    report = check_grounding("The widget shows answers on a page [1].", [INGEST, WIDGET])
+    assert not report.passed
+    assert report.supported == 0
+
+
+def test_grounding_judges_a_citation_after_the_full_stop_with_its_sentence():
+    # "Sentence. [n]" is how the extractive generator (and many models) cite.
+    assert check_grounding("The widget shows answers on a page. [2]", [INGEST, WIDGET]).passed
+    report = check_grounding("The widget shows answers on a page. [1] The ingest command reads Markdown files. [1]",
+                             [INGEST, WIDGET])
+    assert (report.sentences, report.supported) == (2, 1)
+    assert report.unsupported == ["The widget shows answers on a page."]
+    assert [text for _, text in answer_segments("Done reading files. [1] Then it stores chunks. [2, 3]")] == [
+        "Done reading files. [1]", "Then it stores chunks. [2, 3]"]
+
+
+def test_grounding_does_not_judge_short_sentences():
+    report = check_grounding("Yes. In short: [1] The ingest command reads Markdown files [1].", [INGEST])
+    assert report.passed, report.reason
+    assert (report.sentences, report.supported) == (1, 1)
+
+
+def test_grounding_requires_code_blocks_verbatim_in_a_source():
+    sources = [INGEST, CODE_SOURCE]
+    good = check_grounding("Run this [2]:\n\n```bash\nmanage.py ingest docs/\n```\n", sources)
+    assert good.passed, good.reason
+    assert (good.sentences, good.supported) == (1, 1)
+    made_up = check_grounding("Run this [2]:\n\n```bash\nmanage.py ingest --everything\n```\n", sources)
+    assert not made_up.passed
+    assert made_up.unsupported == ["manage.py ingest --everything"]
+
+
+# -- fuse ---------------------------------------------------------------------------------------
+def test_weighted_fusion_gives_the_best_in_both_lists_full_marks(settings):
+    settings.BOOKCHAT = {**settings.BOOKCHAT, "DENSE_WEIGHT": 0.85, "LEXICAL_WEIGHT": 0.15}
+    dense = {"a": 0.9, "b": 0.5, "c": 0.7}
+    lexical = {"a": 12.0, "b": 3.0, "c": 0.0, "d": 6.0}
+    fused = fuse(dense, lexical, mode="weighted")
+    assert set(fused) == {"a", "b", "c", "d"}
+    assert fused["a"] == pytest.approx(1.0)
+    assert fused["b"] == pytest.approx(0.15 * 3.0 / 12.0)  # the lowest cosine normalises to 0
+    assert fused["c"] == pytest.approx(0.85 * 0.5)
+    assert fused["d"] == pytest.approx(0.15 * 0.5)  # lexical only: the lexical share of the weight, no more
+    assert max(fused, key=fused.get) == "a"
+
+
+def test_weighted_fusion_of_a_lexical_only_best_is_the_lexical_weight(settings):
+    settings.BOOKCHAT = {**settings.BOOKCHAT, "DENSE_WEIGHT": 0.85, "LEXICAL_WEIGHT": 0.15}
+    fused = fuse({"a": 0.8, "b": 0.4}, {"a": 1.0, "x": 2.0}, mode="weighted")
+    assert fused["x"] == pytest.approx(0.15)
+    assert fused["a"] == pytest.approx(1.0 * 0.85 + 0.15 * 0.5)
+
+
+def test_rrf_ranks_the_candidate_first_in_both_lists_on_top(settings):
+    settings.BOOKCHAT = {**settings.BOOKCHAT, "RRF_K": 60}
+    dense = {"a": 0.9, "b": 0.8, "c": 0.1}
+    lexical = {"a": 5.0, "c": 4.0, "b": 0.0}
+    fused = fuse(dense, lexical, mode="rrf")
+    assert fused["a"] == pytest.approx(1.0)
+    assert sorted(fused, key=fused.get, reverse=True)[0] == "a"
+    assert all(fused["a"] > fused[other] for other in ("b", "c"))
+    assert fused["b"] == pytest.approx((1 / 62) / (2 / 61))  # a zero lexical score earns no lexical rank
+
+
+def test_fusion_of_nothing_is_empty():
+    assert fuse({}, {}, mode="weighted") == {}
+
+
+def test_unknown_fusion_mode_raises():
+    with pytest.raises(RequestError) as raised:
+        fuse({"a": 1.0}, {"a": 1.0}, mode="borda")
+    assert raised.value.code == "bad_setting"
+    assert "borda" in raised.value.message
+
+
+# -- compose_extractive ---------------------------------------------------------------------------
+def test_extractive_answer_cites_every_sentence():
+    sources = [source("The ingest command reads a folder of Markdown files. It stores the chunks in Postgres. "
+                      "A folder may hold MDX files too."),
+               source("Ingesting a folder again only re-embeds the changed files.", "Using > Ingest > Updates",
+                      0.7)]
+    answer = compose_extractive("Which files get re-embedded, and where are chunks stored?", sources)
+    sentences = [text for kind, text in answer_segments(answer) if kind == "sentence"]
+    assert sentences == ["Ingesting a folder again only re-embeds the changed files. [2]",
+                         "It stores the chunks in Postgres. [1]"]
+    assert all(citations(s) and s.rstrip().endswith("]") for s in sentences), answer
+    assert check_grounding(answer, [s.text for s in sources]).passed
+
+
+def test_extractive_answer_picks_the_sentence_with_the_questions_rare_words():
+    sources = [source("Bookchat answers questions about a book. Bookchat cites every answer.", "Intro"),
+               source("Bookchat stores embeddings in pgvector. Bookchat answers quickly.", "Storage", 0.8)]
+    answer = compose_extractive("Where does bookchat store embeddings?", sources)
+    assert answer == "Bookchat stores embeddings in pgvector. [2]"
+
+
+def test_extractive_answer_brings_the_code_block_after_a_colon():
+    text = ("Bookchat answers questions from a book.\n\nTo rebuild the search index, run:\n\n"
+            "```bash\nmanage.py ingest docs/ --rebuild\n```\n\nThe widget is embedded with a script tag.")
+    answer = compose_extractive("How do I rebuild the search index?", [source(text)])
+    assert answer == "To rebuild the search index, run: [1]\n\n```bash\nmanage.py ingest docs/ --rebuild\n```"
+
+
+def test_extractive_answer_from_no_sources_is_empty():
+    assert compose_extractive("How do I ingest a folder?", []) == ""
+    assert compose_extractive("How do I ingest a folder?", [source("")]) == ""
+
+
+# -- terms ------------------------------------------------------------------------------------
+def test_content_terms_drop_stop_words_and_stem_alike():
+    assert content_terms("How do I install the book?") == ["install", "book"]
+    assert content_terms("installing") == content_terms("installs") == content_terms("installed") == ["install"]
+    assert "the" not in content_terms("the ingest of the folder")
+    assert content_terms("trailing-slash") == ["trailing-slash", "trail", "slash"]
+
+
+def test_citations_and_their_removal():
+    assert citations("[1] and [2, 3]") == [1, 2, 3]
+    assert citations("no citation here") == []
+    assert strip_citations("Done [1]. Next [2, 3].") == "Done . Next ."
+
+
+def test_split_sentences():
+    assert split_sentences("Run the command. Then wait!  Is it done? Yes.") == [
+        "Run the command.", "Then wait!", "Is it done?", "Yes."]
+    assert split_sentences("See docusaurus.config.js for details. The value 3.5 is fine.") == [
+        "See docusaurus.config.js for details.", "The value 3.5 is fine."]
+    assert split_sentences("   \n ") == []
+
+
+# -- follow-ups ------------------------------------------------------------------------------
+@pytest.mark.parametrize(("question", "follow_up"), [
+    ("and how do I install it?", True),
+    ("What about the widget?", True),
+    ("how do I configure it?", True),
+    ("Why?", True),
+    ("What is the default chunk size of the ingest command?", False),
+    ("How do I ingest a folder of Markdown files?", False),
+])
+def test_is_follow_up(question, follow_up):
+    assert is_follow_up(question) is follow_up
+
+
+def test_resolve_follow_up_searches_with_the_previous_question():
+    turns = [SimpleNamespace(question="How do I ingest a folder?", resolved_question="How do I ingest a folder?")]
+    assert resolve_follow_up("and how do I install it?", turns) == \
+        "and how do I install it? (How do I ingest a folder?)"
+    assert resolve_follow_up("What is the default chunk size of the ingest command?", turns) == \
+        "What is the default chunk size of the ingest command?"
+    assert resolve_follow_up("and how do I install it?", []) == "and how do I install it?"
+
+
+def test_resolve_follow_up_chains_through_the_resolved_question():
+    turns = [SimpleNamespace(question="and the widget?", resolved_question="and the widget? (How do I install?)")]
+    assert resolve_follow_up("what about it?", turns) == "what about it? (and the widget? (How do I install?))"
+
+
+# -- links and confidence ------------------------------------------------------------------------
+def test_fragment_url_after_an_existing_anchor():
+    url = fragment_url("/using/ingest#options", "The ingest command reads a folder of Markdown files.")
+    assert url == "/using/ingest#options:~:text=The%20ingest%20command%20reads%20a%20folder"
+
+
+def test_fragment_url_without_an_anchor_and_with_hyphens():
+    url = fragment_url("/using/ingest", "A self-hosted server is fine. More later.")
+    assert url == "/using/ingest#:~:text=A%20self%2Dhosted%20server%20is%20fine"
+
+
+def test_fragment_url_needs_two_words():
+    assert fragment_url("/faq", "Yes") == "/faq"
+
+
+@pytest.mark.parametrize(("confidence", "level"), [
+    (1.0, "high"), (0.85, "high"), (0.849, "medium"), (0.7, "medium"), (0.69, "low"), (0.0, "low"),
+])
+def test_confidence_levels(confidence, level):
+    assert confidence_level(confidence) == level
+
+
+# -- calibration ------------------------------------------------------------------------------
+def test_off_topic_questions_ship_with_bookchat():
+    questions = off_topic_questions()
+    assert len(questions) >= 50
+    assert len(set(questions)) == len(questions)
+    assert not any(q.startswith("#") for q in questions)
+
+
+@pytest.mark.django_db
+def test_the_manual_is_calibrated_when_indexed(manual_book):
+    from chat.models import ScopeCalibration
+
+    calibration = ScopeCalibration.objects.get(book__slug="bookchat-manual")
+    details = calibration.details
+    assert {"method", "off_topic", "in_scope_probes"} <= set(details)
+    assert details["off_topic"]["n"] == len(off_topic_questions())
+    assert details["in_scope_probes"]["n"] > 0
+    assert details["off_topic"]["p50"] < calibration.threshold < 1.0
+    assert details["threshold"] == pytest.approx(calibration.threshold, abs=1e-4)
