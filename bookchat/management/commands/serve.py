@@ -73,9 +73,14 @@ class Command(BaseCommand):
         web = [python, "-m", "gunicorn", "bookchat.wsgi:application", "--bind", f"{host}:{port}",
                "--workers", str(setting("WEB_WORKERS")), "--access-logfile", "-", "--graceful-timeout", "5"]
         tasks = [python, str(base / "manage.py"), "qcluster"]
+        # The embedder's OpenMP threads spin while they wait: fastest for bulk indexing (the task worker),
+        # but a web worker spinning beside a busy task worker turned 16 ms queries into seconds. Sleeping
+        # threads keep web queries at tens of ms under load (BENCHMARKS.md, Speed).
+        web_env = {"OMP_WAIT_POLICY": "PASSIVE"} | env
         # Each child leads a process group of its own, so that stopping it also reaches the processes
         # it forks (gunicorn workers, the django-q2 sentinel and workers) and none is left behind.
-        return [subprocess.Popen(cmd, cwd=base, env=env, start_new_session=True) for cmd in (web, tasks)]
+        return [subprocess.Popen(cmd, cwd=base, env=child_env, start_new_session=True)
+                for cmd, child_env in ((web, web_env), (tasks, env))]
 
     def _wait(self, children: list[subprocess.Popen]) -> None:
         stop = {"now": False}
