@@ -15,6 +15,9 @@ IDF-weighted share of its words found in the top passages (off-topic questions s
 of a book's rarer words, so this separates the two sets more than cosine alone). The
 threshold sits just above the off-topic set's ``OFF_QUANTILE`` quantile, but never above the
 in-scope probes' ``IN_QUANTILE`` quantile: false refusals are worse than a missed refusal.
+
+Coverage is measured on the top fused passages, so the threshold belongs to the fusion mode
+(and coverage weight) it was measured with: ``manage.py calibrate`` re-measures after a change.
 """
 
 from __future__ import annotations
@@ -88,6 +91,12 @@ def in_scope_probes(book, count: int = PROBES) -> list[str]:
     return probes
 
 
+def is_current(details: dict) -> bool:
+    """Whether a stored calibration was measured the way the current settings would measure it."""
+    return (details.get("method") == METHOD and details.get("fusion") == setting("FUSION")
+            and details.get("coverage_weight") == setting("SCOPE_COVERAGE_WEIGHT"))
+
+
 def calibrate_book(book) -> dict:
     """Measure the book, store its threshold on its ``ScopeCalibration`` and return the details."""
     from chat.models import ScopeCalibration
@@ -110,6 +119,8 @@ def calibrate_book(book) -> dict:
         threshold = min(off_level, float(np.quantile(inside, IN_QUANTILE)))
     details = {
         "method": METHOD,
+        "fusion": setting("FUSION"),
+        "coverage_weight": setting("SCOPE_COVERAGE_WEIGHT"),
         "threshold": round(threshold, 4),
         "off_topic": _summary(off),
         "in_scope_probes": _summary(inside),

@@ -21,6 +21,7 @@ import numpy as np
 from bookchat.conf import setting
 from bookchat.errors import BookchatError, RequestError
 from chat.answering import answer_events, book_calibration, prepare, resolve_book, scope_threshold
+from chat.calibration import is_current
 from chat.terms import normalise
 from chat.validation import validate_ask
 
@@ -172,8 +173,9 @@ def summarise(records: list[dict], *, book, top_k: int) -> dict:
         "latency_ms_p95": int(np.percentile(latencies, 95)) if latencies else None,
         "scope_threshold": round(scope_threshold(book, calibration), 4),
         "scope_threshold_source": "BOOKCHAT_SCOPE_THRESHOLD" if setting("SCOPE_THRESHOLD") else "calibrated",
-        "calibration": {k: calibration.get(k) for k in ("method", "off_topic_refused", "probes_refused",
-                                                          "in_scope_median")} if calibration else None,
+        "calibration": {**{k: calibration.get(k) for k in ("method", "fusion", "off_topic_refused",
+                                                             "probes_refused", "in_scope_median")},
+                        "current": is_current(calibration)} if calibration else None,
         "top_k": top_k,
         "fusion": setting("FUSION"),
         "generator": next((r["generator"] for r in ok), None),

@@ -13,11 +13,11 @@ logger = logging.getLogger(__name__)
 
 @receiver(book_indexed)
 def calibrate_after_indexing(sender, *, book, report, changed: bool, **kwargs) -> None:
-    from chat.calibration import METHOD, calibrate_book
+    from chat.calibration import calibrate_book, is_current
     from chat.models import ScopeCalibration
 
     current = ScopeCalibration.objects.filter(book=book).first()
-    if current is not None and not changed and current.details.get("method") == METHOD:
+    if current is not None and not changed and is_current(current.details):
         return
     try:
         details = calibrate_book(book)

@@ -228,3 +228,12 @@ def test_expired_sessions_are_purged_by_a_django_q_schedule():
     assert purge_expired_sessions() >= 1
     assert not Conversation.objects.filter(pk=old.pk).exists()
     assert Conversation.objects.filter(pk=live.pk).exists()
+
+
+def test_calibrate_command_remeasures_a_book(manual_book):
+    code, out, _ = run_command("calibrate", "--book", "bookchat-manual", "--json")
+    assert code == 0
+    details = json.loads(out)["bookchat-manual"]
+    assert details["threshold"] == round(ScopeCalibration.objects.get(book__slug="bookchat-manual").threshold, 4)
+    assert details["fusion"] == "weighted"
+    assert run_command("calibrate", "--book", "no-such-book")[0] == 2

@@ -86,7 +86,9 @@ def render_summary(s: dict) -> str:
         ("false refusal rate", _fmt(s["false_refusal_rate"])), ("withheld", _fmt(s["withheld_rate"])),
         ("confidence levels", s["confidence_levels"]),
         ("latency p50 / p95", f"{s['latency_ms_p50']} / {s['latency_ms_p95']} ms"),
-        ("scope threshold", f"{_fmt(s['scope_threshold'])} ({s['scope_threshold_source']})"),
+        ("scope threshold", f"{_fmt(s['scope_threshold'])} ({s['scope_threshold_source']})"
+         + ("" if not s["calibration"] or s["calibration"]["current"]
+            else "; measured with other settings: run `manage.py calibrate`")),
         ("generator / fusion / top k", f"{s['generator']} / {s['fusion']} / {s['top_k']}"),
     ]
     width = max(len(name) for name, _ in rows)
