@@ -75,7 +75,8 @@ def content_terms(text: str) -> list[str]:
 
 
 def strip_citations(text: str) -> str:
-    return _CITATION.sub("", text)
+    """``text`` without its ``[n]`` markers (and the space before each)."""
+    return re.sub(r"\s*" + _CITATION.pattern, "", text)
 
 
 def citations(text: str) -> list[int]:

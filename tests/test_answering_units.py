@@ -179,7 +179,7 @@ def test_content_terms_drop_stop_words_and_stem_alike():
 def test_citations_and_their_removal():
     assert citations("[1] and [2, 3]") == [1, 2, 3]
     assert citations("no citation here") == []
-    assert strip_citations("Done [1]. Next [2, 3].") == "Done . Next ."
+    assert strip_citations("Done [1]. Next [2, 3].") == "Done. Next."
 
 
 def test_split_sentences():
