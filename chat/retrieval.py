@@ -1,10 +1,12 @@
 """Hybrid retrieval: dense candidates from pgvector (cosine, HNSW) and lexical candidates (BM25 over the
 Postgres tsvector), fused by a weighted blend of normalised scores (or RRF) into the top k.
 
-Every candidate gets both scores (a dense-only candidate is scored lexically and the other way
-round), so fusion compares like with like. The raw cosine of the best candidate is kept
-apart from the fused score: fused scores are relative to the pool, while the scope decision
-needs an absolute measure, in whatever fusion mode.
+Dense search is exact for a book of up to ``EXACT_SEARCH_MAX_CHUNKS`` passages (the HNSW index
+is shared by every book, and a small book's slice of it is cheaper to scan than to find in it)
+and HNSW with iterative scanning above that. Every candidate gets both scores (a dense-only
+candidate is scored lexically and the other way round), so fusion compares like with like.
+The raw cosine of the best candidate is kept apart from the fused score: fused scores are
+relative to the pool, while the scope decision needs an absolute measure, in either fusion mode.
 
 Selected-text mode: the passage joins the question in both searches, and every candidate's
 share of the passage's word 4-grams (``selected_overlap``) adds ``SELECTED_TEXT_BOOST`` times
@@ -28,6 +30,8 @@ from ingestion.embedders import check_compatible, get_embedder
 from ingestion.models import Book, Chunk, Document
 
 SHINGLE = 4
+# Books (or chapters) up to this many passages are searched exactly; bigger ones through HNSW.
+EXACT_SEARCH_MAX_CHUNKS = 20_000
 COVERAGE_CHUNKS = 3
 
 
@@ -98,13 +102,25 @@ def _dense_candidates(cursor, *, book_id: int, vector, dimensions: int, limit: i
                       document_ids: list[int] | None) -> dict[str, float]:
     distance, predicate = Chunk.cosine_distance_sql(dimensions)
     doc_filter = " AND document_id = ANY(%s)" if document_ids is not None else ""
-    # A book is one slice of the index: let HNSW keep scanning until it has found enough of its rows.
+    params = [book_id, *([document_ids] if document_ids is not None else [])]
+    cursor.execute(f"SELECT count(*) FROM ingestion_chunk WHERE book_id = %s{doc_filter}", params)
+    if cursor.fetchone()[0] <= EXACT_SEARCH_MAX_CHUNKS:
+        # A book (or chapter) is a slice of an index shared by every book: for a slice this small an
+        # exact scan of its own rows is both faster and exact, where HNSW would wade through the others.
+        cursor.execute(
+            f"WITH own AS MATERIALIZED (SELECT id, embedding, dimensions FROM ingestion_chunk "
+            f"WHERE book_id = %s{doc_filter}) "
+            f"SELECT id, {distance} AS dist FROM own WHERE {predicate} ORDER BY dist LIMIT %s",
+            [*params, vector, limit],
+        )
+        return {cid: 1.0 - float(dist) for cid, dist in cursor.fetchall()}
+    # A big book: HNSW, scanning on until enough of this book's rows are found.
     cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
     cursor.execute(f"SET LOCAL hnsw.ef_search = {max(40, min(1000, limit * 2))}")
     cursor.execute(
         f"SELECT id, dist FROM (SELECT id, {distance} AS dist FROM ingestion_chunk "
         f"WHERE {predicate} AND book_id = %s{doc_filter} ORDER BY dist LIMIT %s) found ORDER BY dist",
-        [vector, book_id, *([document_ids] if document_ids is not None else []), limit],
+        [vector, *params, limit],
     )
     return {cid: 1.0 - float(dist) for cid, dist in cursor.fetchall()}
 
@@ -181,7 +197,8 @@ def retrieve(*, book: Book, question: str, selected_text: str = "", chapter: str
     if time.monotonic() > stage_end:
         raise DeadlineExceeded("bookchat ran out of time while searching the book; try again")
     fused = fuse(dense, lexical)
-    rows = {c.id: c for c in Chunk.objects.filter(id__in=list(fused)).select_related("document")}
+    rows = {c.id: c for c in Chunk.objects.filter(id__in=list(fused)).select_related("document")
+            .defer("embedding", "search_vector", "document__front_matter")}
     candidates = [_retrieved(rows[cid], dense.get(cid, 0.0), lexical.get(cid, 0.0), score)
                   for cid, score in fused.items() if cid in rows]
     best_overlap = 0.0
