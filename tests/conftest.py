@@ -22,6 +22,8 @@ from tests.support.shared_data import shared_corpus
 
 REPO = Path(__file__).resolve().parent.parent
 CORPORA = ("docusaurus-docs", "physical-ai-book", "physical-ai-book-2", "squad2-dev")
+# Corpora embedded for real in the test session (the others are checked without embedding: see test_corpora).
+EMBEDDED_CORPORA = ("docusaurus-docs", "squad2-dev")
 
 
 def run_command(*args: str) -> tuple[int, str, str]:
