@@ -96,10 +96,7 @@ def evaluate_question(q: Question, *, book: str, top_k: int) -> dict:
         session = None
         if q.kind == "follow_up" and q.previous:
             first = prepare(validate_ask({"question": q.previous, "book": book}, channel="evaluate"))
-            session = str(first.conversation.id)
-            for kind, payload in answer_events(first):
-                if kind == "final":
-                    session = payload["session_id"]
+            session = next(p["session_id"] for kind, p in answer_events(first) if kind == "final")
         data = {"question": q.question, "book": book, "max_results": max(RANKED, top_k)}
         if q.selected_text:
             data["selected_text"] = q.selected_text
