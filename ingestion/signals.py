@@ -2,6 +2,6 @@
 
 from django.dispatch import Signal
 
-# Sent after an indexing run that changed a book's passages (or the first time it is indexed):
-# ``sender`` is the Book class, ``book`` the book, ``report`` the IndexReport.
+# Sent after every indexing run that wrote (not --dry-run): ``sender`` is the Book class, ``book`` the
+# book, ``report`` the IndexReport, and ``changed`` whether any page was (re)indexed or removed.
 book_indexed = Signal()
