@@ -25,6 +25,7 @@ from bookchat.conf import setting
 from bookchat.errors import BookchatError, RequestError
 from chat.answering import answer_events, answer_question, prepare, scope_threshold
 from chat.generation import llm_configured
+from chat.models import ScopeCalibration
 from chat.validation import validate_ask
 from ingestion.models import Book
 
@@ -156,10 +157,12 @@ class BooksView(APIView):
         child=serializers.DictField())})})
     def get(self, request):
         books = Book.objects.order_by("slug").with_counts()
+        thresholds = dict(ScopeCalibration.objects.values_list("book_id", "threshold"))
         return Response({"books": [
             {"slug": b.slug, "title": b.title, "base_url": b.base_url, "pages": b.document_count,
              "chunks": b.chunk_count, "embedder": b.embedder_name,
-             "scope_threshold": round(scope_threshold(b), 4), "updated_at": b.updated_at}
+             "scope_threshold": round(scope_threshold(b, {"threshold": thresholds.get(b.pk)}), 4),
+             "updated_at": b.updated_at}
             for b in books
         ]})
 

@@ -105,9 +105,9 @@ def compose_extractive(question: str, sources: list, *, max_units: int = 3) -> s
            for t in question_terms}
     weight_total = sum(idf.values()) or 1.0
     top_score = max((c.score for c in sources), default=1.0) or 1.0
+    sections = [set(content_terms(chunk.heading_path.rsplit(" > ", 1)[-1])) for chunk in sources]
     for unit in units:
-        chunk = sources[unit.source - 1]
-        section = set(content_terms(chunk.heading_path.rsplit(" > ", 1)[-1]))
+        chunk, section = sources[unit.source - 1], sections[unit.source - 1]
         # A sentence means what its section heading says: "pass the folder" under "Ingest a folder".
         covered = (sum(idf[t] for t in question_terms & unit.terms)
                    + sum(idf[t] for t in (question_terms & section) - unit.terms)) / weight_total
