@@ -41,6 +41,8 @@ SETTINGS: list[Setting] = [
     Setting("ADMIN_PASSWORD", "", "Its password; unset → a random one, printed once."),
     Setting("WEB_WORKERS", 2, "gunicorn worker processes started by `make run`.", int),
     Setting("TASK_WORKERS", 1, "django-q2 worker processes started by `make run`.", int),
+    Setting("ANONYMOUS_API", "auto", "Whether the REST API answers requests without a key: `true`, `false`, or "
+            "`auto` (only when DEBUG is on). The chat page never needs a key."),
     Setting("LOG_LEVEL", "INFO", "Log level of bookchat's own loggers."),
     # Books and ingestion
     Setting("BOOK_BASE_URL", "", "Default public URL of a book's site, used to build links to sections "

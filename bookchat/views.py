@@ -1,10 +1,11 @@
-"""The landing page: which books are indexed and how big they are."""
+"""Project-wide error pages: a JSON 404 under /api/, Django's own elsewhere."""
 
-from django.shortcuts import render
+from django.http import JsonResponse
+from django.views.defaults import page_not_found
 
-from ingestion.models import Book
 
-
-def home(request):
-    books = Book.objects.order_by("title").with_counts()
-    return render(request, "bookchat/home.html", {"books": books})
+def not_found(request, exception):
+    if request.path.startswith("/api/"):
+        return JsonResponse({"error": "not_found", "message": f"there is no API endpoint {request.path[:200]}",
+                             "field": None}, status=404)
+    return page_not_found(request, exception)

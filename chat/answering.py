@@ -32,6 +32,7 @@ from chat.generation import (
 )
 from chat.grounding import GroundingReport, check_grounding
 from chat.models import ScopeCalibration
+from chat.rendering import render_answer
 from chat.retrieval import Retrieval, RetrievedChunk, nearest_sections, retrieve
 from chat.terms import content_terms, plain_text, split_sentences, strip_citations
 from ingestion.models import Book
@@ -197,10 +198,9 @@ def _respond(p: Prepared, *, answer: str, refused: bool, generator_name: str, no
     level = confidence_level(confidence)
     suggestions = nearest_sections(p.retrieval) if refused or flagged else []
     sources = [] if refused else [_source(n, c, answer, n in grounding.cited) for n, c in enumerate(chunks, 1)]
-    conversations.record_turn(p.conversation, question=p.request.question, resolved_question=p.resolved_question,
-                              answer=answer, answer_id=p.answer_id, refused=refused)
-    return {
+    response = {
         "answer": answer,
+        "answer_html": render_answer(answer, sources),
         "sources": sources,
         "confidence": confidence,
         "confidence_level": level,
@@ -221,6 +221,9 @@ def _respond(p: Prepared, *, answer: str, refused: bool, generator_name: str, no
                       "candidates": p.retrieval.candidates},
         "timings_ms": {"retrieval": int(p.retrieval.seconds * 1000), "generation": int(generation_seconds * 1000)},
     }
+    conversations.record_turn(p.conversation, question=p.request.question, resolved_question=p.resolved_question,
+                              answer=answer, answer_id=p.answer_id, refused=refused, response=response)
+    return response
 
 
 def confidence_level(confidence: float) -> str:

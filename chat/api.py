@@ -23,7 +23,10 @@ from rest_framework.views import APIView
 
 from bookchat.conf import setting
 from bookchat.errors import BookchatError, RequestError
+from chat.access import client_of, page_conversation_id, page_conversation_ids, remember_page_conversation
 from chat.answering import answer_events, answer_question, prepare, scope_threshold
+from chat.conversations import parse_session_id
+from chat.feedback import record_feedback, validate_feedback
 from chat.generation import llm_configured
 from chat.models import ScopeCalibration
 from chat.validation import validate_ask
@@ -111,7 +114,18 @@ ASK_OUTPUT = inline_serializer("Answer", {
 })
 ERROR = inline_serializer("Error", {"error": serializers.CharField(), "message": serializers.CharField(),
                                     "field": serializers.CharField(allow_null=True)})
-ERRORS = {400: ERROR, 404: ERROR, 413: ERROR, 415: ERROR, 504: ERROR}
+ERRORS = {400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR, 413: ERROR, 415: ERROR, 504: ERROR}
+
+
+def validated_ask(request, *, streaming: bool):
+    """The request's question, checked, on the channel of its client, limited to the client's book."""
+    client = client_of(request)
+    channel = client.channel if client.channel != "api" else ("stream" if streaming else "api")
+    ask = validate_ask(decode_json_body(request), channel=channel)
+    ask.book = client.check_book(ask.book)
+    if client.channel == "page" and ask.session_id is None and ask.book:
+        ask.session_id = parse_session_id(page_conversation_id(request, ask.book))
+    return client, ask
 
 
 class AskView(APIView):
@@ -119,8 +133,11 @@ class AskView(APIView):
         OpenApiExample("question", value={"question": "How do I ingest a folder?", "book": "bookchat-manual"},
                        request_only=True)])
     def post(self, request):
-        ask = validate_ask(decode_json_body(request), channel="api")
-        return Response(answer_question(ask))
+        client, ask = validated_ask(request, streaming=False)
+        response = answer_question(ask)
+        if client.channel == "page":
+            remember_page_conversation(request, response["book"], response["session_id"])
+        return Response(response)
 
 
 def sse(event: str, payload: dict) -> bytes:
@@ -133,8 +150,10 @@ class AskStreamView(APIView):
                                "one `final` event with the whole response (its `answer` is authoritative), or one "
                                "`error` event.")
     def post(self, request):
-        ask = validate_ask(decode_json_body(request), channel="stream")
+        client, ask = validated_ask(request, streaming=True)
         prepared = prepare(ask)  # errors up to here are real HTTP statuses
+        if client.channel == "page":
+            remember_page_conversation(request, prepared.book.slug, str(prepared.conversation.id))
 
         def events():
             try:
@@ -150,6 +169,33 @@ class AskStreamView(APIView):
         response["Cache-Control"] = "no-cache"
         response["X-Accel-Buffering"] = "no"
         return response
+
+
+FEEDBACK_INPUT = inline_serializer("FeedbackInput", {
+    "rating": serializers.ChoiceField(["up", "down"]),
+    "comment": serializers.CharField(required=False, max_length=2000),
+    "session_id": serializers.UUIDField(required=False, help_text="The session_id the answer came with (the chat "
+                                        "page's own session needs none)."),
+})
+FEEDBACK_OUTPUT = inline_serializer("Feedback", {
+    "answer_id": serializers.UUIDField(), "rating": serializers.CharField(), "comment": serializers.CharField()})
+
+
+class FeedbackView(APIView):
+    @extend_schema(request=FEEDBACK_INPUT, responses={200: FEEDBACK_OUTPUT, 201: FEEDBACK_OUTPUT, **ERRORS},
+                   description="Thumbs up or down on an answer, from the session that got it. Voting again "
+                               "replaces the earlier vote (200); the first vote answers 201.")
+    def post(self, request, answer_id):
+        client = client_of(request)
+        rating, comment, session_id = validate_feedback(decode_json_body(request))
+        sessions = [session_id] if session_id else []
+        if client.channel == "page":
+            sessions += [parse_session_id(s) for s in page_conversation_ids(request)]
+        book = client.key.book.slug if client.key is not None and client.key.book_id else None
+        feedback, created = record_feedback(answer_id, rating=rating, comment=comment, session_ids=sessions,
+                                            channel=client.channel, book_slug=book)
+        return Response({"answer_id": str(feedback.answer_id), "rating": feedback.rating,
+                         "comment": feedback.comment}, status=201 if created else 200)
 
 
 class BooksView(APIView):

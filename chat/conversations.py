@@ -41,13 +41,7 @@ def parse_session_id(value: str | None) -> uuid.UUID | None:
 def conversation_for(session_id: uuid.UUID | None, book) -> Conversation:
     """The live conversation with this id about this book, or a new one (the id of an expired, unknown or
     other-book session is not reused)."""
-    now = timezone.now()
-    idle = timedelta(minutes=setting("SESSION_IDLE_MINUTES"))
-    if session_id is not None:
-        found = Conversation.objects.filter(id=session_id, last_active_at__gte=now - idle, book=book).first()
-        if found is not None:
-            return found
-    return Conversation(book=book, last_active_at=now)
+    return live_conversation(session_id, book) or Conversation(book=book, last_active_at=timezone.now())
 
 
 def history(conversation: Conversation) -> list[Turn]:
@@ -78,14 +72,21 @@ def resolve_follow_up(question: str, turns: list[Turn]) -> str:
 
 @transaction.atomic
 def record_turn(conversation: Conversation, *, question: str, resolved_question: str, answer: str,
-                answer_id: uuid.UUID, refused: bool) -> None:
+                answer_id: uuid.UUID, refused: bool, response: dict | None = None) -> None:
+    """Store a turn. Every turn of a live conversation is kept (the chat page shows them all; follow-ups read
+    only the last ``HISTORY_TURNS``) until the conversation expires and is purged."""
     conversation.last_active_at = timezone.now()
     conversation.save()
     Turn.objects.create(conversation=conversation, question=question, resolved_question=resolved_question,
-                        answer=answer, answer_id=answer_id, refused=refused)
-    keep = list(conversation.turns.order_by("-created_at", "-id").values_list("id", flat=True)
-                [: setting("HISTORY_TURNS")])
-    conversation.turns.exclude(id__in=keep).delete()
+                        answer=answer, answer_id=answer_id, refused=refused, response=response or {})
+
+
+def live_conversation(session_id, book) -> Conversation | None:
+    """The unexpired conversation with this id about this book, if there is one."""
+    if session_id is None:
+        return None
+    idle = timedelta(minutes=setting("SESSION_IDLE_MINUTES"))
+    return Conversation.objects.filter(id=session_id, last_active_at__gte=timezone.now() - idle, book=book).first()
 
 
 def purge_expired_conversations() -> int:

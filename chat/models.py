@@ -1,10 +1,21 @@
-"""Conversations: a session's last question/answer pairs, so that follow-ups can be resolved."""
+"""Conversations and their turns, scope calibrations, API keys for the widget and servers, and feedback.
+
+A ``Turn`` keeps the whole response it gave (sources, confidence…), so the chat page can
+show a conversation again and feedback can be checked against the session that got the
+answer. Turns live as long as their conversation (purged after ``SESSION_IDLE_MINUTES``
+idle); the long-lived record of answers is the audit trail.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import secrets
 import uuid
+from urllib.parse import urlsplit
 
+from django.core.exceptions import ValidationError
 from django.db import models
+from django.utils import timezone
 
 from ingestion.models import Book
 
@@ -26,6 +37,7 @@ class Turn(models.Model):
     answer = models.TextField()
     answer_id = models.UUIDField(unique=True)
     refused = models.BooleanField(default=False)
+    response = models.JSONField(default=dict, blank=True, help_text="The response as the client got it.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -45,3 +57,114 @@ class ScopeCalibration(models.Model):
 
     def __str__(self) -> str:
         return f"{self.book.slug}: {self.threshold:.4f}"
+
+
+def normalise_origin(value: str) -> str:
+    """``scheme://host[:port]`` in lower case, or ValueError: an origin is never a path or a wildcard."""
+    value = value.strip().rstrip("/")
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.path or parts.query or parts.fragment \
+            or parts.username or parts.password or "*" in value:
+        raise ValueError(f"{value!r} is not an origin like https://docs.example.org (scheme, host and port only)")
+    try:
+        port = parts.port
+    except ValueError:
+        raise ValueError(f"{value!r} has an invalid port") from None
+    default = {"http": 80, "https": 443}[parts.scheme]
+    host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
+    return f"{parts.scheme}://{host}" + (f":{port}" if port and port != default else "")
+
+
+def hash_key(raw: str) -> str:
+    """Keys are 256-bit random tokens, so one SHA-256 is enough to store them safely (no salt or stretching
+    is needed against guessing, unlike passwords)."""
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+class ApiKey(models.Model):
+    """A key for the REST API. Only its hash is stored; the key itself is shown once, when it is created.
+
+    *Publishable* keys (``pk_…``) go in web pages and are accepted only from their allowed
+    origins; *secret* keys (``sk_…``) are for servers and are refused from any browser origin.
+    """
+
+    PUBLISHABLE, SECRET = "publishable", "secret"
+    KINDS = [(PUBLISHABLE, "publishable (pk_…, for the widget in web pages)"),
+             (SECRET, "secret (sk_…, for servers)")]
+
+    name = models.CharField(max_length=100, help_text="What the key is for, e.g. the docs site it serves.")
+    kind = models.CharField(max_length=12, choices=KINDS, default=PUBLISHABLE)
+    prefix = models.CharField(max_length=16, editable=False, help_text="The key's first characters, to recognise "
+                              "it; the rest is not stored.")
+    hashed = models.CharField(max_length=64, unique=True, editable=False)
+    allowed_origins = models.TextField(blank=True, help_text="Publishable keys: one origin per line, like "
+                                       "https://docs.example.org or http://localhost:3000. A publishable key with "
+                                       "no origin is refused everywhere.")
+    book = models.ForeignKey("ingestion.Book", null=True, blank=True, on_delete=models.CASCADE,
+                             related_name="api_keys", help_text="Limit the key to one book; empty: every book.")
+    active = models.BooleanField(default=True, help_text="Untick to revoke the key.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta:
+        verbose_name = "API key"
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    def clean(self) -> None:
+        try:
+            self.allowed_origins = "\n".join(self.origins())
+        except ValueError as exc:
+            raise ValidationError({"allowed_origins": str(exc)}) from None
+        if self.kind == self.SECRET and self.allowed_origins:
+            raise ValidationError({"allowed_origins": "secret keys are for servers: they take no origins"})
+        if self.kind == self.PUBLISHABLE and not self.allowed_origins:
+            raise ValidationError({"allowed_origins": "a publishable key needs at least one allowed origin: the "
+                                                      "sites whose pages may use it"})
+
+    def origins(self) -> list[str]:
+        return [normalise_origin(line) for line in self.allowed_origins.splitlines() if line.strip()]
+
+    def allows_origin(self, origin: str) -> bool:
+        try:
+            return normalise_origin(origin) in self.origins()
+        except ValueError:
+            return False
+
+    def issue(self) -> str:
+        """Give the key a new random value; store its hash and prefix and return it (shown once)."""
+        raw = ("pk_" if self.kind == self.PUBLISHABLE else "sk_") + secrets.token_urlsafe(32)
+        self.prefix, self.hashed = raw[:10], hash_key(raw)
+        return raw
+
+    @classmethod
+    def find(cls, raw: str) -> ApiKey | None:
+        return cls.objects.filter(hashed=hash_key(raw)).select_related("book").first()
+
+    def touch(self) -> None:
+        """Record use, at most once a minute (a write per request would cost more than the check)."""
+        now = timezone.now()
+        if self.last_used_at is None or (now - self.last_used_at).total_seconds() > 60:
+            ApiKey.objects.filter(pk=self.pk).update(last_used_at=now)
+
+
+class Feedback(models.Model):
+    """A reader's thumbs up or down on one answer, with an optional comment; one per answer (a new vote
+    replaces the old one)."""
+
+    UP, DOWN = "up", "down"
+
+    answer_id = models.UUIDField(unique=True)
+    conversation_id = models.UUIDField(help_text="The session that got the answer.")
+    rating = models.CharField(max_length=4, choices=[(UP, "thumbs up"), (DOWN, "thumbs down")])
+    comment = models.TextField(blank=True)
+    channel = models.CharField(max_length=16)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name_plural = "feedback"
+
+    def __str__(self) -> str:
+        return f"{self.rating} on {self.answer_id}"

@@ -8,6 +8,7 @@ from chat import api
 urlpatterns = [
     path("ask", api.AskView.as_view(), name="api-ask"),
     path("ask/stream", api.AskStreamView.as_view(), name="api-ask-stream"),
+    path("answers/<uuid:answer_id>/feedback", api.FeedbackView.as_view(), name="api-feedback"),
     path("books", api.BooksView.as_view(), name="api-books"),
     path("health", api.HealthView.as_view(), name="api-health"),
     path("schema", SpectacularAPIView.as_view(), name="api-schema"),

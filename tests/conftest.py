@@ -70,6 +70,19 @@ class CorpusRun:
     seconds: float
 
 
+@pytest.fixture(scope="session", autouse=True)
+def anonymous_api():
+    """Most tests call the API without a key, as `make run` (DEBUG on) allows; tests of keys turn this off
+    with ``override_settings``."""
+    from django.conf import settings
+
+    from bookchat import conf
+
+    settings.BOOKCHAT["ANONYMOUS_API"] = "true"
+    conf._cache = None
+    yield
+
+
 @pytest.fixture(scope="session")
 def ingest_corpus(django_db_setup, django_db_blocker):
     """``ingest_corpus(name)`` ingests ../shared/data/<name>/docs into book <name> once per session."""

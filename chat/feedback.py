@@ -1,0 +1,57 @@
+"""Thumbs up or down on an answer, from the session that got it (the chat page, the widget, the API).
+
+One vote per answer: voting again replaces the earlier vote and comment. Feedback is
+accepted only from the conversation the answer was given in, and only while that
+conversation lives (turns are purged with it); the audit trail keeps it for longer.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from bookchat.conf import setting
+from bookchat.errors import NotFound, RequestError
+from chat.models import Feedback, Turn
+from chat.validation import clean_text
+
+FIELDS = ("rating", "comment", "session_id")
+
+
+def validate_feedback(data: object) -> tuple[str, str, uuid.UUID | None]:
+    """(rating, comment, session id) from a decoded request, or a RequestError naming the field."""
+    from chat.conversations import parse_session_id
+
+    if not isinstance(data, dict):
+        raise RequestError("the request body must be a JSON object", code="invalid_body")
+    unknown = [key for key in data if key not in FIELDS]
+    if unknown:
+        raise RequestError(f"unknown field {str(unknown[0])[:100]!r}; the fields are: {', '.join(FIELDS)}",
+                           code="unknown_field", field=str(unknown[0])[:100])
+    rating = data.get("rating")
+    if rating not in (Feedback.UP, Feedback.DOWN):
+        raise RequestError('rating must be "up" or "down"', code="invalid_rating", field="rating")
+    comment = clean_text(data.get("comment"), field="comment", max_chars=setting("MAX_SELECTED_CHARS"),
+                         required=False)
+    session = data.get("session_id")
+    if session is not None and not isinstance(session, str):
+        raise RequestError("session_id must be a string", code="invalid_type", field="session_id")
+    return rating, comment, parse_session_id(session)
+
+
+def record_feedback(answer_id: uuid.UUID, *, rating: str, comment: str, session_ids: list[uuid.UUID],
+                    channel: str, book_slug: str | None = None) -> tuple[Feedback, bool]:
+    """Store the vote on ``answer_id`` if one of ``session_ids`` got that answer; (feedback, created)."""
+    turn = Turn.objects.select_related("conversation__book").filter(answer_id=answer_id).first()
+    if turn is None:
+        raise NotFound("there is no answer with this id, or its conversation has expired", code="unknown_answer")
+    if turn.conversation_id not in session_ids:
+        raise RequestError("feedback is accepted only from the conversation that got the answer: send its "
+                           "session_id", code="not_your_answer", field="session_id", status=403)
+    book = turn.conversation.book
+    if book_slug is not None and (book is None or book.slug != book_slug):
+        raise RequestError("this key can't give feedback on another book's answers", code="key_book", status=403)
+    feedback, created = Feedback.objects.update_or_create(
+        answer_id=answer_id,
+        defaults={"rating": rating, "comment": comment, "channel": channel, "conversation_id": turn.conversation_id},
+    )
+    return feedback, created

@@ -1,0 +1,156 @@
+"""The chat page at ``/``: server-rendered, usable without JavaScript, streamed with it.
+
+Without JavaScript the ask form posts here and the browser is sent back to the page, which
+now shows the answer (post/redirect/get, so a reload never asks twice); with
+it, ``static/bookchat/chat.js`` streams the answer from ``/api/v1/ask/stream`` (on the
+page's own session and CSRF token, no key) and then swaps in the answer's server-rendered
+HTML from ``answers/<id>``, so both paths show the same markup. The conversation of each
+book lives in the Django session; "New conversation" forgets it.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.http import Http404, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme, urlencode
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from bookchat.conf import setting
+from bookchat.errors import RequestError
+from chat.access import PAGE_SESSION_FLAG, page_conversation_id, page_conversation_ids, remember_page_conversation
+from chat.answering import answer_question
+from chat.conversations import live_conversation, parse_session_id
+from chat.feedback import record_feedback
+from chat.models import Feedback, Turn
+from chat.rendering import render_answer
+from chat.validation import clean_text, validate_ask
+from ingestion.models import Book
+
+CONTENT_SECURITY_POLICY = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+                           "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+LEVEL_LABELS = {"high": "High confidence", "medium": "Medium confidence", "low": "Low confidence"}
+
+
+def with_csp(response):
+    response["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
+    return response
+
+
+def _books() -> list[Book]:
+    return list(Book.objects.order_by("title", "slug"))
+
+
+def _current_book(request, books: list[Book], slug: str | None) -> Book | None:
+    by_slug = {b.slug: b for b in books}
+    for candidate in (slug, request.session.get("bookchat_book"), setting("DEFAULT_BOOK")):
+        if candidate in by_slug:
+            return by_slug[candidate]
+    return books[0] if books else None
+
+
+def turn_context(turn: Turn) -> dict:
+    """What ``_turn.html`` shows of one question and its answer."""
+    response = turn.response or {}
+    sources = response.get("sources", [])
+    feedback = Feedback.objects.filter(answer_id=turn.answer_id).first()
+    return {
+        "answer_id": str(turn.answer_id),
+        "question": turn.question,
+        "answer_html": response.get("answer_html") or render_answer(turn.answer, sources),
+        "sources": sources,
+        "refused": response.get("refused", turn.refused),
+        "suggestions": response.get("suggestions", []),
+        "level": response.get("confidence_level"),
+        "level_label": LEVEL_LABELS.get(response.get("confidence_level"), ""),
+        "confidence": response.get("confidence"),
+        "disclaimer": response.get("disclaimer"),
+        "notice": response.get("notice"),
+        "flagged": response.get("flagged_for_review", False),
+        "generator": response.get("generator"),
+        "feedback": feedback.rating if feedback else None,
+    }
+
+
+def _page(request, *, book: Book | None, books: list[Book], status: int = 200, error: RequestError | None = None,
+          form: dict | None = None):
+    request.session[PAGE_SESSION_FLAG] = True
+    conversation = None
+    if book is not None:
+        request.session["bookchat_book"] = book.slug
+        conversation = live_conversation(parse_session_id_or_none(page_conversation_id(request, book.slug)), book)
+    turns = [turn_context(t) for t in conversation.turns.order_by("created_at", "id")] if conversation else []
+    context = {
+        "books": books, "book": book, "turns": turns, "error": error, "form": form or {},
+        "session_id": str(conversation.id) if conversation else "",
+        "max_question_chars": setting("MAX_QUESTION_CHARS"), "max_selected_chars": setting("MAX_SELECTED_CHARS"),
+    }
+    return with_csp(render(request, "bookchat/chat.html", context, status=status))
+
+
+def parse_session_id_or_none(value: str | None) -> uuid.UUID | None:
+    try:
+        return parse_session_id(value)
+    except RequestError:
+        return None
+
+
+@require_http_methods(["GET", "HEAD", "POST"])
+def chat_page(request):
+    books = _books()
+    if request.method != "POST":
+        return _page(request, book=_current_book(request, books, request.GET.get("book")), books=books)
+    form = {"question": request.POST.get("question", ""), "selected_text": request.POST.get("selected_text", "")}
+    book = _current_book(request, books, request.POST.get("book"))
+    if book is None:
+        return _page(request, book=None, books=books, status=404, form=form,
+                     error=RequestError("no book has been indexed yet", code="no_books"))
+    try:
+        ask = validate_ask({"question": form["question"], "selected_text": form["selected_text"],
+                            "book": book.slug, "session_id": page_conversation_id(request, book.slug)},
+                           channel="page")
+        response = answer_question(ask)
+    except RequestError as exc:
+        return _page(request, book=book, books=books, status=exc.status, form=form, error=exc)
+    remember_page_conversation(request, book.slug, response["session_id"])
+    # Post/redirect/get: reloading or going back to the answer never asks the question again.
+    return HttpResponseRedirect(f"{reverse('chat')}?{urlencode({'book': book.slug})}#answer-{response['answer_id']}")
+
+
+@require_POST
+def new_conversation(request):
+    book = request.POST.get("book", "")
+    remember_page_conversation(request, book, None)
+    return HttpResponseRedirect(reverse("chat") + ("?" + urlencode({"book": book}) if book else ""))
+
+
+@require_GET
+def answer_fragment(request, answer_id):
+    """One answer of this session's conversations as HTML, for chat.js to put in the page."""
+    sessions = [parse_session_id_or_none(s) for s in page_conversation_ids(request)]
+    turn = Turn.objects.filter(answer_id=answer_id, conversation_id__in=[s for s in sessions if s]).first()
+    if turn is None:
+        raise Http404("no such answer in this session")
+    return with_csp(render(request, "bookchat/_turn.html", {"turn": turn_context(turn)}))
+
+
+@require_POST
+def feedback(request, answer_id):
+    """The no-JavaScript thumbs: record the vote and go back to the answer."""
+    sessions = [s for s in (parse_session_id_or_none(s) for s in page_conversation_ids(request)) if s]
+    try:
+        rating = request.POST.get("rating")
+        if rating not in (Feedback.UP, Feedback.DOWN):
+            raise RequestError('rating must be "up" or "down"', code="invalid_rating", field="rating")
+        comment = clean_text(request.POST.get("comment"), field="comment", max_chars=setting("MAX_SELECTED_CHARS"),
+                             required=False)
+        record_feedback(answer_id, rating=rating, comment=comment, session_ids=sessions, channel="page")
+    except RequestError as exc:
+        books = _books()
+        return _page(request, book=_current_book(request, books, None), books=books, status=exc.status, error=exc)
+    back = request.POST.get("next") or reverse("chat")
+    if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}):
+        back = reverse("chat")
+    return HttpResponseRedirect(f"{back}#answer-{answer_id}")

@@ -1,0 +1,209 @@
+/* bookchat's chat page, enhanced: stream answers instead of reloading the page.
+ *
+ * The page works without this file (forms post and the server renders the answer). With it,
+ * the ask form sends the question to /api/v1/ask/stream on the page's own session and CSRF
+ * token, shows the answer's text as it is written, then swaps in the server-rendered answer
+ * (/answers/<id>) so citations, sources and feedback look exactly as after a reload.
+ * Thumbs are sent to /api/v1/answers/<id>/feedback without leaving the page.
+ */
+(function () {
+  "use strict";
+
+  var form = document.getElementById("ask-form");
+  var conversation = document.getElementById("conversation");
+  if (!form || !conversation || !window.fetch || !window.TextDecoder || !window.DOMParser) return;
+
+  var live = document.getElementById("live");
+  var question = document.getElementById("question");
+  var selected = document.getElementById("selected_text");
+  var button = document.getElementById("ask-button");
+  var csrf = form.querySelector("input[name=csrfmiddlewaretoken]").value;
+  var book = conversation.dataset.book;
+  var busy = false;
+
+  function AskError(message) { this.message = message; }
+
+  function element(tag, className, text) {
+    var node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text) node.textContent = text;
+    return node;
+  }
+
+  function announce(text) {
+    live.textContent = "";
+    window.setTimeout(function () { live.textContent = text; }, 50);
+  }
+
+  function pendingTurn(text) {
+    var turn = element("article", "turn pending");
+    var asked = element("div", "question");
+    asked.appendChild(element("span", "who", "You asked"));
+    asked.appendChild(element("p", "", text));
+    var answer = element("div", "answer");
+    var head = element("div", "answer-head");
+    head.appendChild(element("span", "who", "Answer"));
+    var body = element("div", "answer-text streaming");
+    body.setAttribute("aria-busy", "true");
+    body.textContent = "…";
+    answer.appendChild(head);
+    answer.appendChild(body);
+    turn.appendChild(asked);
+    turn.appendChild(answer);
+    return turn;
+  }
+
+  async function errorMessage(response) {
+    var retry = response.headers.get("Retry-After");
+    if (response.status === 429 && retry) return "Too many questions; try again in " + retry + " seconds.";
+    try {
+      var data = await response.json();
+      if (data && data.message) return data.message.charAt(0).toUpperCase() + data.message.slice(1) + ".";
+    } catch (ignored) { /* not JSON */ }
+    return "The server answered with an error (HTTP " + response.status + "). Please try again.";
+  }
+
+  /* Call onEvent(name, data) for each Server-Sent Event of the response body. */
+  async function readEvents(response, onEvent) {
+    var reader = response.body.getReader();
+    var decoder = new TextDecoder();
+    var buffer = "";
+    for (;;) {
+      var chunk = await reader.read();
+      buffer += decoder.decode(chunk.value || new Uint8Array(), { stream: !chunk.done });
+      buffer = buffer.replace(/\r\n/g, "\n");
+      var end;
+      while ((end = buffer.indexOf("\n\n")) >= 0) {
+        var block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        var name = "message";
+        var data = "";
+        block.split("\n").forEach(function (line) {
+          if (line.indexOf("event:") === 0) name = line.slice(6).trim();
+          else if (line.indexOf("data:") === 0) data += line.slice(5).trim();
+        });
+        if (data) onEvent(name, JSON.parse(data));
+      }
+      if (chunk.done) return;
+    }
+  }
+
+  async function fetchTurn(answerId) {
+    var response = await fetch("/answers/" + encodeURIComponent(answerId), { credentials: "same-origin" });
+    if (!response.ok) return null;
+    var doc = new DOMParser().parseFromString(await response.text(), "text/html");
+    return doc.querySelector("article.turn");
+  }
+
+  function showError(turn, message) {
+    var body = turn.querySelector(".answer-text");
+    body.removeAttribute("aria-busy");
+    body.classList.remove("streaming");
+    body.textContent = "";
+    var alert = element("p", "error", message);
+    alert.setAttribute("role", "alert");
+    body.appendChild(alert);
+    turn.classList.add("failed");
+  }
+
+  async function ask(text) {
+    var turn = pendingTurn(text);
+    conversation.appendChild(turn);
+    turn.scrollIntoView({ block: "nearest" });
+    var body = turn.querySelector(".answer-text");
+    var payload = { question: text, book: book };
+    if (conversation.dataset.session) payload.session_id = conversation.dataset.session;
+    if (selected && selected.value.trim()) payload.selected_text = selected.value.trim();
+    announce("Answering…");
+    var streamed = "";
+    try {
+      var response = await fetch("/api/v1/ask/stream", {
+        method: "POST", credentials: "same-origin", body: JSON.stringify(payload),
+        headers: { "Content-Type": "application/json", "X-CSRFToken": csrf },
+      });
+      if (!response.ok) throw new AskError(await errorMessage(response));
+      var final = null;
+      await readEvents(response, function (name, data) {
+        if (name === "token") {
+          streamed += data.text;
+          body.textContent = streamed;
+        } else if (name === "final") {
+          final = data;
+        } else if (name === "error") {
+          throw new AskError(data.message || "The answer failed; please ask again.");
+        }
+      });
+      if (!final) throw new AskError("The answer was cut off; please ask again.");
+      conversation.dataset.session = final.session_id;
+      var rendered = await fetchTurn(final.answer_id);
+      if (rendered) {
+        turn.replaceWith(rendered);
+      } else {
+        body.innerHTML = final.answer_html;  // sanitised by the server
+        body.classList.remove("streaming");
+        body.removeAttribute("aria-busy");
+      }
+      question.value = "";
+      if (selected) selected.value = "";
+      announce(final.answer);
+    } catch (error) {
+      var message = error instanceof AskError ? error.message
+        : "Couldn't reach bookchat. Check your connection and try again.";
+      showError(turn, message);
+      announce(message);
+    }
+  }
+
+  form.addEventListener("submit", async function (event) {
+    event.preventDefault();
+    var text = question.value.trim();
+    var old = document.getElementById("form-error");
+    if (old) old.remove();
+    if (!text) {
+      question.focus();
+      return;
+    }
+    if (busy) return;
+    busy = true;
+    button.disabled = true;
+    try {
+      await ask(text);
+    } finally {
+      busy = false;
+      button.disabled = false;
+      question.focus();
+    }
+  });
+
+  question.addEventListener("keydown", function (event) {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      form.requestSubmit ? form.requestSubmit() : button.click();
+    }
+  });
+
+  conversation.addEventListener("submit", async function (event) {
+    var feedback = event.target.closest("form.feedback");
+    if (!feedback) return;
+    event.preventDefault();
+    var rating = event.submitter && event.submitter.value;
+    if (rating !== "up" && rating !== "down") return;
+    var answerId = feedback.closest("article.turn").dataset.answerId;
+    var status = feedback.querySelector(".feedback-status");
+    var payload = { rating: rating, comment: feedback.elements.comment.value.trim() };
+    if (conversation.dataset.session) payload.session_id = conversation.dataset.session;
+    try {
+      var response = await fetch("/api/v1/answers/" + encodeURIComponent(answerId) + "/feedback", {
+        method: "POST", credentials: "same-origin", body: JSON.stringify(payload),
+        headers: { "Content-Type": "application/json", "X-CSRFToken": csrf },
+      });
+      if (!response.ok) throw new AskError(await errorMessage(response));
+      feedback.querySelectorAll(".thumb").forEach(function (thumb) {
+        thumb.setAttribute("aria-pressed", String(thumb.value === rating));
+      });
+      status.textContent = "Thanks for your feedback.";
+    } catch (error) {
+      status.textContent = error instanceof AskError ? error.message : "Couldn't send your feedback; try again.";
+    }
+  });
+})();
