@@ -104,7 +104,8 @@ def test_key_for_one_book_answers_only_that_book(client):
     raw = make_key(book=Book.objects.get(slug=BOOK))
     response = post(client, key=raw, origin=SITE, body={"question": "How do I ingest a folder?"})
     assert response.status_code == 200 and response.json()["book"] == BOOK, "the key's book is the default"
-    other = Book.objects.exclude(slug=BOOK).first() or Book.objects.create(slug="other-book", title="Other", embedder_dimension=384)
+    other = Book.objects.exclude(slug=BOOK).first() \
+        or Book.objects.create(slug="other-book", title="Other", embedder_dimension=384)
     refused = post(client, key=raw, origin=SITE, body={"question": "How do I ingest a folder?", "book": other.slug})
     assert refused.status_code == 403 and refused.json()["error"] == "key_book"
 

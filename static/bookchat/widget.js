@@ -1,0 +1,863 @@
+/*!
+ * bookchat widget: a floating "ask the book" chat for documentation sites.
+ *
+ * Embed with one tag (nothing else to load, no build step, no dependencies):
+ *   <script src="https://HOST/static/bookchat/widget.js" data-key="pk_…" data-book="my-book" async></script>
+ * Options (data-* attributes of that tag):
+ *   data-key (required)   publishable key pk_…      data-book (required)  book slug
+ *   data-position         bottom-right | bottom-left data-title           panel title ("Ask the book")
+ *   data-color            accent colour (any CSS colour)
+ *   data-placeholder      placeholder of the question box
+ *   data-api              API base URL (default: the origin this file was loaded from)
+ *
+ * API used (every call carries ?key=pk_…, cross-origin, without cookies):
+ *   POST /api/v1/ask/stream                 Server-Sent Events: token…, then final (or error)
+ *   POST /api/v1/ask                        the same answer as one JSON object (fallback without streams)
+ *   POST /api/v1/answers/<id>/feedback      thumbs up/down and an optional comment
+ *
+ * Everything is rendered in a Shadow DOM on <div id="bookchat-widget">, so the host page's
+ * CSS can't restyle or hide the widget and the widget's CSS can't leak into the page. The
+ * only server text inserted as HTML is `answer_html` (sanitised by the server); everything
+ * else goes through textContent and checked http(s) links. Elements carry stable bc-* class
+ * names (and .bc-answer a data-state) for tests and for sites that want to script the widget.
+ */
+(function () {
+  'use strict';
+
+  if (window.BookchatWidget || document.getElementById('bookchat-widget')) return;
+
+  var script = document.currentScript || document.querySelector('script[src*="bookchat/widget.js"]');
+  var MAX_SELECTION = 2000;
+  var MAX_QUESTION = 1000;
+  var MAX_COMMENT = 2000;
+  var MESSAGES = {
+    unreachable: "This site is not allowed to use this chat (the key doesn't allow this origin), " +
+      "or the chat server can't be reached.",
+    cutOff: 'The answer was cut off; please ask again.',
+    unreadable: "The chat server sent a response the widget couldn't read; please ask again."
+  };
+  var LEVELS = { high: 'High confidence', medium: 'Medium confidence', low: 'Low confidence' };
+
+  // ---------------------------------------------------------------- options
+
+  function readOptions(tag) {
+    var data = (tag && tag.dataset) || {};
+    var missing = ['key', 'book'].filter(function (name) { return !(data[name] || '').trim(); });
+    if (missing.length) {
+      console.warn('bookchat widget: not shown, the script tag lacks ' +
+        missing.map(function (n) { return 'data-' + n; }).join(' and ') +
+        ' (e.g. <script src=".../bookchat/widget.js" data-key="pk_..." data-book="my-book" async>).');
+      return null;
+    }
+    var color = (data.color || '').trim();
+    return {
+      key: data.key.trim(),
+      book: data.book.trim(),
+      position: data.position === 'bottom-left' ? 'bottom-left' : 'bottom-right',
+      title: (data.title || '').trim() || 'Ask the book',
+      color: color && window.CSS && CSS.supports('color', color) ? color : null,
+      placeholder: (data.placeholder || '').trim() || 'Ask a question about this book',
+      api: apiBase(data.api, tag && tag.src)
+    };
+  }
+
+  function apiBase(explicit, scriptSrc) {
+    var url = safeUrl(explicit);
+    if (url) return (url.origin + url.pathname).replace(/\/+$/, '');
+    return (safeUrl(scriptSrc) || location).origin;
+  }
+
+  // ---------------------------------------------------------------- small helpers
+
+  function safeUrl(value) {
+    if (typeof value !== 'string' || !value.trim()) return null;
+    try {
+      var url = new URL(value, location.href);
+      return url.protocol === 'http:' || url.protocol === 'https:' ? url : null;
+    } catch (e) {
+      return null;
+    }
+  }
+
+  /** Same-tab links for pages of this site; a new tab (without opener) for other origins. */
+  function applyLinkTarget(link, url) {
+    if (url.origin === location.origin) {
+      link.removeAttribute('target');
+    } else {
+      link.target = '_blank';
+      var rel = (link.getAttribute('rel') || '').split(/\s+/).filter(Boolean);
+      if (rel.indexOf('noopener') < 0) rel.push('noopener');
+      link.rel = rel.join(' ');
+    }
+  }
+
+  function makeLink(href, text) {
+    var url = safeUrl(href);
+    var link = el(url ? 'a' : 'span', null, text);
+    if (url) {
+      link.href = url.href;
+      applyLinkTarget(link, url);
+    }
+    return link;
+  }
+
+  /** A new element; text always goes in as textContent, attributes as attributes. */
+  function el(tag, className, text, attributes) {
+    var node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text != null) node.textContent = String(text);
+    Object.keys(attributes || {}).forEach(function (name) { node.setAttribute(name, attributes[name]); });
+    return node;
+  }
+
+  function button(className, text, label, attributes) {
+    var node = el('button', className, text, Object.assign({ type: 'button' }, attributes));
+    if (label) node.setAttribute('aria-label', label);
+    return node;
+  }
+
+  /** White or near-black, whichever reads better on an "rgb(r, g, b)" background (white if unknown). */
+  function textColorOn(rgb) {
+    var parts = (rgb.match(/^rgba?\(([\d.]+)[ ,]+([\d.]+)[ ,]+([\d.]+)/) || []).slice(1).map(function (v) {
+      var c = parseFloat(v) / 255;
+      return c <= 0.03928 ? c / 12.92 : Math.pow((c + 0.055) / 1.055, 2.4);
+    });
+    var luminance = parts.length === 3 ? 0.2126 * parts[0] + 0.7152 * parts[1] + 0.0722 * parts[2] : 0;
+    return luminance > 0.36 ? '#111318' : '#fff';
+  }
+
+  function truncate(text, max) {
+    return text.length > max ? text.slice(0, max - 1).trimEnd() + '…' : text;
+  }
+
+  function capitalize(text) {
+    return text.charAt(0).toUpperCase() + text.slice(1);
+  }
+
+  function debounce(fn, ms) {
+    var timer = null;
+    return function () {
+      clearTimeout(timer);
+      timer = setTimeout(fn, ms);
+    };
+  }
+
+  function userError(message, field) {
+    var error = new Error(message);
+    error.userMessage = message;
+    error.field = field || null;
+    return error;
+  }
+
+  function isAbort(error) {
+    return error && error.name === 'AbortError';
+  }
+
+  function storage(action, key, value) {
+    try {
+      if (action === 'get') return window.sessionStorage.getItem(key);
+      if (action === 'set') window.sessionStorage.setItem(key, value);
+      if (action === 'remove') window.sessionStorage.removeItem(key);
+    } catch (e) { /* storage disabled or full: the session then lasts as long as the page */ }
+    return null;
+  }
+
+  // ---------------------------------------------------------------- API client
+
+  function createApi(options) {
+    function endpoint(path) {
+      return options.api + path + '?key=' + encodeURIComponent(options.key);
+    }
+
+    async function post(path, body, signal) {
+      try {
+        return await fetch(endpoint(path), {
+          method: 'POST', mode: 'cors', credentials: 'omit', signal: signal,
+          headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body)
+        });
+      } catch (error) {
+        // A rejected fetch is a network failure or (far more often) a 403 without CORS
+        // headers: the origin isn't allowed by the key, and the browser hides the response.
+        if (isAbort(error)) throw error;
+        throw userError(MESSAGES.unreachable);
+      }
+    }
+
+    async function failure(response) {
+      var body = null;
+      try { body = await response.json(); } catch (e) { /* not JSON */ }
+      if (response.status === 429) {
+        var seconds = retryAfter(response, body);
+        return userError(seconds ? 'Too many questions; try again in ' + seconds +
+          (seconds === 1 ? ' second.' : ' seconds.') : 'Too many questions; try again in a moment.');
+      }
+      if (body && typeof body.message === 'string' && body.message) {
+        return userError(capitalize(body.message), body.field);
+      }
+      return userError('The chat server answered with an error (HTTP ' + response.status + ').');
+    }
+
+    /** Streams an answer: calls onToken(text) as it is written, resolves with the final object. */
+    async function ask(payload, onToken, signal) {
+      if (typeof ReadableStream === 'undefined' || typeof TextDecoder === 'undefined') {
+        var plain = await post('/api/v1/ask', payload, signal);
+        if (!plain.ok) throw await failure(plain);
+        try { return await plain.json(); } catch (e) { throw userError(MESSAGES.unreadable); }
+      }
+      var response = await post('/api/v1/ask/stream', payload, signal);
+      if (!response.ok) throw await failure(response);
+      var outcome = null;
+      var parser = createSseParser(function (name, data) {
+        if (outcome) return;
+        if (name === 'token' && data && typeof data.text === 'string') onToken(data.text);
+        else if (name === 'final') outcome = data ? { final: data } : { error: userError(MESSAGES.unreadable) };
+        else if (name === 'error') outcome = { error: userError((data && data.message) || MESSAGES.cutOff) };
+      });
+      await readBody(response, parser, function () { return outcome !== null; });
+      if (!outcome) throw userError(MESSAGES.cutOff);
+      if (outcome.error) throw outcome.error;
+      return outcome.final;
+    }
+
+    async function feedback(answerId, body) {
+      var response = await post('/api/v1/answers/' + encodeURIComponent(answerId) + '/feedback', body);
+      if (!response.ok) throw await failure(response);
+      return response.json().catch(function () { return {}; });
+    }
+
+    return { ask: ask, feedback: feedback };
+  }
+
+  function retryAfter(response, body) {
+    // Retry-After is readable cross-origin only if the server lists it in Access-Control-Expose-Headers.
+    var header = response.headers.get('Retry-After');
+    if (header && /^\d+$/.test(header.trim())) return Math.max(1, parseInt(header, 10));
+    if (header && !isNaN(Date.parse(header))) return Math.max(1, Math.ceil((Date.parse(header) - Date.now()) / 1000));
+    var match = body && typeof body.message === 'string' && body.message.match(/(\d+)\s*seconds?/);
+    return match ? parseInt(match[1], 10) : null;
+  }
+
+  async function readBody(response, parser, finished) {
+    if (!response.body || !response.body.getReader) {
+      parser.push(await response.text().catch(function () { return ''; }));
+      parser.end();
+      return;
+    }
+    var reader = response.body.getReader();
+    var decoder = new TextDecoder();
+    try {
+      while (!finished()) {
+        var chunk = await reader.read();
+        if (chunk.done) break;
+        parser.push(decoder.decode(chunk.value, { stream: true }));
+      }
+      parser.push(decoder.decode());
+      parser.end();
+    } catch (error) {
+      if (isAbort(error)) throw error;
+      if (!finished()) throw userError(MESSAGES.cutOff);
+    }
+    if (finished()) reader.cancel().catch(function () {});
+  }
+
+  /** Incremental text/event-stream parser: push() text as it arrives, end() at the end. */
+  function createSseParser(onEvent) {
+    var buffer = '';
+
+    function dispatch(block) {
+      var name = 'message';
+      var data = [];
+      block.split('\n').forEach(function (line) {
+        if (!line || line.charAt(0) === ':') return;
+        var colon = line.indexOf(':');
+        var field = colon < 0 ? line : line.slice(0, colon);
+        var value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
+        if (field === 'event') name = value;
+        else if (field === 'data') data.push(value);
+      });
+      if (!data.length) return;
+      var parsed = null;
+      try { parsed = JSON.parse(data.join('\n')); } catch (e) { /* reported as unreadable */ }
+      onEvent(name, parsed);
+    }
+
+    function push(text) {
+      buffer += text;
+      // A chunk may end between "\r" and "\n": keep a trailing "\r" until the next chunk.
+      var held = buffer.slice(-1) === '\r' ? '\r' : '';
+      buffer = buffer.slice(0, buffer.length - held.length).replace(/\r\n?/g, '\n');
+      var boundary;
+      while ((boundary = buffer.indexOf('\n\n')) >= 0) {
+        dispatch(buffer.slice(0, boundary));
+        buffer = buffer.slice(boundary + 2);
+      }
+      buffer += held;
+    }
+
+    function end() {
+      var rest = buffer.replace(/\r\n?/g, '\n').trim();
+      buffer = '';
+      if (rest) dispatch(rest);
+    }
+
+    return { push: push, end: end };
+  }
+
+  // ---------------------------------------------------------------- styles
+
+  var DARK_VARS = '--bc-bg:#1c1d21;--bc-fg:#e8e9ec;--bc-muted:#a3a7b0;--bc-border:#33363d;' +
+    '--bc-surface:#25272c;--bc-shadow:0 12px 40px rgba(0,0,0,.55);--bc-link:#8ab4ff;' +
+    '--bc-high:#7ee2a8;--bc-high-bg:#16392a;--bc-medium:#f5d37a;--bc-medium-bg:#3d3214;' +
+    '--bc-low:#ffb0a6;--bc-low-bg:#47201c;--bc-note-bg:#2d2a1f;';
+  var CSS_TEXT = [
+    ':host{all:initial !important;display:block !important;position:static !important;}',
+    '[hidden]{display:none !important;}',
+    '.bc-root{--bc-on-accent:#fff;--bc-bg:#fff;--bc-fg:#1c1e21;--bc-muted:#5f6470;--bc-border:#e2e4e8;--bc-surface:#f5f6f8;',
+    '--bc-shadow:0 12px 40px rgba(20,24,40,.18);--bc-link:var(--bc-accent);--bc-high:#146c3a;--bc-high-bg:#e3f5ea;',
+    '--bc-medium:#7a5500;--bc-medium-bg:#fdf1d6;--bc-low:#a3281b;--bc-low-bg:#fde6e3;--bc-note-bg:#fbf7ea;',
+    'font-family:system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;font-size:14px;',
+    'line-height:1.5;color:var(--bc-fg);font-weight:400;font-style:normal;letter-spacing:normal;text-align:left;',
+    'text-transform:none;visibility:visible;direction:ltr;-webkit-font-smoothing:antialiased;}',
+    '.bc-root.bc-dark{' + DARK_VARS + '}',
+    '@media (prefers-color-scheme:dark){.bc-root{' + DARK_VARS + '}}',
+    '*,*::before,*::after{box-sizing:border-box;}',
+    'button,textarea{margin:0;font:inherit;color:inherit;}',
+    'button{cursor:pointer;background:none;border:0;padding:0;}',
+    ':focus-visible{outline:2px solid var(--bc-accent);outline-offset:2px;}',
+    'a{color:var(--bc-link);text-decoration:underline;text-underline-offset:2px;}',
+    '.bc-sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap;}',
+    // launcher
+    '.bc-launcher{position:fixed;bottom:20px;right:20px;z-index:2147483000;width:56px;height:56px;',
+    'border-radius:50%;background:var(--bc-accent);color:var(--bc-on-accent);display:flex;align-items:center;',
+    'justify-content:center;box-shadow:0 6px 20px rgba(0,0,0,.25);transition:transform .15s ease;}',
+    '.bc-launcher:hover{transform:scale(1.06);}',
+    '.bc-launcher svg{width:26px;height:26px;fill:none;stroke:currentColor;stroke-width:2;stroke-linecap:round;stroke-linejoin:round;}',
+    '.bc-launcher .bc-icon-close,.bc-launcher[aria-expanded="true"] .bc-icon-chat{display:none;}',
+    '.bc-launcher[aria-expanded="true"] .bc-icon-close{display:block;}',
+    '.bc-left .bc-launcher{right:auto;left:20px;}',
+    // panel
+    '.bc-panel{position:fixed;bottom:88px;right:20px;z-index:2147483001;width:390px;',
+    'height:min(640px,calc(100vh - 112px));display:flex;flex-direction:column;background:var(--bc-bg);',
+    'border:1px solid var(--bc-border);border-radius:14px;box-shadow:var(--bc-shadow);overflow:hidden;}',
+    '.bc-left .bc-panel{right:auto;left:20px;}',
+    '.bc-header{display:flex;align-items:center;gap:8px;padding:12px 12px 12px 16px;',
+    'border-bottom:1px solid var(--bc-border);}',
+    '.bc-heading{flex:1;min-width:0;}',
+    '.bc-title{margin:0;font-size:16px;font-weight:650;line-height:1.3;white-space:nowrap;overflow:hidden;text-overflow:ellipsis;}',
+    '.bc-subtitle{margin:0;font-size:12px;color:var(--bc-muted);white-space:nowrap;overflow:hidden;text-overflow:ellipsis;}',
+    '.bc-new{font-size:12.5px;padding:5px 10px;border:1px solid var(--bc-border);border-radius:999px;white-space:nowrap;}',
+    '.bc-new:hover,.bc-close:hover{background:var(--bc-surface);}',
+    '.bc-close{width:32px;height:32px;border-radius:8px;font-size:22px;line-height:1;color:var(--bc-muted);}',
+    '.bc-log{flex:1;overflow-y:auto;padding:16px;display:flex;flex-direction:column;gap:14px;overscroll-behavior:contain;}',
+    '.bc-empty{margin:auto 0;text-align:center;color:var(--bc-muted);padding:12px;}',
+    '.bc-empty strong{display:block;color:var(--bc-fg);font-weight:600;font-size:15px;margin-bottom:4px;}',
+    '.bc-question{align-self:flex-end;max-width:85%;background:var(--bc-accent);color:var(--bc-on-accent);padding:8px 12px;',
+    'border-radius:14px 14px 4px 14px;white-space:pre-wrap;overflow-wrap:anywhere;}',
+    '.bc-question-quote{display:block;font-size:12.5px;opacity:.85;border-left:2px solid currentColor;',
+    'padding-left:8px;margin-bottom:4px;}',
+    '.bc-answer{align-self:stretch;display:flex;flex-direction:column;gap:10px;}',
+    '.bc-answer-text{overflow-wrap:anywhere;}',
+    '.bc-answer[data-state="streaming"] .bc-answer-text{white-space:pre-wrap;}',
+    '.bc-answer-text>:first-child{margin-top:0;}.bc-answer-text>:last-child{margin-bottom:0;}',
+    '.bc-answer-text p,.bc-answer-text ul,.bc-answer-text ol,.bc-answer-text pre,.bc-answer-text blockquote,',
+    '.bc-answer-text table{margin:0 0 10px;}',
+    '.bc-answer-text ul,.bc-answer-text ol{padding-left:22px;}',
+    '.bc-answer-text code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px;',
+    'background:var(--bc-surface);padding:1px 4px;border-radius:4px;}',
+    '.bc-answer-text pre{background:var(--bc-surface);padding:10px;border-radius:8px;overflow-x:auto;}',
+    '.bc-answer-text pre code{padding:0;background:none;}',
+    '.bc-answer-text blockquote{border-left:3px solid var(--bc-border);padding-left:10px;color:var(--bc-muted);}',
+    '.bc-answer-text table{border-collapse:collapse;display:block;overflow-x:auto;}',
+    '.bc-answer-text th,.bc-answer-text td{border:1px solid var(--bc-border);padding:4px 8px;}',
+    '.bc-answer-text a.bookchat-cite{font-size:11.5px;font-weight:600;text-decoration:none;vertical-align:super;',
+    'line-height:1;padding:0 1px;}',
+    '.bc-typing{display:inline-flex;gap:4px;padding:6px 0;}',
+    '.bc-dot{width:7px;height:7px;border-radius:50%;background:var(--bc-muted);animation:bc-blink 1.2s infinite;}',
+    '.bc-dot:nth-child(2){animation-delay:.2s;}.bc-dot:nth-child(3){animation-delay:.4s;}',
+    '@keyframes bc-blink{0%,80%,100%{opacity:.25;}40%{opacity:1;}}',
+    '@media (prefers-reduced-motion:reduce){.bc-dot{animation:none;opacity:.6;}.bc-launcher{transition:none;}}',
+    '.bc-meta{display:flex;flex-wrap:wrap;gap:6px;align-items:center;}',
+    '.bc-badge{display:inline-flex;align-items:center;gap:6px;font-size:12px;font-weight:600;padding:2px 10px;',
+    'border-radius:999px;}',
+    '.bc-badge::before{content:"";width:7px;height:7px;border-radius:50%;background:currentColor;}',
+    '.bc-badge[data-level="high"]{color:var(--bc-high);background:var(--bc-high-bg);}',
+    '.bc-badge[data-level="medium"]{color:var(--bc-medium);background:var(--bc-medium-bg);}',
+    '.bc-badge[data-level="low"]{color:var(--bc-low);background:var(--bc-low-bg);}',
+    '.bc-disclaimer,.bc-notice{margin:0;font-size:12.5px;padding:8px 10px;border-radius:8px;background:var(--bc-note-bg);',
+    'border:1px solid var(--bc-border);}',
+    '.bc-section-title{margin:0 0 6px;font-size:12px;font-weight:600;color:var(--bc-muted);text-transform:uppercase;',
+    'letter-spacing:.04em;}',
+    '.bc-sources ol,.bc-suggestions ul{list-style:none;margin:0;padding:0;display:flex;flex-direction:column;gap:6px;}',
+    '.bc-source{padding:8px 10px;border:1px solid var(--bc-border);border-radius:8px;background:var(--bc-surface);}',
+    '.bc-source a{font-weight:600;font-size:13px;text-decoration:none;}',
+    '.bc-source a:hover,.bc-suggestions a:hover{text-decoration:underline;}',
+    '.bc-excerpt{margin:4px 0 0;font-size:12.5px;color:var(--bc-muted);display:-webkit-box;-webkit-line-clamp:3;',
+    '-webkit-box-orient:vertical;overflow:hidden;overflow-wrap:anywhere;}',
+    '.bc-suggestions a{font-size:13px;}',
+    '.bc-feedback{display:flex;flex-wrap:wrap;align-items:center;gap:6px;font-size:12.5px;color:var(--bc-muted);}',
+    '.bc-thumb-up,.bc-thumb-down{width:30px;height:28px;border:1px solid var(--bc-border);border-radius:8px;',
+    'display:inline-flex;align-items:center;justify-content:center;color:var(--bc-muted);}',
+    '.bc-feedback svg{width:16px;height:16px;fill:none;stroke:currentColor;stroke-width:1.8;stroke-linejoin:round;}',
+    '.bc-thumb-down svg{transform:rotate(180deg);}',
+    '.bc-thumb-up:hover,.bc-thumb-down:hover{background:var(--bc-surface);}',
+    '.bc-feedback [aria-pressed="true"]{border-color:var(--bc-accent);background:var(--bc-surface);',
+    'box-shadow:inset 0 0 0 1px var(--bc-accent);}',
+    '.bc-feedback button:disabled{opacity:.6;cursor:default;}',
+    '.bc-comment{flex-basis:100%;display:flex;gap:6px;align-items:flex-end;}',
+    '.bc-comment textarea{flex:1;min-height:36px;resize:vertical;}',
+    '.bc-comment-send{padding:6px 10px;border-radius:8px;border:1px solid var(--bc-border);color:var(--bc-fg);',
+    'font-size:12.5px;white-space:nowrap;}',
+    '.bc-error{margin:0;padding:10px 12px;border-radius:8px;color:var(--bc-low);background:var(--bc-low-bg);',
+    'border:1px solid currentColor;font-size:13px;}',
+    // form
+    '.bc-form{border-top:1px solid var(--bc-border);padding:10px 12px 12px;display:flex;flex-direction:column;gap:8px;}',
+    '.bc-selection{display:flex;align-items:center;gap:8px;font-size:12.5px;padding:6px 6px 6px 10px;',
+    'background:var(--bc-surface);border-left:3px solid var(--bc-accent);border-radius:6px;}',
+    '.bc-selection-text{flex:1;min-width:0;color:var(--bc-muted);overflow-wrap:anywhere;}',
+    '.bc-selection-remove{width:24px;height:24px;border-radius:6px;font-size:16px;line-height:1;color:var(--bc-muted);}',
+    '.bc-row{display:flex;gap:8px;align-items:flex-end;}',
+    'textarea{display:block;width:100%;border:1px solid var(--bc-border);border-radius:10px;padding:9px 11px;',
+    'background:var(--bc-bg);color:var(--bc-fg);resize:none;line-height:1.4;}',
+    'textarea::placeholder{color:var(--bc-muted);opacity:1;}',
+    'textarea:focus-visible{outline:2px solid var(--bc-accent);outline-offset:0;border-color:transparent;}',
+    '.bc-input{flex:1;min-height:40px;max-height:140px;}',
+    '.bc-send{height:40px;padding:0 16px;border-radius:10px;background:var(--bc-accent);color:var(--bc-on-accent);font-weight:600;}',
+    '.bc-send:disabled{opacity:.55;cursor:default;}',
+    '.bc-hint{margin:0;font-size:11.5px;color:var(--bc-muted);}',
+    // selection bubble
+    '.bc-ask-selection{position:fixed;z-index:2147483002;padding:6px 12px;border-radius:999px;font-size:13px;',
+    'font-weight:600;background:var(--bc-accent);color:var(--bc-on-accent);box-shadow:0 4px 14px rgba(0,0,0,.25);white-space:nowrap;}',
+    '@media (max-width:480px){',
+    '.bc-panel,.bc-left .bc-panel{left:0;right:0;bottom:0;width:100%;height:92vh;height:92dvh;',
+    'border-radius:14px 14px 0 0;border-width:1px 0 0;}',
+    '.bc-open .bc-launcher{display:none;}.bc-hint{display:none;}.bc-launcher{bottom:16px;right:16px;}',
+    '.bc-left .bc-launcher{left:16px;}}'
+  ].join('\n');
+
+  var CHAT_ICON = '<svg class="bc-icon-chat" viewBox="0 0 24 24" aria-hidden="true"><path d="M21 12a8 8 0 0 1-11.6 ' +
+    '7.1L4 20.5l1.4-4.9A8 8 0 1 1 21 12z"/><path d="M8.5 10.5h7M8.5 14h4.5"/></svg>' +
+    '<svg class="bc-icon-close" viewBox="0 0 24 24" aria-hidden="true"><path d="M6 6l12 12M18 6L6 18"/></svg>';
+  var THUMB_ICON = '<svg viewBox="0 0 24 24" aria-hidden="true"><path d="M3 10.5h4V20H3z"/><path d="M7 10.5l3.6-7' +
+    'c1.6 0 2.6 1.1 2.6 2.6v3.4h5a2 2 0 0 1 2 2.3l-1.2 6.5a2 2 0 0 1-2 1.7H7"/></svg>';
+
+  // ---------------------------------------------------------------- the widget
+
+  function createWidget(options) {
+    var api = createApi(options);
+    var sessionKey = 'bookchat:session:' + options.book;
+    var state = { sessionId: storage('get', sessionKey), selection: null, offered: null, accepted: null, request: null };
+
+    var host = el('div');
+    host.id = 'bookchat-widget';
+    var shadow = host.attachShadow({ mode: 'open' });
+    var style = el('style', null, CSS_TEXT);
+    var root = el('div', 'bc-root' + (options.position === 'bottom-left' ? ' bc-left' : ''));
+    root.style.setProperty('--bc-accent', options.color || '#2563eb');
+
+    var launcher = button('bc-launcher', null, 'Open chat', { 'aria-expanded': 'false', 'aria-controls': 'bc-panel' });
+    launcher.innerHTML = CHAT_ICON;  // our own static SVG
+    var panel = el('div', 'bc-panel', null, { id: 'bc-panel', role: 'dialog', 'aria-label': options.title, hidden: '' });
+
+    var header = el('div', 'bc-header');
+    var heading = el('div', 'bc-heading');
+    heading.append(el('h2', 'bc-title', options.title), el('p', 'bc-subtitle', 'Answers cite the book'));
+    var newButton = button('bc-new', 'New conversation');
+    var closeButton = button('bc-close', '×', 'Close chat');
+    header.append(heading, newButton, closeButton);
+
+    var log = el('div', 'bc-log', null, { role: 'log', 'aria-live': 'polite' });
+
+    var form = el('form', 'bc-form', null, { novalidate: '' });
+    var chip = el('div', 'bc-selection', null, { hidden: '' });
+    var chipText = el('span', 'bc-selection-text');
+    var chipRemove = button('bc-selection-remove', '×', 'Remove the selected text');
+    chip.append(chipText, chipRemove);
+    var label = el('label', 'bc-sr', 'Your question', { for: 'bc-input' });
+    var input = el('textarea', 'bc-input', null,
+      { id: 'bc-input', rows: '1', maxlength: String(MAX_QUESTION), placeholder: options.placeholder });
+    var send = el('button', 'bc-send', 'Send', { type: 'submit' });
+    var row = el('div', 'bc-row');
+    row.append(input, send);
+    form.append(chip, label, row, el('p', 'bc-hint', 'Enter to send · Shift+Enter for a new line'));
+    panel.append(header, log, form);
+
+    var bubble = button('bc-ask-selection', 'Ask about this', null, { hidden: '' });
+
+    root.append(launcher, panel, bubble);
+    shadow.append(style, root);
+    document.body.appendChild(host);
+    root.style.setProperty('--bc-on-accent', textColorOn(getComputedStyle(launcher).backgroundColor));
+    showEmptyState();
+    followPageTheme();
+
+    // ---- opening and closing
+
+    function isOpen() { return !panel.hidden; }
+
+    function open() {
+      panel.hidden = false;
+      root.classList.add('bc-open');
+      launcher.setAttribute('aria-expanded', 'true');
+      input.focus();
+    }
+
+    function close() {
+      panel.hidden = true;
+      root.classList.remove('bc-open');
+      launcher.setAttribute('aria-expanded', 'false');
+      hideBubble();
+      launcher.focus();
+    }
+
+    function followPageTheme() {
+      // Docusaurus-style sites switch themes with <html data-theme="dark">; follow that too.
+      var html = document.documentElement;
+      var sync = function () { root.classList.toggle('bc-dark', html.getAttribute('data-theme') === 'dark'); };
+      sync();
+      new MutationObserver(sync).observe(html, { attributes: true, attributeFilter: ['data-theme'] });
+    }
+
+    // ---- the log
+
+    function showEmptyState() {
+      var empty = el('div', 'bc-empty');
+      empty.append(el('strong', null, 'Ask anything about this book'),
+        document.createTextNode('Answers are drawn only from the book, and each one lists its sources.'));
+      log.replaceChildren(empty);
+    }
+
+    function addToLog(node) {
+      var empty = log.querySelector('.bc-empty');
+      if (empty) empty.remove();
+      log.appendChild(node);
+      scrollToEnd(true);
+    }
+
+    function scrollToEnd(force) {
+      var nearEnd = log.scrollHeight - log.scrollTop - log.clientHeight < 80;
+      if (force || nearEnd) log.scrollTop = log.scrollHeight;
+    }
+
+    function newConversation() {
+      if (state.request) state.request.abort();
+      state.sessionId = null;
+      storage('remove', sessionKey);
+      setSelection(null);
+      showEmptyState();
+      input.value = '';
+      autoresize();
+      input.focus();
+    }
+
+    // ---- asking
+
+    function submit() {
+      var question = input.value.trim();
+      if (!question || state.request) return;
+      var selection = state.selection;
+      input.value = '';
+      autoresize();
+      setSelection(null);
+      addToLog(renderQuestion(question, selection));
+      var view = renderPendingAnswer();
+      addToLog(view.node);
+      var payload = { question: question, book: options.book };
+      if (state.sessionId) payload.session_id = state.sessionId;
+      if (selection) payload.selected_text = selection;
+      askAndRender(payload, view);
+    }
+
+    async function askAndRender(payload, view) {
+      var controller = new AbortController();
+      state.request = controller;
+      setBusy(true);
+      try {
+        var final = await api.ask(payload, view.addToken, controller.signal);
+        if (final.session_id) {
+          state.sessionId = String(final.session_id);
+          storage('set', sessionKey, state.sessionId);
+        }
+        renderFinal(view, final);
+      } catch (error) {
+        if (isAbort(error)) return;
+        if (error.field === 'session_id') {  // an expired or unknown session: start a fresh one next time
+          state.sessionId = null;
+          storage('remove', sessionKey);
+        }
+        renderError(view, error.userMessage || MESSAGES.unreachable);
+      } finally {
+        if (state.request === controller) {
+          state.request = null;
+          setBusy(false);
+        }
+      }
+    }
+
+    function setBusy(busy) {
+      send.disabled = busy;
+      log.setAttribute('aria-busy', busy ? 'true' : 'false');
+    }
+
+    function renderQuestion(question, selection) {
+      var node = el('div', 'bc-question');
+      if (selection) node.append(el('span', 'bc-question-quote', '“' + truncate(selection, 80) + '”'));
+      node.append(document.createTextNode(question));
+      return node;
+    }
+
+    function renderPendingAnswer() {
+      var node = el('div', 'bc-answer', null, { 'data-state': 'streaming' });
+      var text = el('div', 'bc-answer-text');
+      var typing = el('span', 'bc-typing');
+      typing.append(el('i', 'bc-dot'), el('i', 'bc-dot'), el('i', 'bc-dot'), el('span', 'bc-sr', 'Looking in the book…'));
+      text.append(typing);
+      node.append(text);
+      var streamed = '';
+      return {
+        node: node,
+        text: text,
+        addToken: function (token) {
+          streamed += token;
+          text.textContent = streamed;
+          scrollToEnd(false);
+        }
+      };
+    }
+
+    function renderFinal(view, final) {
+      var node = view.node;
+      node.dataset.state = 'done';
+      if (final.answer_id) node.dataset.answerId = String(final.answer_id);
+      if (final.refused) node.dataset.refused = 'true';
+      if (typeof final.answer_html === 'string') {
+        view.text.innerHTML = final.answer_html;  // sanitised by the server; the only HTML we insert
+        fixLinks(view.text, final.sources);
+      } else {
+        view.text.textContent = final.answer || '';
+        view.text.style.whiteSpace = 'pre-wrap';
+      }
+      var meta = el('div', 'bc-meta');
+      var level = LEVELS[final.confidence_level] ? final.confidence_level : 'low';
+      var badge = el('span', 'bc-badge', LEVELS[level], { 'data-level': level });
+      if (typeof final.confidence === 'number') badge.title = 'Confidence ' + Math.round(final.confidence * 100) + '%';
+      meta.append(badge);
+      node.append(meta);
+      if (final.disclaimer) node.append(el('p', 'bc-disclaimer', final.disclaimer));
+      if (final.notice) node.append(el('p', 'bc-notice', final.notice));
+      var suggestions = (final.suggestions || []).filter(function (s) { return s && safeUrl(s.url); });
+      if (final.refused && suggestions.length) node.append(renderSuggestions(suggestions));
+      if (final.sources && final.sources.length) node.append(renderSources(final.sources));
+      if (final.answer_id) node.append(renderFeedback(String(final.answer_id), final.session_id));
+      scrollToAnswer(node);
+    }
+
+    function scrollToAnswer(node) {
+      // Show the start of a long answer rather than the bottom of its source list.
+      var top = node.offsetTop - log.offsetTop - 8;
+      log.scrollTop = node.offsetHeight > log.clientHeight ? top : log.scrollHeight;
+    }
+
+    function fixLinks(container, sources) {
+      var titles = {};
+      (sources || []).forEach(function (s) { titles[s.n] = [s.chapter, s.section].filter(Boolean).join(' › '); });
+      container.querySelectorAll('a').forEach(function (link) {
+        var url = safeUrl(link.getAttribute('href'));
+        if (!url) {
+          link.removeAttribute('href');
+          return;
+        }
+        applyLinkTarget(link, url);
+        var n = link.classList.contains('bookchat-cite') && link.getAttribute('data-n');
+        if (n && titles[n]) link.title = 'Source ' + n + ': ' + titles[n];
+      });
+    }
+
+    function renderSources(sources) {
+      var box = el('div', 'bc-sources');
+      box.append(el('p', 'bc-section-title', 'Sources'));
+      var list = el('ol');
+      sources.forEach(function (source) {
+        var item = el('li', 'bc-source');
+        var place = [source.chapter, source.section].filter(Boolean)
+          .filter(function (part, i, parts) { return i === 0 || part !== parts[0]; }).join(' › ');
+        item.append(makeLink(source.url, '[' + source.n + '] ' + (place || source.heading_path || 'Source')));
+        if (source.excerpt) item.append(el('p', 'bc-excerpt', source.excerpt));
+        list.append(item);
+      });
+      box.append(list);
+      return box;
+    }
+
+    function renderSuggestions(suggestions) {
+      var box = el('div', 'bc-suggestions');
+      box.append(el('p', 'bc-section-title', 'Related sections:'));
+      var list = el('ul');
+      suggestions.forEach(function (s) {
+        var item = el('li');
+        item.append(makeLink(s.url, s.title || s.heading_path || s.url));
+        list.append(item);
+      });
+      box.append(list);
+      return box;
+    }
+
+    function renderError(view, message) {
+      view.node.dataset.state = 'error';
+      view.node.replaceChildren(el('p', 'bc-error', message, { role: 'alert' }));
+      scrollToEnd(true);
+    }
+
+    // ---- feedback
+
+    function renderFeedback(answerId, sessionId) {
+      var box = el('div', 'bc-feedback');
+      var up = button('bc-thumb-up', null, 'Helpful', { 'aria-pressed': 'false' });
+      var down = button('bc-thumb-down', null, 'Not helpful', { 'aria-pressed': 'false' });
+      up.innerHTML = down.innerHTML = THUMB_ICON;  // our own static SVG
+      var status = el('span', 'bc-feedback-status', null, { role: 'status' });
+      var comment = el('div', 'bc-comment', null, { hidden: '' });
+      var commentInput = el('textarea', 'bc-comment-input', null, { rows: '2', maxlength: String(MAX_COMMENT),
+        'aria-label': 'Comment on this answer (optional)', placeholder: 'What was good or missing? (optional)' });
+      var commentSend = button('bc-comment-send', 'Send comment');
+      comment.append(commentInput, commentSend);
+      box.append(el('span', null, 'Was this helpful?'), up, down, status, comment);
+      var rating = null;
+
+      async function sendFeedback(body, controls, thanks) {
+        controls.forEach(function (c) { c.disabled = true; });
+        status.textContent = 'Sending…';
+        if (sessionId) body.session_id = String(sessionId);
+        try {
+          await api.feedback(answerId, body);
+          status.textContent = thanks;
+          return true;
+        } catch (error) {
+          status.textContent = error.userMessage || MESSAGES.unreachable;
+          return false;
+        } finally {
+          controls.forEach(function (c) { c.disabled = false; });
+        }
+      }
+
+      async function vote(value) {
+        if (!(await sendFeedback({ rating: value }, [up, down], 'Thanks for the feedback!'))) return;
+        rating = value;
+        up.setAttribute('aria-pressed', String(value === 'up'));
+        down.setAttribute('aria-pressed', String(value === 'down'));
+        if (comment.hidden) {
+          comment.hidden = false;
+          scrollToEnd(false);
+        }
+      }
+
+      up.addEventListener('click', function () { vote('up'); });
+      down.addEventListener('click', function () { vote('down'); });
+      commentSend.addEventListener('click', async function () {
+        var text = commentInput.value.trim().slice(0, MAX_COMMENT);
+        if (!text || !rating) return commentInput.focus();
+        if (await sendFeedback({ rating: rating, comment: text }, [up, down, commentSend, commentInput],
+          'Thanks, your comment was sent.')) comment.hidden = true;
+      });
+      return box;
+    }
+
+    // ---- the selected text: bubble and chip
+
+    function setSelection(text) {
+      state.selection = text || null;
+      chip.hidden = !text;
+      chipText.textContent = text ? 'About: “' + truncate(text, 80) + '”' : '';
+    }
+
+    function pageSelection() {
+      var selection = window.getSelection && window.getSelection();
+      if (!selection || selection.isCollapsed || !selection.rangeCount) return null;
+      var range = selection.getRangeAt(0);
+      if (host.contains(range.commonAncestorContainer) || host.contains(selection.anchorNode)) return null;
+      var text = selection.toString().trim();
+      if (text.length < 3) return null;
+      var rect = range.getBoundingClientRect();
+      if (!rect.width && !rect.height) return null;
+      return { text: text.slice(0, MAX_SELECTION).trim(), rect: rect };
+    }
+
+    function updateBubble() {
+      var found = pageSelection();
+      if (!found) state.accepted = null;
+      if (!found || found.text === state.accepted) return hideBubble();
+      bubble.hidden = false;
+      state.offered = found.text;
+      var width = bubble.offsetWidth;
+      var height = bubble.offsetHeight;
+      var left = Math.min(Math.max(8, found.rect.left + found.rect.width / 2 - width / 2), window.innerWidth - width - 8);
+      var top = found.rect.top - height - 8;
+      if (top < 8) top = Math.min(found.rect.bottom + 8, window.innerHeight - height - 8);
+      bubble.style.left = Math.round(left) + 'px';
+      bubble.style.top = Math.round(top) + 'px';
+    }
+
+    function hideBubble() {
+      bubble.hidden = true;
+      state.offered = null;
+    }
+
+    function askAboutSelection() {
+      var text = state.offered;
+      hideBubble();
+      if (!text) return;
+      state.accepted = text;
+      setSelection(text);
+      open();
+    }
+
+    // ---- events
+
+    function autoresize() {
+      input.style.height = 'auto';
+      input.style.height = Math.min(input.scrollHeight + 2, 140) + 'px';
+    }
+
+    launcher.addEventListener('click', function () { if (isOpen()) close(); else open(); });
+    closeButton.addEventListener('click', close);
+    newButton.addEventListener('click', newConversation);
+    chipRemove.addEventListener('click', function () { setSelection(null); input.focus(); });
+    form.addEventListener('submit', function (event) { event.preventDefault(); submit(); });
+    input.addEventListener('input', autoresize);
+    input.addEventListener('keydown', function (event) {
+      if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
+        event.preventDefault();
+        submit();
+      }
+    });
+    bubble.addEventListener('mousedown', function (event) { event.preventDefault(); });  // keep the selection
+    bubble.addEventListener('click', askAboutSelection);
+
+    var laterUpdateBubble = debounce(updateBubble, 180);
+    document.addEventListener('selectionchange', laterUpdateBubble);
+    document.addEventListener('mouseup', laterUpdateBubble);
+    document.addEventListener('keyup', function (event) { if (event.key !== 'Escape') laterUpdateBubble(); });
+    window.addEventListener('scroll', function () { if (!bubble.hidden) laterUpdateBubble(); }, { passive: true });
+    document.addEventListener('keydown', function (event) {
+      if (event.key !== 'Escape') return;
+      hideBubble();
+      var fromWidget = event.composedPath().indexOf(host) >= 0 || document.activeElement === document.body;
+      if (isOpen() && fromWidget) close();
+    });
+
+    return { open: open, close: close };
+  }
+
+  // ---------------------------------------------------------------- start
+
+  var options = readOptions(script);
+  if (!options) return;
+
+  function start() {
+    if (window.BookchatWidget) return;
+    var widget = createWidget(options);
+    window.BookchatWidget = Object.freeze({ version: '1', open: widget.open, close: widget.close });
+  }
+
+  if (document.body) start();
+  else document.addEventListener('DOMContentLoaded', start);
+})();
