@@ -35,8 +35,11 @@ def safe_url(url: str) -> bool:
     return url.startswith(("https://", "http://", "/", "#")) and not url.startswith("//")
 
 
-def render_answer(answer: str, sources: list[dict]) -> str:
-    """The answer as sanitised HTML with citation links (``sources`` as in the response: ``n``, ``url``…)."""
+def render_answer(answer: str, sources: list[dict], href=None) -> str:
+    """The answer as sanitised HTML with citation links (``sources`` as in the response: ``n``, ``url``…).
+
+    A marker links to its source's ``url`` in the book, or to ``href(source)`` when given (the chat page
+    links markers to the source cards below the answer)."""
     if not answer:
         return ""
     rendered = _markdown().convert(answer)
@@ -47,10 +50,11 @@ def render_answer(answer: str, sources: list[dict]) -> str:
 
     def link(match: re.Match) -> str:
         source = by_number.get(int(match.group(1)))
-        if source is None or not safe_url(source.get("url") or ""):
+        target = href(source) if source is not None and href else (source or {}).get("url") or ""
+        if source is None or not safe_url(target):
             return match.group(0)
         title = " › ".join(p for p in (source.get("chapter"), source.get("section")) if p)
-        return (f'<a class="bookchat-cite" href="{html.escape(source["url"], quote=True)}" '
+        return (f'<a class="bookchat-cite" href="{html.escape(target, quote=True)}" '
                 f'data-n="{source["n"]}" title="{html.escape(title, quote=True)}">[{source["n"]}]</a>')
 
     parts = _CODE.split(clean)

@@ -59,7 +59,8 @@ def turn_context(turn: Turn) -> dict:
     return {
         "answer_id": str(turn.answer_id),
         "question": turn.question,
-        "answer_html": response.get("answer_html") or render_answer(turn.answer, sources),
+        # On the page a citation marker jumps to its source card, which opens the book.
+        "answer_html": render_answer(turn.answer, sources, href=lambda s: f"#answer-{turn.answer_id}-source-{s['n']}"),
         "sources": sources,
         "refused": response.get("refused", turn.refused),
         "suggestions": response.get("suggestions", []),

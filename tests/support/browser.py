@@ -1,0 +1,102 @@
+"""What the real-browser tests run against: bookchat on a live WSGI server in this process (on the test
+database, so it sees the committed test corpora), a static "docs site" on another port (another origin)
+that embeds the widget, and Debian's Chromium driven by Playwright (never a downloaded browser)."""
+
+from __future__ import annotations
+
+import os
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = os.environ.get("BOOKCHAT_CHROMIUM", "/usr/bin/chromium")
+# Flags for a headless Chromium on a machine without network: no sandbox (CI runs as root), no background
+# connections (they are refused here, many at a time), no first-run work.
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+DOCS_PAGE = Path(__file__).resolve().parent / "docs_site" / "index.html"
+
+
+def chromium_or_skip() -> str:
+    """The Chromium binary; a missing one skips the browser tests, or fails them where they must run (CI)."""
+    if Path(CHROMIUM).exists():
+        return CHROMIUM
+    reason = f"Chromium not found at {CHROMIUM} (Debian: apt-get install -y chromium)"
+    if os.environ.get("BOOKCHAT_REQUIRE_BROWSER") == "1":
+        pytest.fail(f"BOOKCHAT_REQUIRE_BROWSER=1 but {reason}")
+    pytest.skip(reason)
+
+
+class LiveServer:
+    """bookchat's WSGI application served on 127.0.0.1 by Django's threaded server (one thread per request;
+    each closes its database connection when the request ends)."""
+
+    def __init__(self) -> None:
+        from django.core.servers.basehttp import ThreadedWSGIServer, WSGIRequestHandler
+        from django.core.wsgi import get_wsgi_application
+
+        class QuietHandler(WSGIRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+        self.httpd = ThreadedWSGIServer(("127.0.0.1", 0), QuietHandler, allow_reuse_address=False)
+        self.httpd.set_app(get_wsgi_application())
+        self.url = f"http://127.0.0.1:{self.httpd.server_port}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> LiveServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class DocsSite:
+    """A static page that looks like a built Docusaurus page and embeds the widget with ``key`` and ``book``;
+    every path serves it, so citation links into the site land on a page. Requests are recorded."""
+
+    def __init__(self, widget_src: str) -> None:
+        self.widget_src = widget_src
+        self.key = ""
+        self.book = ""
+        site = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+                html = (DOCS_PAGE.read_text(encoding="utf-8").replace("{{WIDGET_SRC}}", site.widget_src)
+                        .replace("{{KEY}}", site.key).replace("{{BOOK}}", site.book)).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(html)))
+                self.end_headers()
+                self.wfile.write(html)
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.origin = f"http://127.0.0.1:{self.httpd.server_port}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def page_url(self, path: str = "/using/ingest") -> str:
+        return self.origin + path
+
+    def __enter__(self) -> DocsSite:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class ConsoleErrors(list):
+    """Console errors and uncaught exceptions of a page, collected as they happen."""
+
+    def watch(self, page) -> None:
+        page.on("console", lambda message: message.type == "error" and self.append(message.text))
+        page.on("pageerror", lambda error: self.append(f"uncaught: {error}"))

@@ -1,0 +1,357 @@
+"""Real-browser tests: Debian's Chromium driven by Playwright against bookchat on a live server.
+
+- the chat page with JavaScript (a streamed LLM answer, clickable citations, the badge, thumbs) and without
+  it (the form post), keyboard only, and at 360 px in dark mode;
+- the widget on a static Docusaurus-like page served from another origin: it opens, answers, "Ask about
+  this" sends the selection, the page's hostile CSS doesn't reach it, keyboard only, a 360 px screen, and
+  a key that doesn't allow the page's origin (a clear error in the widget, 403 from the API).
+
+Every page watches its console: an error there fails the test (except the browser's own report of the
+refused request in the refused-origin test). The database is touched only through ``committed`` (on a
+thread of its own), because Playwright's sync API runs an event loop in this thread. Set
+BOOKCHAT_SCREENSHOT_DIR to keep screenshots of the page and the widget.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import committed
+from tests.support.browser import CHROMIUM_ARGS, ConsoleErrors, DocsSite, LiveServer, chromium_or_skip
+
+pytestmark = pytest.mark.slow
+
+BOOK = "bookchat-manual"
+QUESTION = "How do I ingest a folder?"
+TIMEOUT = 30_000  # ms; answers take well under a second, but CI machines are busy
+
+
+@pytest.fixture(scope="module")
+def servers(manual_book, django_db_blocker):
+    with django_db_blocker.unblock(), LiveServer() as bookchat, DocsSite(f"{bookchat_url(bookchat)}") as docs:
+        yield bookchat, docs
+
+
+def bookchat_url(server: LiveServer) -> str:
+    return f"{server.url}/static/bookchat/widget.js"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    executable = chromium_or_skip()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture(autouse=True)
+def database_open(django_db_blocker):
+    """The live server's threads use the test database (no per-test transaction here: Playwright's event loop
+    runs in this thread, and what the server writes must be visible to it anyway)."""
+    with django_db_blocker.unblock():
+        yield
+
+
+@pytest.fixture(autouse=True)
+def browser_settings(settings):
+    settings.BOOKCHAT = {**settings.BOOKCHAT, "ANONYMOUS_API": "false", "LLM_BASE_URL": "", "LLM_API_KEY": "",
+                         "LLM_MODEL": "", "DEADLINE_SECONDS": 60.0, "RETRIEVAL_SECONDS": 30.0,
+                         "GENERATION_SECONDS": 30.0}
+
+
+@pytest.fixture
+def open_page(browser):
+    """``open_page(url, **context_options)`` → (page, console errors); contexts close after the test."""
+    contexts = []
+
+    def open_(url: str, **options):
+        context = browser.new_context(**options)
+        context.set_default_timeout(TIMEOUT)
+        contexts.append(context)
+        page = context.new_page()
+        errors = ConsoleErrors()
+        errors.watch(page)
+        page.goto(url)
+        return page, errors
+
+    yield open_
+    for context in contexts:
+        context.close()
+
+
+def screenshot(page, name: str) -> None:
+    folder = os.environ.get("BOOKCHAT_SCREENSHOT_DIR")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=False)
+
+
+@pytest.fixture
+def widget_key(servers):
+    """``widget_key(origins)`` → a publishable key (committed; deleted after the test)."""
+    from chat.models import ApiKey
+
+    made = []
+
+    def make(origins: str) -> str:
+        def create():
+            key = ApiKey(name="browser test", kind=ApiKey.PUBLISHABLE, allowed_origins=origins)
+            raw = key.issue()
+            key.save()
+            made.append(key.pk)
+            return raw
+
+        return committed(create)
+
+    yield make
+    committed(lambda: ApiKey.objects.filter(pk__in=made).delete())
+
+
+def stored_feedback(answer_id: str):
+    from chat.models import Feedback
+
+    return committed(lambda: Feedback.objects.filter(answer_id=answer_id).values_list("rating", "comment").first())
+
+
+# -- the chat page ---------------------------------------------------------------------------------------------
+def test_page_streams_an_llm_answer_with_clickable_citations_badge_and_thumbs(servers, open_page, settings,
+                                                                           openai_server):
+    bookchat, _ = servers
+    openai_server.reset()
+    openai_server.token_delay = 0.15  # the answer arrives word by word
+    settings.BOOKCHAT = {**settings.BOOKCHAT, "LLM_BASE_URL": openai_server.base_url, "LLM_API_KEY": "test",
+                         "LLM_MODEL": "test-model"}
+    page, errors = open_page(f"{bookchat.url}/?book={BOOK}")
+    page.fill("#question", QUESTION)
+    page.press("#question", "Enter")
+
+    streaming = page.locator("article.turn.pending .answer-text.streaming")
+    page.wait_for_function("() => { const el = document.querySelector('article.turn.pending .answer-text');"
+                           " return el && el.textContent.length > 3 && el.textContent !== '…'; }")
+    partial = streaming.text_content()
+    assert streaming.get_attribute("aria-busy") == "true"
+    turn = page.locator("article.turn:not(.pending)").last
+    turn.locator(".sources").wait_for()
+    final_text = turn.locator(".answer-text").text_content()
+    assert len(final_text) > len(partial.strip()), "the text grew token by token before the final answer"
+    assert page.locator("#live").text_content().strip(), "the live region announces the answer"
+    badge = turn.locator(".badge")
+    assert badge.text_content().strip() in ("High confidence", "Medium confidence", "Low confidence")
+    open_links = turn.locator("a.open-in-book")
+    assert open_links.count() >= 1 and ":~:text=" in open_links.first.get_attribute("href")
+
+    citation = turn.locator(".answer-text a.bookchat-cite").first
+    n = citation.get_attribute("data-n")
+    citation.click()
+    answer_id = turn.get_attribute("data-answer-id")
+    assert page.evaluate("location.hash") == f"#answer-{answer_id}-source-{n}"
+    assert page.locator(f"#answer-{answer_id}-source-{n}").evaluate("el => el.matches(':target')")
+
+    turn.locator("button.thumb.up").click()
+    page.wait_for_function("(id) => document.querySelector(`#answer-${id} .feedback-status`).textContent"
+                           ".includes('Thanks')", arg=answer_id)
+    assert turn.locator("button.thumb.up").get_attribute("aria-pressed") == "true"
+    assert stored_feedback(answer_id) == ("up", "")
+    assert openai_server.requests, "the page's answer came from the LLM server"
+    screenshot(page, "chat-page")
+    assert errors == []
+
+
+def test_page_without_javascript_answers_by_form_post(servers, open_page):
+    bookchat, _ = servers
+    page, errors = open_page(f"{bookchat.url}/?book={BOOK}", java_script_enabled=False)
+    page.fill("#question", QUESTION)
+    page.click("#ask-button")
+    page.wait_for_url("**#answer-*")
+    turn = page.locator("article.turn").last
+    assert "ingest" in turn.locator(".answer-text").text_content().lower()
+    assert turn.locator(".source").count() >= 1
+    assert turn.locator(".badge").count() == 1
+    turn.locator("button.thumb.down").click()  # a plain form post, back to the answer
+    page.wait_for_url("**#answer-*")
+    answer_id = page.locator("article.turn").last.get_attribute("data-answer-id")
+    assert stored_feedback(answer_id) == ("down", "")
+    assert errors == []
+
+
+def test_page_keyboard_only(servers, open_page):
+    bookchat, _ = servers
+    page, errors = open_page(f"{bookchat.url}/?book={BOOK}")
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.className") == "skip-link"
+    page.keyboard.press("Enter")
+    for _ in range(5):  # the skip link targets the question box (some builds focus it, some only scroll)
+        if page.evaluate("document.activeElement.id") == "question":
+            break
+        page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.id") == "question"
+    page.keyboard.type(QUESTION)
+    page.keyboard.press("Enter")
+    page.locator("article.turn:not(.pending) .sources").last.wait_for()
+    assert page.evaluate("document.activeElement.id") == "question", "focus comes back to the question box"
+    page.keyboard.press("Shift+Tab")
+    for _ in range(40):
+        if page.evaluate("document.activeElement.classList.contains('thumb')"):
+            break
+        page.keyboard.press("Shift+Tab")
+    assert page.evaluate("document.activeElement.classList.contains('thumb')"), "thumbs are reachable by keyboard"
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => [...document.querySelectorAll('.feedback-status')].some(e => e.textContent)")
+    assert errors == []
+
+
+def test_page_at_360_px_in_dark_mode(servers, open_page):
+    bookchat, _ = servers
+    page, errors = open_page(f"{bookchat.url}/?book={BOOK}", viewport={"width": 360, "height": 740},
+                             color_scheme="dark")
+    page.fill("#question", QUESTION)
+    page.press("#question", "Enter")
+    page.locator("article.turn:not(.pending) .sources").last.wait_for()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 360, "no sideways scrolling"
+    background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert background != "rgb(255, 255, 255)", "dark mode follows prefers-color-scheme"
+    assert page.locator("#ask-button").is_visible()
+    screenshot(page, "chat-page-360-dark")
+    assert errors == []
+
+
+# -- the widget on a docs site -----------------------------------------------------------------------------------
+def open_docs(open_page, docs: DocsSite, key: str, **options):
+    docs.key, docs.book = key, BOOK
+    page, errors = open_page(docs.page_url(), **options)
+    page.locator(".bc-launcher").wait_for()  # Playwright's CSS selectors pierce the open shadow root
+    return page, errors
+
+
+def ask_widget(page, question: str) -> None:
+    page.locator(".bc-input").fill(question)
+    page.locator(".bc-input").press("Enter")
+
+
+def test_widget_answers_on_a_docs_site_and_the_sites_css_does_not_leak_in(servers, open_page, widget_key):
+    bookchat, docs = servers
+    page, errors = open_docs(open_page, docs, widget_key(docs.origin))
+    launcher = page.locator(".bc-launcher")
+    assert launcher.is_visible(), "the site's `button { display: none !important }` doesn't reach it"
+    style = launcher.evaluate("el => { const s = getComputedStyle(el); return [s.color, s.fontFamily]; }")
+    assert style[0] != "rgb(255, 0, 0)" and "Comic Sans" not in style[1]
+    assert page.evaluate("getComputedStyle(document.querySelector('#intro')).color") == "rgb(255, 0, 0)", \
+        "…and the widget doesn't restyle the site"
+
+    launcher.click()
+    assert page.locator(".bc-panel").is_visible() and page.locator(".bc-input").is_visible()
+    with page.expect_request(lambda r: "/api/v1/ask/stream" in r.url) as request:
+        ask_widget(page, QUESTION)
+    assert request.value.url.startswith(f"{bookchat.url}/api/v1/ask/stream?key=pk_")
+    answer = page.locator(".bc-answer[data-state=done]").last
+    answer.wait_for()
+    assert "ingest" in answer.locator(".bc-answer-text").text_content().lower()
+    assert answer.locator(".bc-badge").get_attribute("data-level") in ("high", "medium", "low")
+    source_links = answer.locator(".bc-sources a")
+    assert source_links.count() >= 1
+    citation = answer.locator(".bc-answer-text a.bookchat-cite").first
+    href = citation.evaluate("a => a.href")
+    assert href.startswith(docs.origin + "/"), "citations open pages of the same docs site"
+
+    answer.locator(".bc-thumb-up").click()
+    page.wait_for_function("() => document.querySelector('#bookchat-widget').shadowRoot"
+                           ".querySelector('.bc-feedback-status').textContent.length > 0")
+    assert stored_feedback(answer.get_attribute("data-answer-id"))[0] == "up"
+    screenshot(page, "widget")
+
+    citation.click()
+    page.wait_for_url(f"{docs.origin}/**")
+    assert page.evaluate("location.pathname") != "/using/ingest" or page.evaluate("location.hash")
+    assert errors == []
+
+
+def test_widget_ask_about_selected_text(servers, open_page, widget_key):
+    _, docs = servers
+    page, errors = open_docs(open_page, docs, widget_key(docs.origin))
+    paragraph = page.locator("#ingest-folder-text")
+    box = paragraph.bounding_box()
+    page.mouse.move(box["x"] + 2, box["y"] + 4)  # select the paragraph by dragging, as a reader would
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] - 2, box["y"] + box["height"] - 4, steps=8)
+    page.mouse.up()
+    bubble = page.locator(".bc-ask-selection")
+    bubble.wait_for(state="visible")
+    bubble.click()
+    assert page.locator(".bc-selection").is_visible()
+    with page.expect_request(lambda r: "/api/v1/ask/stream" in r.url) as request:
+        ask_widget(page, "What does this mean?")
+    body = json.loads(request.value.post_data)
+    assert "Activate the virtual environment" in body["selected_text"]
+    assert set(body) <= {"question", "book", "selected_text", "session_id"}
+    answer = page.locator(".bc-answer[data-state=done]").last
+    answer.wait_for()
+    excerpts = " ".join(answer.locator(".bc-excerpt").all_text_contents())
+    assert "Activate the virtual environment" in excerpts, "the selected passage is among the sources"
+    screenshot(page, "widget-selection")
+    assert errors == []
+
+
+def test_widget_keyboard_only_and_esc_closes(servers, open_page, widget_key):
+    _, docs = servers
+    page, errors = open_docs(open_page, docs, widget_key(docs.origin))
+    for _ in range(60):
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement && document.activeElement.id === 'bookchat-widget'"):
+            break
+    assert page.evaluate("document.activeElement.shadowRoot.activeElement.classList.contains('bc-launcher')")
+    page.keyboard.press("Enter")
+    assert page.locator(".bc-panel").is_visible()
+    assert page.evaluate("document.activeElement.shadowRoot.activeElement.classList.contains('bc-input')")
+    page.keyboard.type(QUESTION)
+    page.keyboard.press("Enter")
+    page.locator(".bc-answer[data-state=done]").wait_for()
+    page.keyboard.press("Escape")
+    assert not page.locator(".bc-panel").is_visible()
+    assert page.evaluate("document.activeElement.shadowRoot.activeElement.classList.contains('bc-launcher')"), \
+        "Esc gives focus back to the button"
+    assert errors == []
+
+
+def test_widget_on_a_360_px_screen(servers, open_page, widget_key):
+    _, docs = servers
+    page, errors = open_docs(open_page, docs, widget_key(docs.origin), viewport={"width": 360, "height": 740},
+                             is_mobile=True, has_touch=True)
+    page.locator(".bc-launcher").click()
+    panel = page.locator(".bc-panel").bounding_box()
+    assert panel["x"] >= 0 and panel["x"] + panel["width"] <= 360 and panel["y"] >= 0
+    ask_widget(page, QUESTION)
+    page.locator(".bc-answer[data-state=done]").wait_for()
+    send = page.locator(".bc-send").bounding_box()
+    assert send["x"] + send["width"] <= 360
+    assert errors == []
+
+
+def test_widget_with_a_key_that_does_not_allow_the_origin(servers, open_page, widget_key):
+    bookchat, docs = servers
+    key = widget_key("https://another-site.example")
+    page, errors = open_docs(open_page, docs, key)
+    page.locator(".bc-launcher").click()
+    ask_widget(page, QUESTION)
+    error = page.locator(".bc-error")
+    error.wait_for()
+    assert "not allowed" in error.text_content()
+    assert page.locator(".bc-answer[data-state=done]").count() == 0
+    assert all("CORS" in e or "Failed to load resource" in e or "net::" in e for e in errors), errors
+
+    request = urllib.request.Request(f"{bookchat.url}/api/v1/ask/stream?key={key}", method="POST",
+                                     data=json.dumps({"question": QUESTION, "book": BOOK}).encode(),
+                                     headers={"Origin": docs.origin, "Content-Type": "application/json"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=10)
+    assert refused.value.code == 403
+    assert json.loads(refused.value.read())["error"] == "origin_not_allowed"
+    assert refused.value.headers.get("Access-Control-Allow-Origin") is None
