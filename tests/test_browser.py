@@ -264,7 +264,8 @@ def test_widget_answers_on_a_docs_site_and_the_sites_css_does_not_leak_in(server
 
     answer.locator(".bc-thumb-up").click()
     page.wait_for_function("() => document.querySelector('#bookchat-widget').shadowRoot"
-                           ".querySelector('.bc-feedback-status').textContent.length > 0")
+                           ".querySelector('.bc-feedback-status').textContent.includes('Thanks')")
+    assert answer.locator(".bc-thumb-up").get_attribute("aria-pressed") == "true"
     assert stored_feedback(answer.get_attribute("data-answer-id"))[0] == "up"
     screenshot(page, "widget")
 

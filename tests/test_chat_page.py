@@ -14,6 +14,7 @@ from chat.models import Feedback, Turn
 from chat.rendering import render_answer
 from chat.views import CONTENT_SECURITY_POLICY
 from ingestion.models import Book
+from tests.conftest import REPO
 
 pytestmark = pytest.mark.django_db
 
@@ -200,3 +201,12 @@ def test_answer_html_renders_markdown_and_links_only_real_citations():
     assert html.count('class="bookchat-cite"') == 1, "[2] has an unsafe URL and [7] names no source"
     assert "<li>three [7]</li>" in html
     assert "<h4>Big</h4>" in html and "<h1>" not in html
+
+
+def test_widget_options_documented_in_the_manual_are_the_ones_it_reads():
+    manual = (REPO / "docs" / "using" / "05-widget.mdx").read_text()
+    documented = set(re.findall(r"^\| `data-([a-z]+)` \|", manual, re.MULTILINE))
+    widget = (REPO / "static" / "bookchat" / "widget.js").read_text()
+    read = set(re.findall(r"\bdata\.([a-z]+)\b", widget))
+    assert documented == read == {"key", "book", "position", "title", "color", "placeholder", "api"}
+    assert "'data-key': 'pk_…'" in manual and "'data-book': 'my-book'" in manual, "the docusaurus.config.js recipe"
