@@ -207,6 +207,7 @@ def test_widget_options_documented_in_the_manual_are_the_ones_it_reads():
     manual = (REPO / "docs" / "using" / "05-widget.mdx").read_text()
     documented = set(re.findall(r"^\| `data-([a-z]+)` \|", manual, re.MULTILINE))
     widget = (REPO / "static" / "bookchat" / "widget.js").read_text()
-    read = set(re.findall(r"\bdata\.([a-z]+)\b", widget))
+    read_options = widget[widget.index("function readOptions"):widget.index("function apiBase")]
+    read = set(re.findall(r"\bdata\.([a-z]+)\b", read_options))
     assert documented == read == {"key", "book", "position", "title", "color", "placeholder", "api"}
     assert "'data-key': 'pk_…'" in manual and "'data-book': 'my-book'" in manual, "the docusaurus.config.js recipe"
