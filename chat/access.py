@@ -17,6 +17,7 @@ page on a foreign origin cannot read anything, not even why.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -173,8 +174,15 @@ def page_conversation_id(request, book_slug: str) -> str | None:
     return request.session.get(PAGE_CONVERSATIONS, {}).get(book_slug)
 
 
-def page_conversation_ids(request) -> list[str]:
-    return list(request.session.get(PAGE_CONVERSATIONS, {}).values())
+def page_conversation_ids(request) -> list[uuid.UUID]:
+    """The ids of the page session's conversations (one per book), as UUIDs."""
+    ids = []
+    for value in request.session.get(PAGE_CONVERSATIONS, {}).values():
+        try:
+            ids.append(uuid.UUID(str(value)))
+        except ValueError:  # the session only holds ids we stored, but it is not worth a 500
+            continue
+    return ids
 
 
 def remember_page_conversation(request, book_slug: str, session_id: str | None) -> None:

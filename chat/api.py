@@ -190,7 +190,7 @@ class FeedbackView(APIView):
         rating, comment, session_id = validate_feedback(decode_json_body(request))
         sessions = [session_id] if session_id else []
         if client.channel == "page":
-            sessions += [parse_session_id(s) for s in page_conversation_ids(request)]
+            sessions += page_conversation_ids(request)
         book = client.key.book.slug if client.key is not None and client.key.book_id else None
         feedback, created = record_feedback(answer_id, rating=rating, comment=comment, session_ids=sessions,
                                             channel=client.channel, book_slug=book)

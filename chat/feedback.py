@@ -12,7 +12,7 @@ import uuid
 from bookchat.conf import setting
 from bookchat.errors import NotFound, RequestError
 from chat.models import Feedback, Turn
-from chat.validation import clean_text
+from chat.validation import check_fields, clean_text
 
 FIELDS = ("rating", "comment", "session_id")
 
@@ -21,12 +21,7 @@ def validate_feedback(data: object) -> tuple[str, str, uuid.UUID | None]:
     """(rating, comment, session id) from a decoded request, or a RequestError naming the field."""
     from chat.conversations import parse_session_id
 
-    if not isinstance(data, dict):
-        raise RequestError("the request body must be a JSON object", code="invalid_body")
-    unknown = [key for key in data if key not in FIELDS]
-    if unknown:
-        raise RequestError(f"unknown field {str(unknown[0])[:100]!r}; the fields are: {', '.join(FIELDS)}",
-                           code="unknown_field", field=str(unknown[0])[:100])
+    data = check_fields(data, FIELDS)
     rating = data.get("rating")
     if rating not in (Feedback.UP, Feedback.DOWN):
         raise RequestError('rating must be "up" or "down"', code="invalid_rating", field="rating")

@@ -55,14 +55,20 @@ def _optional_string(data: dict, field: str, max_chars: int) -> str | None:
     return value or None
 
 
-def validate_ask(data: object, *, channel: str = "api") -> AskRequest:
-    """Check a decoded request against every rule; return the clean ``AskRequest``."""
+def check_fields(data: object, fields: tuple[str, ...]) -> dict:
+    """``data`` if it is a JSON object with no keys but ``fields``; else the RequestError saying what's wrong."""
     if not isinstance(data, dict):
         raise RequestError("the request body must be a JSON object", code="invalid_body")
-    unknown = [key for key in data if key not in FIELDS]
+    unknown = [key for key in data if key not in fields]
     if unknown:
-        raise RequestError(f"unknown field {unknown[0]!r}; the fields are: {', '.join(FIELDS)}",
+        raise RequestError(f"unknown field {str(unknown[0])[:100]!r}; the fields are: {', '.join(fields)}",
                            code="unknown_field", field=str(unknown[0])[:100])
+    return data
+
+
+def validate_ask(data: object, *, channel: str = "api") -> AskRequest:
+    """Check a decoded request against every rule; return the clean ``AskRequest``."""
+    data = check_fields(data, FIELDS)
     if "question" not in data:
         raise RequestError("question is required", code="required", field="question")
     raw = data["question"]

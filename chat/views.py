@@ -23,10 +23,10 @@ from bookchat.errors import RequestError
 from chat.access import PAGE_SESSION_FLAG, page_conversation_id, page_conversation_ids, remember_page_conversation
 from chat.answering import answer_question
 from chat.conversations import live_conversation, parse_session_id
-from chat.feedback import record_feedback
+from chat.feedback import record_feedback, validate_feedback
 from chat.models import Feedback, Turn
 from chat.rendering import render_answer
-from chat.validation import clean_text, validate_ask
+from chat.validation import validate_ask
 from ingestion.models import Book
 
 CONTENT_SECURITY_POLICY = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -51,11 +51,10 @@ def _current_book(request, books: list[Book], slug: str | None) -> Book | None:
     return books[0] if books else None
 
 
-def turn_context(turn: Turn) -> dict:
-    """What ``_turn.html`` shows of one question and its answer."""
+def turn_context(turn: Turn, feedback: str | None) -> dict:
+    """What ``_turn.html`` shows of one question and its answer (``feedback``: the reader's vote, if any)."""
     response = turn.response or {}
     sources = response.get("sources", [])
-    feedback = Feedback.objects.filter(answer_id=turn.answer_id).first()
     return {
         "answer_id": str(turn.answer_id),
         "question": turn.question,
@@ -71,7 +70,7 @@ def turn_context(turn: Turn) -> dict:
         "notice": response.get("notice"),
         "flagged": response.get("flagged_for_review", False),
         "generator": response.get("generator"),
-        "feedback": feedback.rating if feedback else None,
+        "feedback": feedback,
     }
 
 
@@ -82,13 +81,20 @@ def _page(request, *, book: Book | None, books: list[Book], status: int = 200, e
     if book is not None:
         request.session["bookchat_book"] = book.slug
         conversation = live_conversation(parse_session_id_or_none(page_conversation_id(request, book.slug)), book)
-    turns = [turn_context(t) for t in conversation.turns.order_by("created_at", "id")] if conversation else []
+    turns = list(conversation.turns.order_by("created_at", "id")) if conversation else []
+    votes = votes_on(turns)
+    turns = [turn_context(t, votes.get(t.answer_id)) for t in turns]
     context = {
         "books": books, "book": book, "turns": turns, "error": error, "form": form or {},
         "session_id": str(conversation.id) if conversation else "",
         "max_question_chars": setting("MAX_QUESTION_CHARS"), "max_selected_chars": setting("MAX_SELECTED_CHARS"),
     }
     return with_csp(render(request, "bookchat/chat.html", context, status=status))
+
+
+def votes_on(turns: list[Turn]) -> dict:
+    """{answer id: "up"/"down"} for the turns that got feedback, in one query."""
+    return dict(Feedback.objects.filter(answer_id__in=[t.answer_id for t in turns]).values_list("answer_id", "rating"))
 
 
 def parse_session_id_or_none(value: str | None) -> uuid.UUID | None:
@@ -130,24 +136,21 @@ def new_conversation(request):
 @require_GET
 def answer_fragment(request, answer_id):
     """One answer of this session's conversations as HTML, for chat.js to put in the page."""
-    sessions = [parse_session_id_or_none(s) for s in page_conversation_ids(request)]
-    turn = Turn.objects.filter(answer_id=answer_id, conversation_id__in=[s for s in sessions if s]).first()
+    turn = Turn.objects.filter(answer_id=answer_id, conversation_id__in=page_conversation_ids(request)).first()
     if turn is None:
         raise Http404("no such answer in this session")
-    return with_csp(render(request, "bookchat/_turn.html", {"turn": turn_context(turn)}))
+    context = {"turn": turn_context(turn, votes_on([turn]).get(turn.answer_id))}
+    return with_csp(render(request, "bookchat/_turn.html", context))
 
 
 @require_POST
 def feedback(request, answer_id):
     """The no-JavaScript thumbs: record the vote and go back to the answer."""
-    sessions = [s for s in (parse_session_id_or_none(s) for s in page_conversation_ids(request)) if s]
     try:
-        rating = request.POST.get("rating")
-        if rating not in (Feedback.UP, Feedback.DOWN):
-            raise RequestError('rating must be "up" or "down"', code="invalid_rating", field="rating")
-        comment = clean_text(request.POST.get("comment"), field="comment", max_chars=setting("MAX_SELECTED_CHARS"),
-                             required=False)
-        record_feedback(answer_id, rating=rating, comment=comment, session_ids=sessions, channel="page")
+        rating, comment, _ = validate_feedback({"rating": request.POST.get("rating"),
+                                                "comment": request.POST.get("comment")})
+        record_feedback(answer_id, rating=rating, comment=comment, session_ids=page_conversation_ids(request),
+                        channel="page")
     except RequestError as exc:
         books = _books()
         return _page(request, book=_current_book(request, books, None), books=books, status=exc.status, error=exc)

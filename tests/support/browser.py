@@ -29,7 +29,22 @@ def chromium_or_skip() -> str:
     pytest.skip(reason)
 
 
-class LiveServer:
+class _Served:
+    """A server (``self.httpd``) run on a daemon thread for the length of a ``with`` block."""
+
+    httpd = None
+
+    def __enter__(self):
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class LiveServer(_Served):
     """bookchat's WSGI application served on 127.0.0.1 by Django's threaded server (one thread per request;
     each closes its database connection when the request ends)."""
 
@@ -44,18 +59,9 @@ class LiveServer:
         self.httpd = ThreadedWSGIServer(("127.0.0.1", 0), QuietHandler, allow_reuse_address=False)
         self.httpd.set_app(get_wsgi_application())
         self.url = f"http://127.0.0.1:{self.httpd.server_port}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self) -> LiveServer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
-class DocsSite:
+class DocsSite(_Served):
     """A static page that looks like a built Docusaurus page and embeds the widget with ``key`` and ``book``;
     every path serves it, so citation links into the site land on a page. Requests are recorded."""
 
@@ -80,18 +86,9 @@ class DocsSite:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.origin = f"http://127.0.0.1:{self.httpd.server_port}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     def page_url(self, path: str = "/using/ingest") -> str:
         return self.origin + path
-
-    def __enter__(self) -> DocsSite:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 class ConsoleErrors(list):
