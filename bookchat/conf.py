@@ -112,6 +112,33 @@ SETTINGS: list[Setting] = [
     Setting("RETRIEVAL_SECONDS", 2.0, "Part of the budget for retrieval.", float),
     Setting("GENERATION_SECONDS", 2.5, "Part of the budget for the LLM; past it the extractive generator "
             "answers instead.", float),
+    # Rate limits ("N/second|minute|hour|day"; empty → no limit)
+    Setting("RATE_ANONYMOUS", "10/minute", "Questions per client IP for API requests without a key."),
+    Setting("RATE_KEY", "120/minute", "Questions per API key (all its clients together)."),
+    Setting("RATE_KEY_IP", "30/minute", "Questions per client IP on one publishable key (one visitor of a site)."),
+    Setting("RATE_PAGE", "20/minute", "Questions per chat-page session (the page form and the page's own API "
+            "calls)."),
+    Setting("TRUSTED_PROXIES", 0, "Reverse proxies in front of bookchat: the client IP is taken that many hops "
+            "from the right of `X-Forwarded-For` (0 → the socket address).", int),
+    # Audit trail
+    Setting("AUDIT_RETENTION_DAYS", 365, "Audit records older than this are archived to `var/archive/` and "
+            "deleted.", int),
+    Setting("REVIEW_CONFIDENCE_BELOW", 0.7, "Answers below this confidence go to the review queue (with "
+            "flagged and thumbs-down ones).", float),
+    # Uploads and background indexing
+    Setting("UPLOAD_MAX_BYTES", 50_000_000, "Largest file staff may upload in the admin (a `.md`, `.mdx` or "
+            "`.zip`).", int),
+    Setting("UPLOAD_MAX_FILES", 5000, "Most entries a `.zip` upload may hold.", int),
+    Setting("UPLOAD_MAX_UNCOMPRESSED_BYTES", 200_000_000, "Most bytes a `.zip` upload may expand to (zip "
+            "bombs are refused).", int),
+    Setting("JOB_STALE_SECONDS", 300, "An upload job whose worker has not reported for this long is marked "
+            "failed (its worker was killed or restarted).", int),
+    # Qdrant mirror
+    Setting("QDRANT_URL", "", "URL of a Qdrant server to mirror every chunk to (e.g. `http://localhost:6333`)."),
+    Setting("QDRANT_PATH", "", "Folder for Qdrant's local mode (no server) instead of `QDRANT_URL`."),
+    Setting("QDRANT_API_KEY", "", "API key of the Qdrant server."),
+    Setting("QDRANT_COLLECTION", "bookchat", "Name prefix of the Qdrant collections (one per vector size)."),
+    Setting("VECTOR_STORE", "pgvector", "Dense search on `pgvector` or on the `qdrant` mirror."),
 ]
 
 _BY_NAME = {s.name: s for s in SETTINGS}
