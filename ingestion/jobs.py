@@ -3,7 +3,8 @@
 A job's files wait in ``DATA_DIR/uploads/<job id>/``: removed when the job is done, kept when it
 failed (so that Retry can run it again) until the job is deleted. The worker reports progress and
 a heartbeat at most once a second; a running job whose heartbeat is older than
-``JOB_STALE_SECONDS`` lost its worker (killed, restarted) and ``sweep_stale_jobs`` marks it failed.
+``JOB_STALE_SECONDS`` lost its worker (killed, restarted) and ``sweep_stale_jobs`` marks it failed,
+as it does a queued job whose django-q2 task is gone.
 A job on a book that another run is indexing waits for it (up to ``BUSY_WAIT_SECONDS``), then fails.
 """
 
@@ -32,6 +33,8 @@ logger = logging.getLogger(__name__)
 
 STALE_MESSAGE = ("the worker stopped before the job finished; the book still serves its last good index; "
                  "upload again or use Retry")
+LOST_MESSAGE = ("the task queue lost this job before it started (the queue was purged, or the worker could not "
+                "read the task: check that it runs with the same SECRET_KEY); use Retry")
 # A book busy with another run (an `ingest`, another upload): how long a job waits for it, polling.
 BUSY_WAIT_SECONDS = 600
 BUSY_POLL_SECONDS = 2.0
@@ -247,7 +250,7 @@ def _lock_if_free(slug: str):
 
 def sweep_stale_jobs() -> int:
     """Fail the running jobs whose worker stopped reporting (and their book's run), and the queued jobs whose
-    task failed before it could start. Returns how many jobs it failed."""
+    task was lost. Returns how many jobs it failed."""
     now = timezone.now()
     cutoff = now - timedelta(seconds=setting("JOB_STALE_SECONDS"))
     stale = IngestionJob.objects.filter(status=IngestionJob.Status.RUNNING).filter(
@@ -268,21 +271,31 @@ def sweep_stale_jobs() -> int:
                 report={"errors": [{"file": None, "line": None, "message": STALE_MESSAGE}]})
         failed += 1
         logger.warning("upload #%s: %s", job.pk, STALE_MESSAGE)
-    failed += _fail_jobs_whose_task_failed(now)
+    failed += _fail_lost_queued_jobs(now)
     _remove_old_staging(now)
     return failed
 
 
-def _fail_jobs_whose_task_failed(now) -> int:
-    from django_q.models import Task
+def _fail_lost_queued_jobs(now) -> int:
+    """Queued jobs whose task is neither waiting in django-q2's queue nor among its results never ran and never
+    will (the queue was purged, or the worker could not read the task: another SECRET_KEY)."""
+    from django_q.models import OrmQ, Task
 
     queued = dict(IngestionJob.objects.filter(status=IngestionJob.Status.QUEUED).exclude(task_id="")
                   .values_list("task_id", "pk"))
+    if not queued:
+        return 0
+    # In this order: a task leaves the queue only after its result is saved.
+    waiting = {package.task_id() for package in OrmQ.objects.all()}
+    results = dict(Task.objects.filter(id__in=list(queued)).values_list("id", "result"))
     failed = 0
-    for task_id, result in Task.objects.filter(id__in=list(queued), success=False).values_list("id", "result"):
-        failed += IngestionJob.objects.filter(pk=queued[task_id], status=IngestionJob.Status.QUEUED).update(
-            status=IngestionJob.Status.FAILED, finished_at=now,
-            error=f"the task failed before the job started: {str(result)[:2000]}")
+    for task_id, job_id in queued.items():
+        if task_id in waiting:
+            continue
+        error = (f"the task ended before the job started: {str(results[task_id])[:2000]}" if task_id in results
+                 else LOST_MESSAGE)
+        failed += IngestionJob.objects.filter(pk=job_id, status=IngestionJob.Status.QUEUED, task_id=task_id).update(
+            status=IngestionJob.Status.FAILED, finished_at=now, stage="", error=error)
     return failed
 
 

@@ -398,6 +398,21 @@ def test_sweep_fails_a_running_job_whose_heartbeat_stopped(data_dir, settings):
     assert alive.status == "running"
 
 
+def test_sweep_fails_a_queued_job_whose_task_was_lost(data_dir):
+    from django_q.models import OrmQ
+
+    lost, waiting = (jobs.start_job(job=IngestionJob(book_slug=slug),
+                                    intake=receive_upload([upload("a.md", page("A"))]))
+                     for slug in ("upload-lost", "upload-waiting"))
+    for package in OrmQ.objects.all():
+        if package.task_id() == lost.task_id:
+            package.delete()  # as django-q2 does with a task it cannot read
+    assert jobs.sweep_stale_jobs() == 1
+    lost.refresh_from_db(), waiting.refresh_from_db()
+    assert lost.status == "failed" and lost.error == jobs.LOST_MESSAGE
+    assert waiting.status == "queued"
+
+
 def test_sweep_is_scheduled_every_minute():
     from django_q.models import Schedule
 
