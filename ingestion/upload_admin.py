@@ -48,9 +48,8 @@ def _issue_table(items: list[dict]) -> str:
 
 @admin.register(IngestionJob)
 class IngestionJobAdmin(admin.ModelAdmin):
-    list_display = ("id", "book_slug", "files_short", "status", "progress_short", "created_at", "duration",
-                    "created_by")
-    list_display_links = ("id", "book_slug")
+    list_display = ("id", "book_column", "files_short", "status", "progress_short", "created", "duration", "who")
+    list_display_links = ("id", "book_column")
     list_filter = ("status", "book")
     search_fields = ("book_slug", "files", "error")
     list_select_related = ("created_by",)
@@ -91,8 +90,16 @@ class IngestionJobAdmin(admin.ModelAdmin):
             kwargs["form"] = UploadForm
         return super().get_form(request, obj, change=change, **kwargs)
 
+    def formfield_for_dbfield(self, db_field, request, **kwargs):
+        formfield = super().formfield_for_dbfield(db_field, request, **kwargs)
+        if db_field.name == "book" and formfield is not None:  # a plain choice: no edit/delete/view book icons
+            formfield.widget = formfield.widget.widget if hasattr(formfield.widget, "widget") else formfield.widget
+        return formfield
+
     def add_view(self, request, form_url="", extra_context=None):
-        return super().add_view(request, form_url, {"title": "Upload chapters", **(extra_context or {})})
+        context = {"title": "Upload chapters", "show_save_and_add_another": False, "show_save_and_continue": False,
+                   **(extra_context or {})}
+        return super().add_view(request, form_url, context)
 
     def save_model(self, request, obj, form, change) -> None:
         start_job(job=obj, intake=form.intake, user=request.user)
@@ -143,6 +150,18 @@ class IngestionJobAdmin(admin.ModelAdmin):
         super().delete_queryset(request, queryset)
 
     # -- list columns -----------------------------------------------------------------------------------
+    @admin.display(description="book", ordering="book_slug")
+    def book_column(self, obj: IngestionJob) -> str:
+        return obj.book_slug
+
+    @admin.display(description="created", ordering="created_at")
+    def created(self, obj: IngestionJob):
+        return obj.created_at
+
+    @admin.display(description="by", ordering="created_by__username")
+    def who(self, obj: IngestionJob) -> str:
+        return obj.created_by.get_username() if obj.created_by else "—"
+
     @admin.display(description="files")
     def files_short(self, obj: IngestionJob) -> str:
         names = obj.files or []
@@ -202,7 +221,7 @@ class IngestionJobAdmin(admin.ModelAdmin):
             return "none"
         shown = format_html_join("", "<li>{}</li>", ((n,) for n in names[:MAX_LISTED]))
         more = format_html("<li>… and {} more</li>", len(names) - MAX_LISTED) if len(names) > MAX_LISTED else ""
-        return format_html("<ul class='upload-ignored'>{}{}</ul>", shown, more)
+        return format_html("<ul class='upload-ignored' style='margin:0;padding-left:1.2em'>{}{}</ul>", shown, more)
 
     @admin.display(description="figures")
     def report_figures(self, obj: IngestionJob) -> str:
@@ -223,5 +242,7 @@ class IngestionJobAdmin(admin.ModelAdmin):
 
     @admin.display(description="timings")
     def timings(self, obj: IngestionJob) -> str:
-        return (f"unpacking {_seconds(obj.extract_seconds)}, indexing {_seconds(obj.index_seconds)}, "
-                f"total {_seconds(obj.total_seconds)} (from upload to the end, waiting in the queue included)")
+        indexing = (obj.report or {}).get("total_seconds")
+        return (f"unpacking {_seconds(obj.extract_seconds)}; indexing {_seconds(indexing)}; the worker's whole run "
+                f"{_seconds(obj.index_seconds)} (indexing, then recalibrating the book, plus any wait for a busy "
+                f"book); total {_seconds(obj.total_seconds)} (from the upload to the end, queue included)")

@@ -212,6 +212,13 @@ def test_folder_is_normalised():
 ADD = "admin:ingestion_ingestionjob_add"
 
 
+@pytest.fixture
+def admin_client(client):
+    """A logged-in superuser, without hashing a password (pytest-django's own fixture hashes one: ~1 s)."""
+    client.force_login(User.objects.create(username="upload-admin", is_staff=True, is_superuser=True))
+    return client
+
+
 def post_upload(client, files, **fields):
     data = {"book": "", "new_book_slug": "", "new_book_title": "", "folder": "", **fields, "upload": files}
     return client.post(reverse(ADD), data)
@@ -245,7 +252,7 @@ def test_existing_book_and_new_slug_conflict(admin_client, data_dir):
 
 
 def test_uploading_needs_the_add_permission(client, data_dir):
-    user = User.objects.create_user("staff", password="pw-staff-123", is_staff=True)
+    user = User.objects.create(username="staff", is_staff=True)
     user.user_permissions.add(Permission.objects.get(codename="view_ingestionjob"))
     client.force_login(user)
     assert client.get(reverse(ADD)).status_code == 403
