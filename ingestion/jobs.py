@@ -164,8 +164,9 @@ class _JobRun:
                 if exc.code != "busy":
                     raise
                 if time.monotonic() >= deadline:
-                    raise IndexingError(f"{exc.message} (waited {BUSY_WAIT_SECONDS} s); use Retry once it has "
-                                        "finished", code="busy") from None
+                    raise IndexingError(f"book {self.job.book_slug!r} is being indexed by another run, still after "
+                                        f"{BUSY_WAIT_SECONDS} s of waiting; use Retry once that run has finished",
+                                        code="busy") from None
                 self._write(stage="waiting: another run is indexing this book", force=True)
                 time.sleep(BUSY_POLL_SECONDS)
 

@@ -452,7 +452,7 @@ class Cluster:
     def stop(self) -> None:
         try:
             self.kill()
-        except ProcessLookupError:
+        except (ProcessLookupError, subprocess.TimeoutExpired):
             pass
         finally:
             self.log.close()
@@ -471,9 +471,11 @@ def cluster(data_dir):
         started.append(Cluster(data_dir))
         return started[-1]
 
-    yield start
-    for each in started:
-        each.stop()
+    try:
+        yield start
+    finally:  # whatever the test did: no worker outlives it
+        for each in started:
+            each.stop()
 
 
 def committed_job(slug: str, files: list[SimpleUploadedFile], **fields) -> int:
