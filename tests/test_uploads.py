@@ -125,6 +125,18 @@ def test_zip_whose_header_understates_its_size_gets_nowhere(data_dir, settings):
     assert stored(data_dir) == []
 
 
+def test_unpacking_counts_the_bytes_it_really_writes(tmp_path):
+    from ingestion.uploads import _extract_entry
+
+    with zipfile.ZipFile(io.BytesIO(make_zip({"a.md": b"a" * 5000}))) as archive:
+        info = archive.getinfo("a.md")
+        with pytest.raises(UploadError, match="'a.md' takes the upload over the 4,096-byte limit once unpacked"):
+            _extract_entry(archive, info, tmp_path / "a.md", "book.zip", written=0, max_bytes=4096)
+        info.file_size = 100  # a header that understates the entry
+        with pytest.raises(UploadError, match="'a.md' is larger than its header says|'a.md' is corrupt"):
+            _extract_entry(archive, info, tmp_path / "b.md", "book.zip", written=0, max_bytes=10_000)
+
+
 def test_encrypted_zip_entry_is_refused(data_dir):
     data = patch_central_directory(make_zip({"secret.md": page("Secret")}), flag_bits=0x1)
     with pytest.raises(UploadError, match="'secret.md' is encrypted"):
