@@ -75,6 +75,7 @@ class AuditLogAdmin(admin.ModelAdmin):
                     "feedback", "review_status")
     list_filter = (("created_at", admin.DateFieldListFilter), "channel", "confidence_level", RefusedFilter,
                    "status", FeedbackFilter, "review_status", "book_slug")
+    list_display_links = ("created_at", "short_question")
     search_fields = ("question", "answer", "=answer_id")
     date_hierarchy = "created_at"
     list_per_page = 50

@@ -1,7 +1,9 @@
 """URL routes: the chat page, the REST API under /api/v1/, and the admin."""
 
 from django.contrib import admin
+from django.templatetags.static import static
 from django.urls import include, path
+from django.views.generic import RedirectView
 
 from chat import views
 
@@ -15,6 +17,8 @@ urlpatterns = [
     path("answers/<uuid:answer_id>/feedback", views.feedback, name="chat-feedback"),
     path("api/v1/", include("chat.urls")),
     path("admin/", admin.site.urls),
+    # Browsers ask for /favicon.ico on pages that name none (the admin's): point them at ours, not a 404.
+    path("favicon.ico", RedirectView.as_view(url=static("bookchat/favicon.svg"), permanent=True)),
 ]
 
 handler404 = "bookchat.views.not_found"

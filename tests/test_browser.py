@@ -413,6 +413,7 @@ def test_reviewer_marks_an_answer_in_the_review_queue_wrong(servers, open_page, 
     page.click("text=Review queue")
     page.wait_for_url("**/admin/audit/reviewqueueitem/")
     page.click("text=How do I delete a book?")
+    page.wait_for_url("**/admin/audit/reviewqueueitem/*/change/")
     assert page.locator("a[href='https://docs.example.org/ingest']").count() == 1, "sources link into the book"
     assert page.locator("[name=question]").count() == 0, "the answer itself is read-only"
     page.select_option("#id_review_status", "wrong")
@@ -426,3 +427,59 @@ def test_reviewer_marks_an_answer_in_the_review_queue_wrong(servers, open_page, 
     assert page.locator("text=How do I delete a book?").count() == 0, "a reviewed answer leaves the queue"
     screenshot(page, "review-queue")
     assert errors == []
+
+
+def test_staff_uploads_a_zip_and_watches_the_job_finish(servers, open_page, admin_user, tmp_path, settings):
+    import io
+    import time
+    import uuid
+    import zipfile
+
+    from ingestion.models import Book, IngestionJob
+    from tests.support.workers import Cluster
+
+    bookchat, _ = servers
+    admin_user("sam", perms=["ingestion.add_ingestionjob", "ingestion.view_ingestionjob"])
+    slug = f"browser-upload-{uuid.uuid4().hex[:8]}"
+    archive = tmp_path / "docs.zip"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as z:
+        z.writestr("docs/intro.md", "# Lighthouses\n\nA lighthouse keeper trims the lamp every evening at dusk.\n")
+        z.writestr("docs/guide/tides.md", "# Tides\n\nSpring tides come twice a month, at new and full moon.\n")
+        z.writestr("docs/img/logo.png", b"\x89PNG\r\n\x1a\n")
+    archive.write_bytes(buffer.getvalue())
+
+    worker = Cluster(settings.DATA_DIR, log_dir=tmp_path)  # the worker reads the uploads the live server stored
+    try:
+        page, errors = open_page(f"{bookchat.url}/admin/login/")
+        log_in(page, bookchat.url, "sam")
+        page.goto(f"{bookchat.url}/admin/ingestion/ingestionjob/add/")
+        page.fill("#id_new_book_slug", slug)
+        page.fill("#id_new_book_title", "Browser upload")
+        page.set_input_files("#id_upload", str(archive))
+        page.click("input[name=_save]")
+        page.wait_for_url("**/admin/ingestion/ingestionjob/*/change/")
+        seen, deadline = [], time.monotonic() + 120
+        while time.monotonic() < deadline:  # the job page reloads itself while the job runs
+            try:
+                status = page.locator(".field-status .readonly").text_content(timeout=2000).strip()
+            except Exception:  # caught mid-reload
+                continue
+            if not seen or seen[-1] != status:
+                seen.append(status)
+            if status in ("done", "failed"):
+                break
+            assert worker.proc.poll() is None, worker.output()
+            time.sleep(0.3)
+        assert seen[-1] == "done", (seen, worker.output())
+        assert seen[0] in ("queued", "running"), "the page showed the job before it finished"
+        html = page.content()
+        assert "docs/img/logo.png" in html or "img/logo.png" in html, "the ignored file is listed"
+        screenshot(page, "upload-job")
+    finally:
+        worker.stop()
+    job = committed(lambda: IngestionJob.objects.get(book_slug=slug))
+    assert job.status == "done" and job.report["files_indexed"] == 2
+    assert committed(lambda: Book.objects.get(slug=slug).documents.count()) == 2
+    assert errors == []
+    committed(lambda: Book.objects.filter(slug=slug).delete())

@@ -4,13 +4,9 @@ django-q2 worker, and jobs whose worker was killed."""
 from __future__ import annotations
 
 import io
-import os
 import re
-import signal
 import stat
 import struct
-import subprocess
-import sys
 import time
 import uuid
 import zipfile
@@ -18,7 +14,7 @@ import zipfile
 import pytest
 from django.contrib.auth.models import Permission, User
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.db import connection, connections
+from django.db import connections
 from django.urls import reverse
 from django.utils import timezone
 
@@ -26,7 +22,8 @@ from ingestion import jobs
 from ingestion.indexing import _BookLock
 from ingestion.models import Book, Chunk, Document, IndexRun, IngestionJob
 from ingestion.uploads import UploadError, clean_folder, receive_upload
-from tests.conftest import REPO, committed, run_command
+from tests.conftest import committed, run_command
+from tests.support.workers import Cluster
 
 pytestmark = pytest.mark.django_db
 
@@ -440,41 +437,6 @@ def test_sweep_is_scheduled_every_minute():
 
 
 # -- a real django-q2 worker -----------------------------------------------------------------------------
-class Cluster:
-    """``manage.py qcluster`` against the test database, in a process group of its own."""
-
-    def __init__(self, data_dir):
-        from django.conf import settings
-
-        db = connection.settings_dict
-        env = os.environ | {
-            "BOOKCHAT_SECRET_KEY": settings.SECRET_KEY,  # django-q2 signs tasks with it
-            "DATABASE_URL": f"postgresql://{db['USER']}@/{db['NAME']}?host={db['HOST']}",
-            "BOOKCHAT_DATA_DIR": str(data_dir), "BOOKCHAT_TASK_WORKERS": "1", "BOOKCHAT_DEBUG": "false",
-        }
-        self.log = open(data_dir / "qcluster.log", "w+")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen([sys.executable, "manage.py", "qcluster"], cwd=REPO, env=env, stdout=self.log,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(timeout=30)
-
-    def stop(self) -> None:
-        try:
-            self.kill()
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            pass
-        finally:
-            self.log.close()
-
-    def output(self) -> str:
-        self.log.flush()
-        self.log.seek(0)
-        return self.log.read()
-
-
 @pytest.fixture
 def cluster(data_dir):
     started: list[Cluster] = []

@@ -95,5 +95,6 @@ class ConsoleErrors(list):
     """Console errors and uncaught exceptions of a page, collected as they happen."""
 
     def watch(self, page) -> None:
-        page.on("console", lambda message: message.type == "error" and self.append(message.text))
+        page.on("console", lambda message: message.type == "error"
+                and self.append(f"{message.text} [{message.location.get('url', '')}]"))
         page.on("pageerror", lambda error: self.append(f"uncaught: {error}"))
