@@ -14,7 +14,7 @@ import threading
 import uuid
 import warnings
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.core.signals import setting_changed
@@ -46,6 +46,11 @@ class QdrantError(BookchatError):
     """Qdrant is not configured, unreachable, or refused a request."""
 
     code = "qdrant_unavailable"
+
+
+def not_configured() -> QdrantError:
+    return QdrantError("Qdrant is not configured: set BOOKCHAT_QDRANT_URL (a server) or BOOKCHAT_QDRANT_PATH "
+                       "(local mode)", code="qdrant_not_configured")
 
 
 def point_id(chunk_id: str) -> str:
@@ -98,8 +103,7 @@ def get_client() -> QdrantClient:
     global _client
     url, path, api_key = key = _config()
     if not (url or path):
-        raise QdrantError("Qdrant is not configured: set BOOKCHAT_QDRANT_URL (a server) or BOOKCHAT_QDRANT_PATH "
-                          "(local mode)", code="qdrant_not_configured")
+        raise not_configured()
     with _lock:
         if _client is not None and _client[0] == key:
             return _client[1]
@@ -110,8 +114,7 @@ def get_client() -> QdrantClient:
             if url:
                 client = QdrantClient(url=url, api_key=api_key or None, timeout=TIMEOUT_SECONDS,
                                       check_compatibility=False)
-            else:
-                # Calls are serialised by _lock, so the client may move between threads.
+            else:  # calls are serialised by _lock, so the client may move between threads
                 client = QdrantClient(path=path, force_disable_check_same_thread=True)
         except Exception as exc:  # local mode: the folder is locked by another process
             raise QdrantError(f"cannot open Qdrant ({describe()}): {exc}") from exc
@@ -150,8 +153,9 @@ class QdrantMirror:
 
     @contextmanager
     def _calling(self) -> Iterator[QdrantClient]:
-        """The client, with calls serialised (local mode is not thread-safe) and failures made clear."""
-        with _lock:
+        """The client, with failures made clear (and calls serialised in local mode, which is not thread-safe)."""
+        local = not _config()[0]
+        with _lock if local else nullcontext():
             client = get_client()
             try:
                 yield client

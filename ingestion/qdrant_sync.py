@@ -23,6 +23,7 @@ from ingestion.qdrant import (
     chunk_payload,
     describe,
     get_mirror,
+    not_configured,
     point_id,
 )
 
@@ -98,8 +99,7 @@ def sync_mirror(*, book: str | None = None, repair: bool = True, mirror: QdrantM
     started = time.monotonic()
     mirror = mirror or get_mirror()
     if mirror is None:
-        raise QdrantError("Qdrant is not configured: set BOOKCHAT_QDRANT_URL (a server) or BOOKCHAT_QDRANT_PATH "
-                          "(local mode)", code="qdrant_not_configured")
+        raise not_configured()
     report = SyncReport(qdrant=describe(), repair=repair, collections=mirror.collections())
     books = Book.objects.order_by("slug")
     if book is not None:

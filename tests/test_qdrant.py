@@ -60,6 +60,17 @@ chunker never splits a block in the middle of a function or a shell session.
 """
 
 
+@pytest.fixture(autouse=True)
+def no_calibration():
+    """Indexing recalibrates the book's scope threshold (~150 retrievals): the mirror's tests don't need it."""
+    from chat.receivers import calibrate_after_indexing
+    from ingestion.signals import book_indexed
+
+    book_indexed.disconnect(calibrate_after_indexing)
+    yield
+    book_indexed.connect(calibrate_after_indexing)
+
+
 @pytest.fixture
 def qdrant(tmp_path, settings):
     """A fresh local-mode Qdrant in tmp_path, as the configured mirror."""
