@@ -3,9 +3,10 @@ Postgres tsvector), fused by a weighted blend of normalised scores (or RRF) into
 
 Dense search is exact for a book of up to ``EXACT_SEARCH_MAX_CHUNKS`` passages (the HNSW index
 is shared by every book, and a small book's slice of it is cheaper to scan than to find in it)
-and HNSW with iterative scanning above that; with ``VECTOR_STORE=qdrant`` the Qdrant mirror finds
-the dense candidates instead (``DenseSearch``), on the same cosine scale. Every candidate gets both scores (a dense-only
-candidate is scored lexically and the other way round), so fusion compares like with like.
+and HNSW with iterative scanning above that; with ``VECTOR_STORE=qdrant`` the Qdrant mirror
+finds the dense candidates instead (``DenseSearch``), on the same cosine scale. Every candidate
+gets both scores (a dense-only candidate is scored lexically and the other way round), so
+fusion compares like with like.
 The raw cosine of the best candidate is kept apart from the fused score: fused scores are
 relative to the pool, while the scope decision needs an absolute measure, in either fusion mode.
 
