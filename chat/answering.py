@@ -14,11 +14,12 @@ import logging
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
 from bookchat.conf import setting
-from bookchat.errors import NotFound, RequestError
+from bookchat.errors import BookchatError, NotFound, RequestError
 from chat import conversations
 from chat.calibration import scope_score
 from chat.deadline import Deadline
@@ -34,6 +35,7 @@ from chat.grounding import GroundingReport, check_grounding
 from chat.models import ScopeCalibration
 from chat.rendering import render_answer
 from chat.retrieval import Retrieval, RetrievedChunk, nearest_sections, retrieve
+from chat.signals import answered
 from chat.terms import content_terms, plain_text, split_sentences, strip_citations
 from ingestion.models import Book
 
@@ -44,6 +46,8 @@ WITHHELD_MESSAGE = ("I couldn't answer this reliably from the book: the answer I
 LOW_CONFIDENCE_DISCLAIMER = ("Low confidence: this answer may be incomplete or not quite what you asked. "
                              "Check the cited sections before relying on it.")
 EXCERPT_CHARS = 300
+# Channels whose answers are not audited: quality evaluation asks hundreds of made-up questions.
+UNAUDITED_CHANNELS = frozenset({"evaluate"})
 
 
 @dataclass
@@ -57,6 +61,10 @@ class AskRequest:
     chapter: str | None = None
     max_results: int | None = None
     channel: str = "api"
+    # Who asked, for the audit trail (the IP is only ever stored as a keyed hash).
+    api_key_id: int | None = None
+    api_key_name: str = ""
+    client_ip: str = ""
 
 
 @dataclass
@@ -108,6 +116,11 @@ def scope_threshold(book: Book, calibration: dict | None = None) -> float:
 def prepare(request: AskRequest, *, deadline: Deadline | None = None) -> Prepared:
     """Everything before generation: may raise (and so answer 400/404/504) before any byte is streamed."""
     deadline = deadline or Deadline()
+    with audit_failures(request, deadline):
+        return _prepare(request, deadline)
+
+
+def _prepare(request: AskRequest, deadline: Deadline) -> Prepared:
     book = resolve_book(request.book)
     conversation = conversations.conversation_for(request.session_id, book)
     turns = conversations.history(conversation)
@@ -124,7 +137,11 @@ def prepare(request: AskRequest, *, deadline: Deadline | None = None) -> Prepare
 
 def answer_events(prepared: Prepared) -> Iterator[tuple[str, dict]]:
     """Run generation for a prepared question: token events, then one final event with the response."""
-    p = prepared
+    with audit_failures(prepared.request, prepared.deadline, book=prepared.book, session=prepared.conversation.id):
+        yield from _answer_events(prepared)
+
+
+def _answer_events(p: Prepared) -> Iterator[tuple[str, dict]]:
     generation_started = time.monotonic()
     generator_name, notice, refused = "extractive", None, False
     if not p.in_scope:
@@ -183,6 +200,7 @@ def _respond(p: Prepared, *, answer: str, refused: bool, generator_name: str, no
     chunks = p.retrieval.chunks
     grounding = GroundingReport()
     flagged = False
+    grounding_started = time.monotonic()
     if not refused:
         grounding = check_grounding(answer, [c.text for c in chunks])
         if not grounding.passed:
@@ -219,11 +237,63 @@ def _respond(p: Prepared, *, answer: str, refused: bool, generator_name: str, no
         "retrieval": {"best_cosine": round(p.retrieval.best_cosine, 4), "scope_score": round(p.scope_score, 4),
                       "threshold": round(p.threshold, 4), "lexical_coverage": round(p.retrieval.lexical_coverage, 3),
                       "candidates": p.retrieval.candidates},
-        "timings_ms": {"retrieval": int(p.retrieval.seconds * 1000), "generation": int(generation_seconds * 1000)},
+        "timings_ms": {"retrieval": int(p.retrieval.seconds * 1000), "generation": int(generation_seconds * 1000),
+                       "grounding": int((time.monotonic() - grounding_started) * 1000)},
     }
     conversations.record_turn(p.conversation, question=p.request.question, resolved_question=p.resolved_question,
                               answer=answer, answer_id=p.answer_id, refused=refused, response=response)
+    status = "not_covered" if refused else ("withheld" if flagged else "answered")
+    _send_audit(p.request, answer_id=p.answer_id, book_slug=p.book.slug, session_id=p.conversation.id,
+                resolved_question=p.resolved_question, answer=answer, generator=generator_name,
+                sources=[_audited_source(s) for s in sources], suggestions=suggestions, confidence=confidence,
+                confidence_level=level, status=status, refused=refused, flagged=flagged,
+                grounding=response["grounding"], retrieval=response["retrieval"],
+                latency_ms=response["response_time_ms"], timings_ms=response["timings_ms"])
     return response
+
+
+# -- the audit record -------------------------------------------------------------------------------
+def _audited_source(source: dict) -> dict:
+    keep = ("n", "chunk_id", "heading_path", "chapter", "section", "document", "url", "score", "cited")
+    return {k: source.get(k) for k in keep}
+
+
+def _send_audit(request: AskRequest, **fields) -> None:
+    """Tell the audit trail (``chat.signals.answered``); a failing receiver never fails the answer."""
+    if request.channel in UNAUDITED_CHANNELS:
+        return
+    record = {"channel": request.channel, "api_key_id": request.api_key_id, "api_key_name": request.api_key_name,
+              "client_ip": request.client_ip, "question": request.question, "selected_text": request.selected_text,
+              **fields}
+    for receiver, outcome in answered.send_robust(sender=AskRequest, record=record):
+        if isinstance(outcome, Exception):
+            logger.error("audit receiver %r failed: %s", receiver, outcome)
+
+
+@contextmanager
+def audit_failures(request: AskRequest, deadline: Deadline, *, book: Book | None = None, session=None):
+    """Record a question that validated but then timed out or failed (a 5xx), and re-raise. Client errors
+    (unknown book or chapter) are not answers and are not recorded."""
+    try:
+        yield
+    except RequestError as exc:
+        if exc.status >= 500:
+            _audit_failure(request, deadline, exc.code, exc.message, book, session,
+                           "timeout" if exc.status == 504 else "error")
+        raise
+    except BookchatError as exc:  # a server-side condition (embedder mismatch, bad setting): answered 503
+        _audit_failure(request, deadline, exc.code, exc.message, book, session, "error")
+        raise
+    except Exception as exc:
+        _audit_failure(request, deadline, "internal_error", f"{type(exc).__name__}: {exc}"[:500], book, session,
+                       "error")
+        raise
+
+
+def _audit_failure(request, deadline, code, message, book, session, status) -> None:
+    _send_audit(request, answer_id=uuid.uuid4(), book_slug=book.slug if book else (request.book or ""),
+                session_id=session, status=status, error_code=code, error_message=message,
+                latency_ms=deadline.elapsed_ms())
 
 
 def confidence_level(confidence: float) -> str:

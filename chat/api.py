@@ -23,12 +23,13 @@ from rest_framework.views import APIView
 
 from bookchat.conf import setting
 from bookchat.errors import BookchatError, RequestError
-from chat.access import client_of, page_conversation_id, page_conversation_ids, remember_page_conversation
+from chat.access import client_ip, client_of, page_conversation_id, page_conversation_ids, remember_page_conversation
 from chat.answering import answer_events, answer_question, prepare, scope_threshold
 from chat.conversations import parse_session_id
 from chat.feedback import record_feedback, validate_feedback
 from chat.generation import llm_configured
 from chat.models import ScopeCalibration
+from chat.throttling import QuestionThrottle
 from chat.validation import validate_ask
 from ingestion.models import Book
 
@@ -45,6 +46,11 @@ def exception_handler(exc, context):
         return Response(exc.as_response(), status=exc.status)
     if isinstance(exc, BookchatError):  # a server-side condition: embedder mismatch, bad configuration
         return Response(error_body(exc.code, exc.message), status=status.HTTP_503_SERVICE_UNAVAILABLE)
+    if isinstance(exc, exceptions.Throttled):
+        limited = getattr(context.get("request"), "bookchat_rate_limited", None)
+        retry = limited.retry_after if limited else max(1, int(exc.wait or 1))
+        message = limited.message if limited else f"too many requests; try again in {retry} s"
+        return Response(error_body("rate_limited", message), status=429, headers={"Retry-After": str(retry)})
     if isinstance(exc, exceptions.APIException):
         detail = exc.detail if isinstance(exc.detail, str) else json.dumps(exc.detail)
         headers = {"Allow": ", ".join(context["view"].allowed_methods)} \
@@ -114,7 +120,7 @@ ASK_OUTPUT = inline_serializer("Answer", {
 })
 ERROR = inline_serializer("Error", {"error": serializers.CharField(), "message": serializers.CharField(),
                                     "field": serializers.CharField(allow_null=True)})
-ERRORS = {400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR, 413: ERROR, 415: ERROR, 504: ERROR}
+ERRORS = {400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR, 413: ERROR, 415: ERROR, 429: ERROR, 504: ERROR}
 
 
 def validated_ask(request, *, streaming: bool):
@@ -123,12 +129,17 @@ def validated_ask(request, *, streaming: bool):
     channel = client.channel if client.channel != "api" else ("stream" if streaming else "api")
     ask = validate_ask(decode_json_body(request), channel=channel)
     ask.book = client.check_book(ask.book)
+    ask.client_ip = client_ip(request)
+    if client.key is not None:
+        ask.api_key_id, ask.api_key_name = client.key.pk, client.key.name
     if client.channel == "page" and ask.session_id is None and ask.book:
         ask.session_id = parse_session_id(page_conversation_id(request, ask.book))
     return client, ask
 
 
 class AskView(APIView):
+    throttle_classes = [QuestionThrottle]
+
     @extend_schema(request=ASK_INPUT, responses={200: ASK_OUTPUT, **ERRORS}, examples=[
         OpenApiExample("question", value={"question": "How do I ingest a folder?", "book": "bookchat-manual"},
                        request_only=True)])
@@ -145,6 +156,8 @@ def sse(event: str, payload: dict) -> bytes:
 
 
 class AskStreamView(APIView):
+    throttle_classes = [QuestionThrottle]
+
     @extend_schema(request=ASK_INPUT, responses={(200, "text/event-stream"): OpenApiTypes.STR, **ERRORS},
                    description="Server-Sent Events: `token` events (`{\"text\": …}`) as the answer is written, then "
                                "one `final` event with the whole response (its `answer` is authoritative), or one "

@@ -12,6 +12,7 @@ import uuid
 from bookchat.conf import setting
 from bookchat.errors import NotFound, RequestError
 from chat.models import Feedback, Turn
+from chat.signals import feedback_given
 from chat.validation import check_fields, clean_text
 
 FIELDS = ("rating", "comment", "session_id")
@@ -49,4 +50,5 @@ def record_feedback(answer_id: uuid.UUID, *, rating: str, comment: str, session_
         answer_id=answer_id,
         defaults={"rating": rating, "comment": comment, "channel": channel, "conversation_id": turn.conversation_id},
     )
+    feedback_given.send_robust(sender=Feedback, answer_id=answer_id, rating=rating, comment=comment)
     return feedback, created

@@ -168,3 +168,14 @@ class Feedback(models.Model):
 
     def __str__(self) -> str:
         return f"{self.rating} on {self.answer_id}"
+
+
+class RateCounter(models.Model):
+    """Questions counted in the current fixed window of one rate-limit bucket (see ``chat.throttling``)."""
+
+    bucket = models.CharField(max_length=200, primary_key=True)
+    window_start = models.BigIntegerField(help_text="Start of the window, in Unix seconds.")
+    count = models.PositiveIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.bucket}: {self.count}"

@@ -20,12 +20,20 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from bookchat.conf import setting
 from bookchat.errors import RequestError
-from chat.access import PAGE_SESSION_FLAG, page_conversation_id, page_conversation_ids, remember_page_conversation
+from chat.access import (
+    PAGE_SESSION_FLAG,
+    Client,
+    client_ip,
+    page_conversation_id,
+    page_conversation_ids,
+    remember_page_conversation,
+)
 from chat.answering import answer_question
 from chat.conversations import live_conversation, parse_session_id
 from chat.feedback import record_feedback, validate_feedback
 from chat.models import Feedback, Turn
 from chat.rendering import render_answer
+from chat.throttling import RateLimited, check_rate
 from chat.validation import validate_ask
 from ingestion.models import Book
 
@@ -115,9 +123,17 @@ def chat_page(request):
         return _page(request, book=None, books=books, status=404, form=form,
                      error=RequestError("no book has been indexed yet", code="no_books"))
     try:
+        check_rate(request, Client("page"))
+    except RateLimited as exc:
+        response = _page(request, book=book, books=books, status=429, form=form,
+                         error=RequestError(exc.message, code="rate_limited", status=429))
+        response["Retry-After"] = str(exc.retry_after)
+        return response
+    try:
         ask = validate_ask({"question": form["question"], "selected_text": form["selected_text"],
                             "book": book.slug, "session_id": page_conversation_id(request, book.slug)},
                            channel="page")
+        ask.client_ip = client_ip(request)
         response = answer_question(ask)
     except RequestError as exc:
         return _page(request, book=book, books=books, status=exc.status, form=form, error=exc)

@@ -1,7 +1,7 @@
-"""Read-only admin for what indexing stored: books, pages, passages and index runs.
+"""Read-only admin for what indexing stored: books, pages, passages and index runs (uploads: ``upload_admin``).
 
-Indexing is the only writer (``manage.py ingest`` now, uploads later), so every field here
-is read-only; deleting a book (and with it its pages and passages) is still allowed.
+Indexing is the only writer (``manage.py ingest`` or an upload), so every field here is
+read-only; deleting a book (and with it its pages and passages) is still allowed.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import json
 from django.contrib import admin
 from django.utils.html import format_html
 
+from ingestion import upload_admin  # noqa: F401  (registers the upload jobs' admin)
 from ingestion.models import Book, Chunk, Document, IndexRun
 
 

@@ -48,6 +48,14 @@ class Embedder(ABC):
     def embed_query(self, text: str) -> np.ndarray:
         return self._embed([text], is_query=True)[0]
 
+    def embed_queries(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
+        """Vectors for many questions (e.g. to group them), ``batch_size`` at a time."""
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        batches = range(0, len(texts), batch_size)
+        return np.vstack([self._embed(texts[i:i + batch_size], is_query=True) for i in batches])
+
 
 def _normalise(vectors: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)

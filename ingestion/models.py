@@ -9,6 +9,7 @@ exact search.
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.core.validators import RegexValidator
@@ -142,3 +143,61 @@ class IndexRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.book.slug} {self.started_at:%Y-%m-%d %H:%M} {self.status}"
+
+
+class IngestionJob(models.Model):
+    """One upload from the admin: the files staff sent, and the background index run that follows.
+
+    The files wait in ``DATA_DIR/uploads/<id>/`` (see ``ingestion.jobs``) until the job is done.
+    """
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "queued"
+        RUNNING = "running", "running"
+        DONE = "done", "done"
+        FAILED = "failed", "failed"
+
+    ACTIVE = (Status.QUEUED, Status.RUNNING)
+
+    book = models.ForeignKey(Book, null=True, blank=True, on_delete=models.SET_NULL, related_name="ingestion_jobs",
+                             help_text="Set once the book exists (a new book is created by its first run).")
+    book_slug = models.CharField(max_length=64, validators=[book_slug_validator])
+    book_title = models.CharField(max_length=300, blank=True, help_text="Title of a new book.")
+    files = models.JSONField(default=list, blank=True, help_text="Names of the uploaded files.")
+    folder = models.CharField(max_length=500, blank=True, help_text="Folder inside the book the files go to.")
+    prune = models.BooleanField(default=False, help_text="Remove the book's pages that are not in this upload.")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    stage = models.CharField(max_length=200, blank=True)
+    files_done = models.PositiveIntegerField(default=0)
+    files_total = models.PositiveIntegerField(default=0)
+    report = models.JSONField(default=dict, blank=True)
+    ignored = models.JSONField(default=list, blank=True, help_text="Files of the upload that are not pages.")
+    error = models.TextField(blank=True)
+    index_run = models.ForeignKey(IndexRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    queued_at = models.DateTimeField(null=True, blank=True, help_text="When the job was last queued (upload or Retry).")
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="Last sign of life from the worker.")
+    extract_seconds = models.FloatField(null=True, blank=True, help_text="Checking and unpacking the upload.")
+    index_seconds = models.FloatField(null=True, blank=True, help_text="The worker's run: indexing, the book's "
+                                      "recalibration, any wait for a busy book.")
+    total_seconds = models.FloatField(null=True, blank=True, help_text="From the upload (or Retry) to the end, "
+                                      "queue included.")
+    task_id = models.CharField(max_length=64, blank=True, help_text="The django-q2 task that runs the job.")
+    attempts = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = "upload"
+        verbose_name_plural = "uploads"
+        indexes = [models.Index(fields=["status", "heartbeat_at"], name="ingestionjob_status_heartbeat")]
+
+    def __str__(self) -> str:
+        return f"upload #{self.pk} → {self.book_slug}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE

@@ -70,6 +70,20 @@ class CorpusRun:
     seconds: float
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(request, django_test_environment, django_db_blocker, django_db_modify_db_settings):
+    """The test database, always. pytest-django creates it only when a selected test is marked ``django_db``,
+    so ``pytest -k browser`` alone (browser tests are not marked, see test_browser) would otherwise run
+    against the development database."""
+    from django.test.utils import setup_databases, teardown_databases
+
+    with django_db_blocker.unblock():
+        config = setup_databases(verbosity=request.config.option.verbose, interactive=False, aliases={"default"})
+    yield
+    with django_db_blocker.unblock():
+        teardown_databases(config, verbosity=request.config.option.verbose)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def anonymous_api():
     """Most tests call the API without a key, as `make run` (DEBUG on) allows; tests of keys turn this off
@@ -79,6 +93,9 @@ def anonymous_api():
     from bookchat import conf
 
     settings.BOOKCHAT["ANONYMOUS_API"] = "true"
+    # Tests ask far more often than a person: the per-IP and per-session limits are tested on their own.
+    settings.BOOKCHAT["RATE_ANONYMOUS"] = ""
+    settings.BOOKCHAT["RATE_PAGE"] = ""
     conf._cache = None
     yield
 

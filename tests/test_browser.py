@@ -36,6 +36,10 @@ TIMEOUT = 30_000  # ms; answers take well under a second, but CI machines are bu
 def servers(manual_book, django_db_blocker):
     with django_db_blocker.unblock(), LiveServer() as bookchat, DocsSite(f"{bookchat_url(bookchat)}") as docs:
         yield bookchat, docs
+        # The live server's answers were committed: leave the audit trail empty for the tests that count rows.
+        from audit.models import AuditLog
+
+        committed(lambda: AuditLog.objects.all().delete())
 
 
 def bookchat_url(server: LiveServer) -> str:
@@ -356,3 +360,69 @@ def test_widget_with_a_key_that_does_not_allow_the_origin(servers, open_page, wi
     assert refused.value.code == 403
     assert json.loads(refused.value.read())["error"] == "origin_not_allowed"
     assert refused.value.headers.get("Access-Control-Allow-Origin") is None
+
+
+# -- the admin -----------------------------------------------------------------------------------------------
+@pytest.fixture
+def admin_user(servers):
+    """``admin_user(name, groups=(), perms=())`` → a committed staff login (password "pw-" + name), removed after."""
+    from django.contrib.auth.models import Group, Permission, User
+
+    made = []
+
+    def make(name: str, groups=(), perms=()):
+        def create():
+            user = User.objects.create_user(name, password=f"pw-{name}", is_staff=True)
+            user.groups.set(Group.objects.filter(name__in=groups))
+            for perm in perms:
+                app, codename = perm.split(".")
+                user.user_permissions.add(Permission.objects.get(content_type__app_label=app, codename=codename))
+            made.append(user.pk)
+            return user
+
+        return committed(create)
+
+    yield make
+    committed(lambda: User.objects.filter(pk__in=made).delete())
+
+
+def log_in(page, base: str, name: str) -> None:
+    page.goto(f"{base}/admin/login/")
+    page.fill("#id_username", name)
+    page.fill("#id_password", f"pw-{name}")
+    page.click("input[type=submit]")
+    page.wait_for_url(f"{base}/admin/")
+
+
+def test_reviewer_marks_an_answer_in_the_review_queue_wrong(servers, open_page, admin_user):
+    import uuid
+
+    from audit.models import AuditLog
+
+    bookchat, _ = servers
+    admin_user("rita", groups=["Reviewers"])
+    answer_id = uuid.uuid4()
+    committed(lambda: AuditLog.objects.create(
+        answer_id=answer_id, channel="widget", book_slug=BOOK, question="How do I delete a book?",
+        answer="Run `manage.py ingest --prune` [1].", confidence=0.41, confidence_level="low",
+        sources=[{"n": 1, "heading_path": "Ingest a book > Removing pages", "url": "https://docs.example.org/ingest",
+                  "score": 0.6, "cited": True}]))
+    page, errors = open_page(f"{bookchat.url}/admin/login/")
+    log_in(page, bookchat.url, "rita")
+    page.click("text=Answers (audit trail)")
+    page.click("text=Review queue")
+    page.wait_for_url("**/admin/audit/reviewqueueitem/")
+    page.click("text=How do I delete a book?")
+    assert page.locator("a[href='https://docs.example.org/ingest']").count() == 1, "sources link into the book"
+    assert page.locator("[name=question]").count() == 0, "the answer itself is read-only"
+    page.select_option("#id_review_status", "wrong")
+    page.fill("#id_reviewer_note", "--prune removes pages, not books")
+    page.click("input[name=_save]")
+    page.wait_for_selector(".messagelist .success")
+    review = committed(lambda: AuditLog.objects.filter(answer_id=answer_id)
+                       .values_list("review_status", "reviewer_note", "reviewed_by__username").get())
+    assert review == ("wrong", "--prune removes pages, not books", "rita")
+    page.goto(f"{bookchat.url}/admin/audit/reviewqueueitem/")
+    assert page.locator("text=How do I delete a book?").count() == 0, "a reviewed answer leaves the queue"
+    screenshot(page, "review-queue")
+    assert errors == []

@@ -21,6 +21,7 @@ from bookchat import embedded_db
 from bookchat.conf import setting
 from bookchat.errors import BookchatError
 from ingestion.indexing import index_book
+from ingestion.jobs import sweep_stale_jobs
 from ingestion.management.commands.ingest import ProgressBar
 
 
@@ -36,6 +37,7 @@ class Command(BaseCommand):
     def handle(self, *args, **options) -> None:
         call_command("migrate", interactive=False, verbosity=0)
         call_command("ensure_admin")
+        sweep_stale_jobs()  # upload jobs left "running" by a worker that died with the previous run
         if not options["no_index"]:
             self._index_bundled_book()
         children = self._start(options["host"], options["port"])

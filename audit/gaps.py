@@ -1,0 +1,116 @@
+"""Coverage gaps: questions the book could not answer well, grouped by meaning, so authors see what is missing.
+
+The questions are the refused ("not covered"), withheld and low-confidence answers of the
+period. Each is embedded once (as a query, with the book's embedder; the vector is kept on
+its audit row) and grouped greedily: a question joins the group whose centre is closest if
+its cosine to it is at least ``threshold``, else it starts a group. Greedy grouping is
+linear in questions × groups, needs no cluster count, and is stable enough for a few
+thousand questions; groups are listed biggest first with their most recent questions and
+the sections that came closest.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+import numpy as np
+from django.db.models import Q
+from django.utils import timezone
+
+from audit.models import AuditLog
+from ingestion.embedders import get_embedder
+
+S = AuditLog.Status
+# Cosine between two questions' e5 query vectors from which they count as the same topic: paraphrases score
+# ~0.9 and up, questions on neighbouring topics ~0.85, unrelated ones ~0.75.
+DEFAULT_THRESHOLD = 0.88
+MAX_QUESTIONS = 2000
+EXAMPLES = 5
+
+
+@dataclass
+class Gap:
+    count: int = 0
+    refused: int = 0
+    books: Counter = field(default_factory=Counter)
+    examples: list[str] = field(default_factory=list)
+    sections: Counter = field(default_factory=Counter)
+    last_asked: datetime | None = None
+    ids: list[int] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return self.examples[0] if self.examples else ""
+
+    @property
+    def book_list(self) -> list[str]:
+        return [name for name, _ in self.books.most_common()]
+
+    @property
+    def nearest_sections(self) -> list[str]:
+        return [name for name, _ in self.sections.most_common(3)]
+
+
+def gap_questions(*, days: int, book: str | None = None):
+    rows = AuditLog.objects.filter(created_at__gte=timezone.now() - timedelta(days=days)).filter(
+        Q(status__in=[S.NOT_COVERED, S.WITHHELD]) | Q(status=S.ANSWERED, confidence_level="low"))
+    return rows.filter(book_slug=book) if book else rows
+
+
+def coverage_gaps(*, days: int = 90, book: str | None = None, threshold: float = DEFAULT_THRESHOLD,
+                  limit: int = MAX_QUESTIONS) -> list[Gap]:
+    rows = list(gap_questions(days=days, book=book).order_by("-created_at")
+                .only("id", "question", "resolved_question", "book_slug", "status", "suggestions", "sources",
+                      "created_at", "question_vector")[:limit])
+    if not rows:
+        return []
+    vectors = _vectors(rows)
+    gaps: list[Gap] = []
+    centres: list[np.ndarray] = []
+    for row, vector in zip(reversed(rows), vectors[::-1], strict=True):  # oldest first: groups settle early
+        best, similarity = -1, -1.0
+        if centres:
+            scores = np.stack(centres) @ vector
+            best = int(scores.argmax())
+            similarity = float(scores[best])
+        if similarity >= threshold:
+            gap = gaps[best]
+            centre = centres[best] * gap.count + vector
+            centres[best] = centre / (np.linalg.norm(centre) or 1.0)
+        else:
+            gap = Gap()
+            gaps.append(gap)
+            centres.append(vector)
+        _add(gap, row)
+    for gap in gaps:
+        gap.examples = gap.examples[::-1][:EXAMPLES]  # most recent first
+    return sorted(gaps, key=lambda g: (-g.count, -(g.last_asked.timestamp() if g.last_asked else 0)))
+
+
+def _add(gap: Gap, row: AuditLog) -> None:
+    gap.count += 1
+    gap.refused += row.status == S.NOT_COVERED
+    gap.books[row.book_slug] += 1
+    gap.ids.append(row.id)
+    if row.question not in gap.examples:
+        gap.examples.append(row.question)
+    for near in (row.suggestions or [])[:1] or (row.sources or [])[:1]:
+        gap.sections[near.get("heading_path") or near.get("title") or ""] += 1
+    gap.last_asked = max(filter(None, [gap.last_asked, row.created_at]))
+
+
+def _vectors(rows: list[AuditLog]) -> np.ndarray:
+    """Unit vectors of the rows' questions, embedding (and storing) the ones not embedded yet."""
+    embedder = get_embedder()
+    missing = [r for r in rows if r.question_vector is None or len(r.question_vector) != embedder.dimension]
+    if missing:
+        fresh = embedder.embed_queries([r.resolved_question or r.question for r in missing])
+        for row, vector in zip(missing, fresh, strict=True):
+            row.question_vector = vector
+        AuditLog.objects.bulk_update(missing, ["question_vector"], batch_size=500)
+    matrix = np.array([np.asarray(r.question_vector, dtype=np.float32) for r in rows])
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return matrix / norms

@@ -1,0 +1,87 @@
+"""The audit trail: one denormalised row per answer, kept for ``AUDIT_RETENTION_DAYS``.
+
+A row copies what it needs (book slug, key name, sources with their headings and URLs)
+instead of pointing at it, so it still reads correctly after the book is re-indexed or
+deleted, the key revoked, or the conversation purged. Client IPs are stored only as a
+keyed hash (see ``audit.recording.hash_ip``). Everything is read-only in the admin except
+the review fields.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+from pgvector.django import VectorField
+
+
+class AuditLog(models.Model):
+    class Status(models.TextChoices):
+        ANSWERED = "answered", "answered"
+        NOT_COVERED = "not_covered", "not covered (refused)"
+        WITHHELD = "withheld", "withheld by the grounding check"
+        TIMEOUT = "timeout", "timed out"
+        ERROR = "error", "failed"
+
+    class Review(models.TextChoices):
+        NEW = "new", "new"
+        OK = "ok", "ok"
+        WRONG = "wrong", "wrong"
+        NEEDS_DOC_FIX = "needs-doc-fix", "needs doc fix"
+
+    answer_id = models.UUIDField(unique=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    channel = models.CharField(max_length=16, help_text="page, widget, api, stream or cli")
+    book_slug = models.CharField("book", max_length=64, blank=True, db_index=True)
+    api_key_id = models.BigIntegerField(null=True, blank=True, help_text="Id of the API key (never the key).")
+    api_key_name = models.CharField(max_length=100, blank=True)
+    session_id = models.UUIDField(null=True, blank=True, help_text="The conversation.")
+    client_ip_hash = models.CharField(max_length=64, blank=True, help_text="Keyed hash of the client IP.")
+    question = models.TextField()
+    selected_text = models.TextField(blank=True)
+    resolved_question = models.TextField(blank=True, help_text="The question as searched (follow-ups resolved).")
+    answer = models.TextField(blank=True)
+    generator = models.CharField(max_length=200, blank=True)
+    sources = models.JSONField(default=list, blank=True)
+    suggestions = models.JSONField(default=list, blank=True)
+    confidence = models.FloatField(null=True, blank=True)
+    confidence_level = models.CharField(max_length=8, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ANSWERED)
+    refused = models.BooleanField(default=False)
+    flagged = models.BooleanField(default=False, help_text="Withheld by the grounding check.")
+    grounding = models.JSONField(null=True, blank=True)
+    retrieval = models.JSONField(default=dict, blank=True)
+    error_code = models.CharField(max_length=64, blank=True)
+    error_message = models.TextField(blank=True)
+    latency_ms = models.PositiveIntegerField(default=0)
+    timings_ms = models.JSONField(default=dict, blank=True)
+    feedback_rating = models.CharField(max_length=4, blank=True, choices=[("up", "thumbs up"),
+                                                                           ("down", "thumbs down")])
+    feedback_comment = models.TextField(blank=True)
+    feedback_at = models.DateTimeField(null=True, blank=True)
+    review_status = models.CharField(max_length=16, choices=Review.choices, default=Review.NEW, db_index=True)
+    reviewer_note = models.TextField(blank=True)
+    reviewed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                    related_name="+")
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+    question_vector = VectorField(null=True, blank=True, help_text="Embedding of the question, filled when "
+                                  "coverage gaps are computed.")
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name = "answer (audit)"
+        verbose_name_plural = "answers (audit trail)"
+        indexes = [models.Index(fields=["status", "created_at"], name="audit_status_created")]
+        permissions = [("view_dashboard", "Can view the audit dashboard and coverage gaps")]
+
+    def __str__(self) -> str:
+        return self.question[:80]
+
+
+class ReviewQueueItem(AuditLog):
+    """The answers worth a human look: low confidence, withheld or failed, or thumbs down; not reviewed yet."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "answer to review"
+        verbose_name_plural = "review queue"

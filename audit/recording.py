@@ -1,0 +1,92 @@
+"""Writing the audit trail: one row per answer, after the response has gone out, never failing it.
+
+``chat`` sends ``answered`` with a plain record; inside an HTTP request the record waits
+until Django's ``request_finished`` (sent when the server has written the whole response,
+the last SSE event included), so the write adds nothing to the time a reader waits. Outside
+a request (``manage.py ask``, tasks) it is written at once. A write that fails (the table is
+locked, gone, the database down) is logged and counted; the answer has already been served.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from django.db import transaction
+from django.utils import timezone
+from django.utils.crypto import salted_hmac
+
+from audit.models import AuditLog
+
+logger = logging.getLogger(__name__)
+
+_local = threading.local()
+_failures = {"count": 0}
+
+# Fields of a record that are copied to the row as they are.
+_COPIED = ("answer_id", "channel", "book_slug", "api_key_id", "api_key_name", "session_id", "question",
+           "selected_text", "resolved_question", "answer", "generator", "sources", "suggestions", "confidence",
+           "confidence_level", "status", "refused", "flagged", "grounding", "retrieval", "error_code",
+           "error_message", "latency_ms", "timings_ms")
+
+
+def hash_ip(ip: str) -> str:
+    """A keyed hash of a client IP: the key derives from SECRET_KEY and is never stored, so the hash can
+    group a visitor's questions but can't be reversed by anyone who reads the table."""
+    return salted_hmac("bookchat.audit.client-ip", ip, algorithm="sha256").hexdigest() if ip else ""
+
+
+def write_failures() -> int:
+    """Audit writes that failed in this process since it started."""
+    return _failures["count"]
+
+
+def on_answered(sender, *, record: dict, **kwargs) -> None:
+    pending = getattr(_local, "pending", None)
+    if pending is None:
+        write(record)
+    else:
+        pending.append(record)
+
+
+def on_request_started(sender, **kwargs) -> None:
+    _local.pending = []
+
+
+def on_request_finished(sender, **kwargs) -> None:
+    pending, _local.pending = getattr(_local, "pending", None), None
+    for record in pending or ():
+        write(record)
+
+
+def write(record: dict) -> AuditLog | None:
+    """Store one record; on any failure log it, count it and return None."""
+    try:
+        from chat.models import Feedback
+
+        fields = {name: record[name] for name in _COPIED if name in record}
+        fields["client_ip_hash"] = hash_ip(record.get("client_ip", ""))
+        if record.get("created_at") is not None:
+            fields["created_at"] = record["created_at"]
+        # A reader may vote in the moment between receiving the answer and this write.
+        vote = Feedback.objects.filter(answer_id=record["answer_id"]).first()
+        if vote is not None:
+            fields |= {"feedback_rating": vote.rating, "feedback_comment": vote.comment,
+                       "feedback_at": vote.updated_at}
+        with transaction.atomic():
+            return AuditLog.objects.create(**fields)
+    except Exception:
+        _failures["count"] += 1
+        logger.exception("writing the audit record of answer %s failed; the answer was served",
+                         record.get("answer_id"))
+        return None
+
+
+def on_feedback(sender, *, answer_id, rating: str, comment: str, **kwargs) -> None:
+    try:
+        with transaction.atomic():
+            AuditLog.objects.filter(answer_id=answer_id).update(
+                feedback_rating=rating, feedback_comment=comment, feedback_at=timezone.now())
+    except Exception:
+        _failures["count"] += 1
+        logger.exception("copying feedback on answer %s to the audit trail failed", answer_id)

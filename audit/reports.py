@@ -1,0 +1,66 @@
+"""What the admin dashboard shows: answers per day, the confidence-level mix, refusal rate, thumbs."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import timedelta
+
+from django.db.models import Count, Q
+from django.db.models.functions import TruncDate
+from django.utils import timezone
+
+from audit import charts
+from audit.models import AuditLog
+from bookchat.conf import setting
+
+S = AuditLog.Status
+
+
+def review_queue_filter() -> Q:
+    """Answers worth a human look: withheld by the grounding check, timed out or failed, thumbs down, or
+    answered with a confidence below ``REVIEW_CONFIDENCE_BELOW``. Refusals ("not covered") go to coverage
+    gaps instead, unless a reader voted them down."""
+    return Q(review_status=AuditLog.Review.NEW) & (
+        Q(status__in=[S.WITHHELD, S.TIMEOUT, S.ERROR]) | Q(feedback_rating="down")
+        | Q(status=S.ANSWERED, confidence__lt=setting("REVIEW_CONFIDENCE_BELOW")))
+
+
+def mix_label(status: str, level: str) -> str:
+    return {S.NOT_COVERED: "not covered", S.WITHHELD: "withheld", S.TIMEOUT: "failed",
+            S.ERROR: "failed"}.get(status, level or "low")
+
+
+def dashboard(*, days: int = 30, book: str | None = None) -> dict:
+    today = timezone.localdate()
+    start = today - timedelta(days=days - 1)
+    rows = AuditLog.objects.filter(created_at__date__gte=start)
+    if book:
+        rows = rows.filter(book_slug=book)
+    per_day = {r["day"]: r for r in rows.annotate(day=TruncDate("created_at")).values("day").annotate(
+        total=Count("id"), refused=Count("id", filter=Q(status=S.NOT_COVERED)),
+        up=Count("id", filter=Q(feedback_rating="up")), down=Count("id", filter=Q(feedback_rating="down")))}
+    dates = [start + timedelta(days=i) for i in range(days)]
+    labels = [d.strftime("%d %b") for d in dates]
+    empty = {"total": 0, "refused": 0, "up": 0, "down": 0}
+    daily = [{"date": d, **{k: per_day.get(d, empty)[k] for k in empty}} for d in dates]
+    mix = Counter()
+    for status, level, n in rows.values_list("status", "confidence_level").annotate(n=Count("id")):
+        mix[mix_label(status, level)] += n
+    parts = {name: mix.get(name, 0) for name in ("high", "medium", "low", "not covered", "withheld", "failed")}
+    total = sum(d["total"] for d in daily)
+    refused = sum(d["refused"] for d in daily)
+    up, down = sum(d["up"] for d in daily), sum(d["down"] for d in daily)
+    return {
+        "days": days, "book": book or "", "total": total, "daily": daily, "mix": parts,
+        "refusal_rate": round(100 * refused / total, 1) if total else 0.0, "up": up, "down": down,
+        "queue": AuditLog.objects.filter(review_queue_filter()).count(),
+        "charts": {
+            "answers": charts.stacked_bars(f"Answers per day, last {days} days", labels,
+                                           {"answers": [d["total"] for d in daily]}),
+            "mix": charts.share_bar("Confidence-level mix", parts),
+            "refusals": charts.line("Refusal rate per day (not covered ÷ answers)", labels,
+                                    [100 * d["refused"] / d["total"] if d["total"] else None for d in daily]),
+            "thumbs": charts.stacked_bars("Thumbs up and down per day", labels,
+                                          {"up": [d["up"] for d in daily], "down": [d["down"] for d in daily]}),
+        },
+    }

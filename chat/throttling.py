@@ -1,0 +1,138 @@
+"""Rate limits on questions: per API key, per client IP, per chat-page session.
+
+Counters live in Postgres (``RateCounter``), so every gunicorn worker and every machine
+shares them; one statement counts the request in all of its buckets and returns the counts
+(an upsert that restarts a bucket's count when its fixed window has moved on). Fixed
+windows are simple and exact about ``Retry-After`` (the seconds until the window ends); a
+client can burst up to twice the limit across a window boundary, which is fine for this.
+
+Buckets by caller:
+
+- publishable key (the widget): the key (``RATE_KEY``) and the visitor's IP on that key
+  (``RATE_KEY_IP``), so one visitor can't use up a site's whole allowance;
+- secret key: the key (``RATE_KEY``);
+- the chat page: its session (``RATE_PAGE``);
+- anonymous: the client IP (``RATE_ANONYMOUS``).
+
+Only questions are limited (``/ask``, ``/ask/stream`` and the page form); feedback,
+books and health are not. A rate of "" turns a limit off.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from dataclasses import dataclass
+
+from django.db import connection
+from django.utils.crypto import salted_hmac
+from rest_framework.throttling import BaseThrottle
+
+from bookchat.conf import setting
+from bookchat.errors import ConfigurationError
+from chat.access import Client, client_ip, client_of
+
+PERIODS = {"s": 1, "sec": 1, "second": 1, "m": 60, "min": 60, "minute": 60, "h": 3600, "hour": 3600,
+           "d": 86400, "day": 86400}
+_RATE = re.compile(r"^\s*(\d+)\s*/\s*(\d*)\s*([a-z]+)\s*$")
+
+
+@dataclass(frozen=True)
+class Rate:
+    limit: int
+    seconds: int
+
+    def describe(self) -> str:
+        unit = {1: "second", 60: "minute", 3600: "hour", 86400: "day"}.get(self.seconds)
+        return f"{self.limit} per {unit}" if unit else f"{self.limit} per {self.seconds} s"
+
+
+def parse_rate(name: str) -> Rate | None:
+    """The rate of setting ``name`` ("10/minute", "100/hour", "5/10s"), or None when it is empty."""
+    text = str(setting(name) or "").strip().lower()
+    if not text:
+        return None
+    match = _RATE.match(text)
+    unit = (PERIODS.get(match.group(3)) or PERIODS.get(match.group(3).rstrip("s"))) if match else None
+    if not match or unit is None or int(match.group(1)) < 1:
+        raise ConfigurationError(f"BOOKCHAT_{name}={text!r} is not a rate like 10/minute, 100/hour or 5/10s",
+                                 code="bad_setting")
+    return Rate(int(match.group(1)), unit * int(match.group(2) or 1))
+
+
+class RateLimited(Exception):
+    def __init__(self, wait: float, rate: Rate):
+        self.wait, self.rate = wait, rate
+
+    @property
+    def retry_after(self) -> int:
+        return max(1, math.ceil(self.wait))
+
+    @property
+    def message(self) -> str:
+        return (f"too many questions (the limit is {self.rate.describe()}); try again in {self.retry_after} s")
+
+
+def _ip_tag(request) -> str:
+    return salted_hmac("bookchat.rate.client-ip", client_ip(request)).hexdigest()[:20]
+
+
+def buckets_for(client: Client, request) -> list[tuple[str, Rate]]:
+    if client.channel == "page":
+        session = request.session.session_key or f"ip:{_ip_tag(request)}"
+        wanted = [(f"page:{session}", "RATE_PAGE")]
+    elif client.key is not None and client.channel == "widget":
+        wanted = [(f"key:{client.key.pk}", "RATE_KEY"), (f"key:{client.key.pk}:ip:{_ip_tag(request)}", "RATE_KEY_IP")]
+    elif client.key is not None:
+        wanted = [(f"key:{client.key.pk}", "RATE_KEY")]
+    else:
+        wanted = [(f"ip:{_ip_tag(request)}", "RATE_ANONYMOUS")]
+    return [(bucket, rate) for bucket, name in wanted if (rate := parse_rate(name)) is not None]
+
+
+def count_request(buckets: list[tuple[str, Rate]], *, now: float | None = None) -> None:
+    """Count one request in each bucket; raise ``RateLimited`` (with the longest wait) if any is over."""
+    if not buckets:
+        return
+    now = time.time() if now is None else now
+    windows = {bucket: int(now // rate.seconds) * rate.seconds for bucket, rate in buckets}
+    values = ", ".join(["(%s, %s, 1)"] * len(buckets))
+    params = [p for bucket, _ in buckets for p in (bucket, windows[bucket])]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO chat_ratecounter (bucket, window_start, count) VALUES {values} "
+            "ON CONFLICT (bucket) DO UPDATE SET count = CASE WHEN chat_ratecounter.window_start = "
+            "EXCLUDED.window_start THEN chat_ratecounter.count + 1 ELSE 1 END, window_start = EXCLUDED.window_start "
+            "RETURNING bucket, count", params)
+        counts = dict(cursor.fetchall())
+    over = [(windows[bucket] + rate.seconds - now, rate) for bucket, rate in buckets if counts[bucket] > rate.limit]
+    if over:
+        raise RateLimited(*max(over, key=lambda item: item[0]))
+
+
+def check_rate(request, client: Client | None = None) -> None:
+    count_request(buckets_for(client or client_of(request), request))
+
+
+def purge_old_counters(*, older_than_seconds: int = 86400) -> int:
+    from chat.models import RateCounter
+
+    deleted, _ = RateCounter.objects.filter(window_start__lt=time.time() - older_than_seconds).delete()
+    return deleted
+
+
+class QuestionThrottle(BaseThrottle):
+    """DRF's hook for the limits above: a request over a limit is answered 429 with ``Retry-After``."""
+
+    def allow_request(self, request, view) -> bool:
+        self.limited = None
+        try:
+            check_rate(request)
+        except RateLimited as exc:
+            self.limited = request.bookchat_rate_limited = exc  # read by chat.api.exception_handler
+            return False
+        return True
+
+    def wait(self) -> float | None:
+        return self.limited.wait if self.limited else None
