@@ -135,10 +135,12 @@ SETTINGS: list[Setting] = [
             "failed (its worker was killed or restarted).", int),
     # Qdrant mirror
     Setting("QDRANT_URL", "", "URL of a Qdrant server to mirror every chunk to (e.g. `http://localhost:6333`)."),
-    Setting("QDRANT_PATH", "", "Folder for Qdrant's local mode (no server) instead of `QDRANT_URL`."),
+    Setting("QDRANT_PATH", "", "Folder for Qdrant's local mode (no server; one process at a time, so not for "
+            "`make run`) instead of `QDRANT_URL`."),
     Setting("QDRANT_API_KEY", "", "API key of the Qdrant server."),
     Setting("QDRANT_COLLECTION", "bookchat", "Name prefix of the Qdrant collections (one per vector size)."),
-    Setting("VECTOR_STORE", "pgvector", "Dense search on `pgvector` or on the `qdrant` mirror."),
+    Setting("VECTOR_STORE", "pgvector", "Dense search on `pgvector` or on the `qdrant` mirror (needs `QDRANT_URL` "
+            "or `QDRANT_PATH`; run `manage.py qdrant_sync` first)."),
 ]
 
 _BY_NAME = {s.name: s for s in SETTINGS}

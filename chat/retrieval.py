@@ -3,8 +3,10 @@ Postgres tsvector), fused by a weighted blend of normalised scores (or RRF) into
 
 Dense search is exact for a book of up to ``EXACT_SEARCH_MAX_CHUNKS`` passages (the HNSW index
 is shared by every book, and a small book's slice of it is cheaper to scan than to find in it)
-and HNSW with iterative scanning above that. Every candidate gets both scores (a dense-only
-candidate is scored lexically and the other way round), so fusion compares like with like.
+and HNSW with iterative scanning above that; with ``VECTOR_STORE=qdrant`` the Qdrant mirror
+finds the dense candidates instead (``DenseSearch``), on the same cosine scale. Every candidate
+gets both scores (a dense-only candidate is scored lexically and the other way round), so
+fusion compares like with like.
 The raw cosine of the best candidate is kept apart from the fused score: fused scores are
 relative to the pool, while the scope decision needs an absolute measure, in either fusion mode.
 
@@ -28,11 +30,19 @@ from chat.lexical import bm25_search
 from chat.terms import words
 from ingestion.embedders import check_compatible, get_embedder
 from ingestion.models import Book, Chunk, Document
+from ingestion.qdrant import QdrantError, QdrantMirror, get_mirror
 
 SHINGLE = 4
 # Books (or chapters) up to this many passages are searched exactly; bigger ones through HNSW.
 EXACT_SEARCH_MAX_CHUNKS = 20_000
 COVERAGE_CHUNKS = 3
+
+
+class VectorStoreUnavailable(RequestError):
+    """The configured dense search cannot answer (Qdrant not configured, down, or never synced)."""
+
+    code = "vector_store_unavailable"
+    status = 503
 
 
 @dataclass
@@ -125,6 +135,63 @@ def _dense_candidates(cursor, *, book_id: int, vector, dimensions: int, limit: i
     return {cid: 1.0 - float(dist) for cid, dist in cursor.fetchall()}
 
 
+class DenseSearch:
+    """Where dense candidates come from: ``{chunk id: cosine similarity}`` of the ``limit`` nearest chunks."""
+
+    name = ""
+
+    def candidates(self, cursor, *, book: Book, vector: list[float], limit: int, document_ids: list[int] | None,
+                   seconds: float) -> dict[str, float]:
+        raise NotImplementedError
+
+
+class PgvectorSearch(DenseSearch):
+    name = "pgvector"
+
+    def candidates(self, cursor, *, book, vector, limit, document_ids, seconds):
+        return _dense_candidates(cursor, book_id=book.pk, vector=vector_literal(vector),
+                                 dimensions=book.embedder_dimension, limit=limit, document_ids=document_ids)
+
+
+class QdrantSearch(DenseSearch):
+    name = "qdrant"
+
+    def __init__(self, mirror: QdrantMirror):
+        self.mirror = mirror
+
+    def candidates(self, cursor, *, book, vector, limit, document_ids, seconds):
+        paths = None
+        if document_ids is not None:  # the chapter filter, resolved once by chapter_documents()
+            paths = list(Document.objects.filter(id__in=document_ids).values_list("path", flat=True))
+        try:
+            hits = self.mirror.search(book=book.slug, dimensions=book.embedder_dimension, vector=vector, limit=limit,
+                                      documents=paths, timeout_seconds=seconds)
+        except QdrantError as exc:
+            raise VectorStoreUnavailable(f"dense search on Qdrant failed: {exc.message}") from exc
+        # The mirror may lag behind Postgres (a page removed while Qdrant was down): keep the chunks that exist.
+        ids = [cid for cid, _ in hits]
+        doc_filter = " AND document_id = ANY(%s)" if document_ids is not None else ""
+        cursor.execute(f"SELECT id FROM ingestion_chunk WHERE id = ANY(%s) AND book_id = %s{doc_filter}",
+                       [ids, book.pk, *([document_ids] if document_ids is not None else [])])
+        known = {row[0] for row in cursor.fetchall()}
+        return {cid: score for cid, score in hits if cid in known}
+
+
+def get_dense_search() -> DenseSearch:
+    """The dense search ``BOOKCHAT_VECTOR_STORE`` names."""
+    store = setting("VECTOR_STORE").strip().lower()
+    if store == "pgvector":
+        return PgvectorSearch()
+    if store == "qdrant":
+        mirror = get_mirror()
+        if mirror is None:
+            raise VectorStoreUnavailable("BOOKCHAT_VECTOR_STORE=qdrant needs BOOKCHAT_QDRANT_URL (a Qdrant server) "
+                                         "or BOOKCHAT_QDRANT_PATH (local mode)", code="configuration")
+        return QdrantSearch(mirror)
+    raise VectorStoreUnavailable(f"BOOKCHAT_VECTOR_STORE={store!r} is not 'pgvector' or 'qdrant'",
+                                 code="configuration")
+
+
 def _cosines(cursor, *, ids: list[str], vector, dimensions: int) -> dict[str, float]:
     if not ids:
         return {}
@@ -169,6 +236,7 @@ def retrieve(*, book: Book, question: str, selected_text: str = "", chapter: str
     deadline = deadline or Deadline()
     top_k = top_k or setting("TOP_K")
     pool = max(setting("CANDIDATE_POOL"), top_k)
+    dense_search = get_dense_search()
     embedder = get_embedder()
     check_compatible(book, embedder)
     document_ids = chapter_documents(book, chapter) if chapter else None
@@ -176,15 +244,16 @@ def retrieve(*, book: Book, question: str, selected_text: str = "", chapter: str
     budget = deadline.stage_budget(setting("RETRIEVAL_SECONDS") if stage_seconds is None else stage_seconds)
     stage_end = time.monotonic() + budget
     deadline.check("retrieval")
-    vector = vector_literal(embedder.embed_query(query) if query_vector is None else query_vector)
+    raw_vector = embedder.embed_query(query) if query_vector is None else query_vector
+    vector = vector_literal(raw_vector)
     timeout_ms = int((stage_end - time.monotonic()) * 1000)
     if timeout_ms <= 0:
         raise DeadlineExceeded("bookchat ran out of time while searching the book; try again")
     try:
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(f"SET LOCAL statement_timeout = {timeout_ms}")
-            dense = _dense_candidates(cursor, book_id=book.pk, vector=vector, dimensions=book.embedder_dimension,
-                                      limit=pool, document_ids=document_ids)
+            dense = dense_search.candidates(cursor, book=book, vector=raw_vector, limit=pool,
+                                            document_ids=document_ids, seconds=stage_end - time.monotonic())
             lexical_result = bm25_search(book_id=book.pk, text=query, limit=pool, document_ids=document_ids,
                                          extra_ids=list(dense))
             lexical = lexical_result.scores

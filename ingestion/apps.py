@@ -4,3 +4,12 @@ from django.apps import AppConfig
 class IngestionConfig(AppConfig):
     name = "ingestion"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from django.db.models.signals import post_delete
+
+        from ingestion import qdrant
+        from ingestion.models import Book
+
+        # A book deleted anywhere (the admin, a shell) leaves the Qdrant mirror too.
+        post_delete.connect(qdrant.book_deleted, sender=Book, dispatch_uid="ingestion.qdrant.book_deleted")

@@ -6,6 +6,8 @@ text) it already had and embeds only the rest, reusing any vector the book alrea
 for the same embedded text. Each page is replaced in its own transaction, so a crash leaves
 it on its old chunks or its new ones, never half. A failure in one file is reported with its
 file and line and never stops the others. Runs on one book are serialised by an advisory lock.
+When Qdrant is configured, each committed write is copied to the mirror (ingestion/qdrant.py); a
+mirror failure only adds a warning to the report.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from ingestion.docusaurus import category_label_with_issue
 from ingestion.embedders import Embedder, check_compatible, get_embedder
 from ingestion.models import Book, Chunk, Document, IndexRun, book_slug_validator
 from ingestion.parsing import parse_document
+from ingestion.qdrant import OUT_OF_DATE, QdrantError, QdrantMirror, get_mirror
 from ingestion.signals import book_indexed
 from ingestion.sources import Discovery, SourceFile, discover, read_source
 
@@ -151,6 +154,7 @@ class BookIndexer:
         self.book: Book | None = None
         self._categories: dict[str, str] = {}
         self._pending: list[_PreparedPage] = []
+        self.mirror: QdrantMirror | None = None if dry_run else get_mirror()
 
     # -- the run -------------------------------------------------------------------------
     def run(self) -> IndexReport:
@@ -186,6 +190,7 @@ class BookIndexer:
             return book or Book(slug=self.slug, title=self.title or self.slug,
                                 base_url=self._base_url(None), embedder_name=self.embedder.name,
                                 embedder_dimension=self.embedder.dimension)
+        fresh = book is None or self.reindex
         with transaction.atomic():
             if book is None:
                 book = Book(slug=self.slug)
@@ -202,6 +207,8 @@ class BookIndexer:
             book.embedder_name = self.embedder.name
             book.embedder_dimension = self.embedder.dimension
             book.save()
+        if fresh:  # a new or re-indexed book starts from an empty mirror (points left by a deleted namesake go)
+            self._mirror(lambda mirror: mirror.delete_where(book=self.slug))
         return book
 
     def _base_url(self, book: Book | None) -> str:
@@ -353,6 +360,7 @@ class BookIndexer:
                 Chunk.objects.bulk_update(kept, ["ordinal", "anchor", "url", "char_start", "char_end",
                                                  "line_start", "line_end", "token_count", "continued"],
                                           batch_size=500)
+        self._mirror(lambda mirror: mirror.mirror_document(document))
 
     def _chunk_row(self, document: Document, ordinal: int, draft: ChunkDraft, pid: str, key: str,
                    page: _PreparedPage) -> Chunk:
@@ -372,6 +380,25 @@ class BookIndexer:
             self.report.chunks_removed += document.chunks.count()
             if not self.dry_run:
                 document.delete()
+        if documents:
+            paths = [d.path for d in documents]
+            self._mirror(lambda mirror: mirror.delete_where(book=self.slug, documents=paths))
+
+    # -- the Qdrant mirror -------------------------------------------------------------------------
+    def _mirror(self, write: Callable[[QdrantMirror], object]) -> None:
+        """Copy a committed write to the mirror. A failure never fails the run: it is logged and reported once,
+        and the mirror is left alone for the rest of the run (``qdrant_sync`` repairs it)."""
+        if self.mirror is None:
+            return
+        try:
+            write(self.mirror)
+        except Exception as exc:
+            if isinstance(exc, QdrantError):
+                logger.warning("%s: %s", OUT_OF_DATE, exc.message)
+            else:
+                logger.exception(OUT_OF_DATE)
+            self.report.warn(Issue(None, None, f"{OUT_OF_DATE} ({getattr(exc, 'message', None) or exc})"))
+            self.mirror = None
 
     def _prune(self) -> None:
         if self.discovery.single_file:
