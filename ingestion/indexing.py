@@ -431,7 +431,7 @@ def _hash(*parts: str) -> str:
     return hashlib.sha256("\x00".join(parts).encode()).hexdigest()
 
 
-class _BookLock:
+class BookLock:
     """A Postgres advisory lock that keeps two indexing runs off the same book."""
 
     def __init__(self, slug: str):
@@ -470,7 +470,7 @@ def index_book(*, path: Path | str, book_slug: str | None = None, base_url: str 
     indexer = BookIndexer(book_slug=book_slug, discovery=discovery, embedder=embedder, base_url=base_url,
                           title=title, prune=prune, dry_run=dry_run, reindex=reindex, trigger=trigger,
                           progress=progress)
-    with _BookLock(book_slug):
+    with BookLock(book_slug):
         report = indexer.run()
         if not dry_run and indexer.book is not None and indexer.book.pk:
             changed = report.chunks_added or report.chunks_removed or report.files_indexed

@@ -25,7 +25,7 @@ from django.utils import timezone
 from bookchat.conf import setting
 from bookchat.errors import BookchatError
 from ingestion.docusaurus import category_label
-from ingestion.indexing import IndexingError, IndexReport, _BookLock, index_book
+from ingestion.indexing import BookLock, IndexingError, IndexReport, index_book
 from ingestion.models import Book, Document, IndexRun, IngestionJob
 from ingestion.uploads import CATEGORY_FILES, STAGING_PREFIX, Intake, UploadError, uploads_dir
 
@@ -237,7 +237,7 @@ def keep_category_labels(root: Path, book: Book) -> None:
 @contextlib.contextmanager
 def _lock_if_free(slug: str):
     """Hold the book's indexing lock if nobody does; yields whether we got it."""
-    lock = _BookLock(slug)
+    lock = BookLock(slug)
     try:
         lock.__enter__()
     except IndexingError:

@@ -19,7 +19,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from ingestion import jobs
-from ingestion.indexing import _BookLock
+from ingestion.indexing import BookLock
 from ingestion.models import Book, Chunk, Document, IndexRun, IngestionJob
 from ingestion.uploads import UploadError, clean_folder, receive_upload
 from tests.conftest import committed, run_command
@@ -389,7 +389,7 @@ def test_job_on_a_busy_book_waits_then_fails_clearly(data_dir, monkeypatch):
     holder = connections.create_connection("default")  # another session holds the book's lock
     try:
         with holder.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_lock(%s)", [_BookLock("upload-busy").key])
+            cursor.execute("SELECT pg_advisory_lock(%s)", [BookLock("upload-busy").key])
         jobs.run_job(job.pk)
     finally:
         holder.close()
