@@ -17,6 +17,7 @@ from audit.models import AuditLog
 from audit.reports import review_queue_filter
 
 pytestmark = pytest.mark.django_db
+SINCE_2020 = "created_at__gte=2020-01-01+00%3A00%3A00%2B00%3A00"
 
 
 def row(question="How do I ingest a folder?", **fields) -> AuditLog:
@@ -86,7 +87,7 @@ def test_a_javascript_url_in_a_source_is_never_a_link(client, reviewer):
 @pytest.mark.parametrize("query", ["", "channel__exact=page", "confidence_level__exact=low", "refused=yes",
                                    "status__exact=withheld", "feedback=down", "feedback=none",
                                    "review_status__exact=new", "book_slug__exact=bookchat-manual",
-                                   "created_at__gte=2020-01-01+00%3A00%3A00%2B00%3A00", "q=tungsten"])
+                                   SINCE_2020, "q=tungsten"])
 def test_changelist_filters_and_search(client, reviewer, query):
     row()
     row("What is tungsten?", channel="page", status="not_covered", refused=True, confidence=0.2,
@@ -95,7 +96,7 @@ def test_changelist_filters_and_search(client, reviewer, query):
     assert response.status_code == 200
     expected = {"": 2, "channel__exact=page": 1, "confidence_level__exact=low": 1, "refused=yes": 1,
                 "status__exact=withheld": 0, "feedback=down": 1, "feedback=none": 1, "review_status__exact=new": 2,
-                "book_slug__exact=bookchat-manual": 2, "created_at__gte=2020-01-01+00%3A00%3A00%2B00%3A00": 2, "q=tungsten": 1}[query]
+                "book_slug__exact=bookchat-manual": 2, SINCE_2020: 2, "q=tungsten": 1}[query]
     assert response.context["cl"].result_count == expected
 
 
