@@ -19,7 +19,7 @@ from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from bookchat.conf import setting
-from bookchat.errors import RequestError
+from bookchat.errors import BookchatError, RequestError
 from chat.access import (
     PAGE_SESSION_FLAG,
     Client,
@@ -137,6 +137,9 @@ def chat_page(request):
         response = answer_question(ask)
     except RequestError as exc:
         return _page(request, book=book, books=books, status=exc.status, form=form, error=exc)
+    except BookchatError as exc:  # a server-side condition (embedder mismatch, a bad setting): 503, not a 500
+        return _page(request, book=book, books=books, status=503, form=form,
+                     error=RequestError(exc.message, code=exc.code, status=503))
     remember_page_conversation(request, book.slug, response["session_id"])
     # Post/redirect/get: reloading or going back to the answer never asks the question again.
     return HttpResponseRedirect(f"{reverse('chat')}?{urlencode({'book': book.slug})}#answer-{response['answer_id']}")

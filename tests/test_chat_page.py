@@ -211,3 +211,11 @@ def test_widget_options_documented_in_the_manual_are_the_ones_it_reads():
     read = set(re.findall(r"\bdata\.([a-z]+)\b", read_options))
     assert documented == read == {"key", "book", "position", "title", "color", "placeholder", "api"}
     assert "'data-key': 'pk_…'" in manual and "'data-book': 'my-book'" in manual, "the docusaurus.config.js recipe"
+
+
+def test_a_book_indexed_with_another_embedder_is_a_clear_503_on_the_page(client):
+    Book.objects.create(slug="other-embedder", title="Other", embedder_name="openai:text-embedding-3-large",
+                        embedder_dimension=3072)
+    response = ask_form(client, "How do I ingest a folder?", book="other-embedder", follow=False)
+    assert response.status_code == 503
+    assert "Couldn" in response.content.decode() and "embedder" in response.content.decode().lower()
