@@ -237,8 +237,9 @@ def _respond(p: Prepared, *, answer: str, refused: bool, generator_name: str, no
         "retrieval": {"best_cosine": round(p.retrieval.best_cosine, 4), "scope_score": round(p.scope_score, 4),
                       "threshold": round(p.threshold, 4), "lexical_coverage": round(p.retrieval.lexical_coverage, 3),
                       "candidates": p.retrieval.candidates},
-        "timings_ms": {"retrieval": int(p.retrieval.seconds * 1000), "generation": int(generation_seconds * 1000),
-                       "grounding": int((time.monotonic() - grounding_started) * 1000)},
+        "timings_ms": {"retrieval": round(p.retrieval.seconds * 1000, 2), **p.retrieval.timings_ms,
+                       "generation": round(generation_seconds * 1000, 2),
+                       "grounding": round((time.monotonic() - grounding_started) * 1000, 2)},
     }
     conversations.record_turn(p.conversation, question=p.request.question, resolved_question=p.resolved_question,
                               answer=answer, answer_id=p.answer_id, refused=refused, response=response)

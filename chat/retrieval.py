@@ -79,6 +79,7 @@ class Retrieval:
     best_selected_overlap: float = 0.0
     candidates: int = 0
     seconds: float = 0.0
+    timings_ms: dict[str, float] = field(default_factory=dict)  # embed, dense, lexical, fusion
     pool: list[RetrievedChunk] = field(default_factory=list)  # every fused candidate, best first
 
 
@@ -244,8 +245,10 @@ def retrieve(*, book: Book, question: str, selected_text: str = "", chapter: str
     budget = deadline.stage_budget(setting("RETRIEVAL_SECONDS") if stage_seconds is None else stage_seconds)
     stage_end = time.monotonic() + budget
     deadline.check("retrieval")
+    marks = [time.monotonic()]
     raw_vector = embedder.embed_query(query) if query_vector is None else query_vector
     vector = vector_literal(raw_vector)
+    marks.append(time.monotonic())
     timeout_ms = int((stage_end - time.monotonic()) * 1000)
     if timeout_ms <= 0:
         raise DeadlineExceeded("bookchat ran out of time while searching the book; try again")
@@ -254,11 +257,13 @@ def retrieve(*, book: Book, question: str, selected_text: str = "", chapter: str
             cursor.execute(f"SET LOCAL statement_timeout = {timeout_ms}")
             dense = dense_search.candidates(cursor, book=book, vector=raw_vector, limit=pool,
                                             document_ids=document_ids, seconds=stage_end - time.monotonic())
+            marks.append(time.monotonic())
             lexical_result = bm25_search(book_id=book.pk, text=query, limit=pool, document_ids=document_ids,
                                          extra_ids=list(dense))
             lexical = lexical_result.scores
             dense |= _cosines(cursor, ids=[cid for cid in lexical if cid not in dense], vector=vector,
                               dimensions=book.embedder_dimension)
+            marks.append(time.monotonic())
     except DatabaseError as exc:
         if "statement timeout" in str(exc) or "canceling statement" in str(exc):
             raise DeadlineExceeded("bookchat ran out of time while searching the book; try again") from exc
@@ -279,10 +284,14 @@ def retrieve(*, book: Book, question: str, selected_text: str = "", chapter: str
             best_overlap = max(best_overlap, candidate.selected_overlap)
     candidates.sort(key=lambda c: (-c.score, -c.dense, c.id))
     top = candidates[:top_k]
+    marks.append(time.monotonic())
+    stages = ("embed", "dense", "lexical", "fusion")
+    timings = {stage: round((end - start) * 1000, 2)
+               for stage, start, end in zip(stages, marks[:-1], marks[1:], strict=True)}
     return Retrieval(query=query, chunks=top, best_cosine=max(dense.values(), default=0.0),
                      lexical_coverage=lexical_result.coverage([c.id for c in top[:COVERAGE_CHUNKS]]),
                      best_selected_overlap=best_overlap, candidates=len(candidates),
-                     seconds=time.monotonic() - started, pool=candidates)
+                     seconds=time.monotonic() - started, pool=candidates, timings_ms=timings)
 
 
 def _retrieved(chunk: Chunk, dense: float, lexical: float, score: float) -> RetrievedChunk:

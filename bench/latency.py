@@ -1,0 +1,188 @@
+"""Answer latency per stage in-process, over HTTP (gunicorn on loopback), and throughput under load."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+from django.conf import settings
+from django.db import connection
+
+from audit import recording
+from bench import machine
+from bench.stats import summary
+from chat.answering import answer_question
+from chat.retrieval import vector_literal
+from chat.validation import validate_ask
+from ingestion.embedders import get_embedder
+from ingestion.models import Book
+
+STAGES = ("validate", "embed", "dense", "lexical", "fusion", "generation", "grounding", "audit_write", "end_to_end")
+
+
+def in_process(questions: list[tuple[str, str]], *, log) -> dict:
+    """Every question through validate → answer (the audit write included, timed on its own)."""
+    samples: dict[str, list[float]] = {stage: [] for stage in STAGES}
+    samples["raw_topk"] = []
+    write = recording.write
+    audit_ms: list[float] = []
+
+    def timed_write(record):
+        started = time.perf_counter()
+        try:
+            return write(record)
+        finally:
+            audit_ms.append((time.perf_counter() - started) * 1000)
+
+    recording.write = timed_write
+    books = {b.slug: b for b in Book.objects.all()}
+    try:
+        for question, book in questions:
+            started = time.perf_counter()
+            ask = validate_ask({"question": question, "book": book}, channel="bench")
+            validated = time.perf_counter()
+            response = answer_question(ask)
+            ended = time.perf_counter()
+            samples["validate"].append((validated - started) * 1000)
+            samples["end_to_end"].append((ended - started) * 1000)
+            for stage in ("embed", "dense", "lexical", "fusion", "generation", "grounding"):
+                samples[stage].append(float(response["timings_ms"].get(stage, 0.0)))
+            samples["raw_topk"].append(raw_topk_ms(books[book], question))
+    finally:
+        recording.write = write
+    samples["audit_write"] = audit_ms
+    return {stage: summary(values) for stage, values in samples.items()}
+
+
+def raw_topk_ms(book: Book, question: str) -> float:
+    """The physical minimum of a dense search: one pgvector top-5 on the book's rows (vector already made)."""
+    vector = vector_literal(get_embedder().embed_query(question))
+    dims = book.embedder_dimension
+    started = time.perf_counter()
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT id FROM ingestion_chunk WHERE book_id = %s AND dimensions = {dims} "
+                       f"ORDER BY embedding::vector({dims}) <=> %s::vector({dims}) LIMIT 5", [book.pk, vector])
+        cursor.fetchall()
+    return (time.perf_counter() - started) * 1000
+
+
+# -- over HTTP -----------------------------------------------------------------------------------------------
+class Gunicorn:
+    """bookchat under gunicorn on a free loopback port, as `make run` starts it (anonymous API, no rate limits)."""
+
+    def __init__(self, workers: int = 2):
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        db = connection.settings_dict
+        env = os.environ | {
+            "DJANGO_SETTINGS_MODULE": "bookchat.settings", "OMP_WAIT_POLICY": "PASSIVE",
+            "DATABASE_URL": f"postgresql://{db['USER']}@/{db['NAME']}?host={db['HOST']}",
+            "BOOKCHAT_SECRET_KEY": settings.SECRET_KEY, "BOOKCHAT_DEBUG": "false",
+            "BOOKCHAT_ALLOWED_HOSTS": "127.0.0.1", "BOOKCHAT_ANONYMOUS_API": "true", "BOOKCHAT_RATE_ANONYMOUS": "",
+            "BOOKCHAT_LOG_LEVEL": "WARNING", "BOOKCHAT_DATA_DIR": str(settings.DATA_DIR),
+        }
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "bookchat.wsgi:application", "--bind", f"127.0.0.1:{self.port}",
+             "--workers", str(workers), "--timeout", "60", "--log-level", "warning"],
+            cwd=Path(settings.BASE_DIR), env=env, start_new_session=True)
+
+    def __enter__(self) -> Gunicorn:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{self.url}/api/v1/health", timeout=5).status_code == 200:
+                    return self
+            time.sleep(0.3)
+        self.__exit__()
+        raise RuntimeError("gunicorn did not start")
+
+    def __exit__(self, *exc) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+
+    def worker_rss_mb(self) -> list[float]:
+        return [rss for pid in machine.children(self.proc.pid) if (rss := machine.rss_mb(pid)) is not None]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def warm_up(server: Gunicorn, questions, *, workers: int = 2) -> None:
+    """Each worker loads the embedder on its first question; don't time that."""
+    with httpx.Client(base_url=server.url, timeout=60) as client:
+        for question, book in questions[: workers * 4]:
+            client.post("/api/v1/ask", json={"question": question, "book": book})
+
+
+def over_http(server: Gunicorn, questions, *, log) -> dict:
+    ask, first_token = [], []
+    errors = 0
+    with httpx.Client(base_url=server.url, timeout=60) as client:
+        for question, book in questions:
+            started = time.perf_counter()
+            response = client.post("/api/v1/ask", json={"question": question, "book": book})
+            ask.append((time.perf_counter() - started) * 1000)
+            errors += response.status_code != 200
+            started = time.perf_counter()
+            with client.stream("POST", "/api/v1/ask/stream", json={"question": question, "book": book}) as stream:
+                seen = None
+                for line in stream.iter_lines():
+                    if seen is None and line.startswith("event: token"):
+                        seen = (time.perf_counter() - started) * 1000
+                    if line.startswith("event: final") or line.startswith("event: error"):
+                        errors += line.startswith("event: error")
+                first_token.append(seen if seen is not None else (time.perf_counter() - started) * 1000)
+    return {"ask": summary(ask), "stream_first_token": summary(first_token), "errors": errors}
+
+
+def load(server: Gunicorn, questions, *, clients: int, seconds: float) -> dict:
+    """``clients`` concurrent clients asking distinct questions back to back for ``seconds``."""
+    latencies: list[float] = []
+    errors = {"count": 0, "kinds": {}}
+    cursor = {"next": 0}
+
+    async def client_loop(client: httpx.AsyncClient, stop_at: float) -> None:
+        while time.monotonic() < stop_at:
+            question, book = questions[cursor["next"] % len(questions)]
+            cursor["next"] += 1
+            started = time.perf_counter()
+            try:
+                response = await client.post("/api/v1/ask", json={"question": question, "book": book})
+                ok = response.status_code == 200
+                kind = str(response.status_code)
+            except httpx.HTTPError as exc:
+                ok, kind = False, type(exc).__name__
+            if ok:
+                latencies.append((time.perf_counter() - started) * 1000)
+            else:
+                errors["count"] += 1
+                errors["kinds"][kind] = errors["kinds"].get(kind, 0) + 1
+
+    async def run() -> float:
+        limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+        async with httpx.AsyncClient(base_url=server.url, timeout=60, limits=limits) as client:
+            started = time.monotonic()
+            await asyncio.gather(*(client_loop(client, started + seconds) for _ in range(clients)))
+            return time.monotonic() - started
+
+    elapsed = asyncio.run(run())
+    return {"clients": clients, "seconds": elapsed, "answers": len(latencies),
+            "answers_per_s": len(latencies) / elapsed, **{k: v for k, v in summary(latencies).items() if k != "n"},
+            "errors": errors["count"], "error_kinds": json.dumps(errors["kinds"]) if errors["kinds"] else "",
+            "worker_rss_mb": server.worker_rss_mb()}

@@ -1,0 +1,17 @@
+"""Quality in the same report: ``evaluate`` on every question set in the shared data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from chat.evaluation import load_questions, run_evaluation
+
+SHOWN = ("questions", "errors", "hit_at_1", "hit_at_3", "hit_at_5", "mrr_at_10", "answer_contains_rate",
+         "citation_precision", "refusal_rate_out_of_scope", "refusal_rate_unanswerable", "false_refusal_rate",
+         "withheld_rate", "latency_ms_p50", "latency_ms_p95", "scope_threshold")
+
+
+def evaluate(book: str, questions_file: Path, *, limit: int | None = None) -> dict:
+    questions = load_questions(questions_file, limit=limit)
+    summary, _ = run_evaluation(questions, book_slug=book)
+    return {key: summary.get(key) for key in SHOWN}

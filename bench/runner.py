@@ -1,0 +1,105 @@
+"""Runs every benchmark in order and returns one results dict (what ``report`` renders)."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from audit.models import AuditLog
+from bench import latency, machine, quality, scale
+from bench.ingestion_bench import bench_corpus
+from bench.stats import over_runs
+from chat.evaluation import load_questions
+from ingestion.indexing import index_book
+from ingestion.models import Book
+
+ANSWERED_BOOKS = ("squad2-dev", "docusaurus-docs")  # the corpora with question sets
+
+
+def plan(quick: bool) -> dict:
+    if quick:
+        return {"corpora": ["squad2-dev"], "books": ["squad2-dev"], "questions": 60, "runs": 1, "http_questions": 40,
+                "load": [(1, 8.0), (4, 8.0)], "sizes": [1000], "scale_questions": 40, "qdrant": True,
+                "quality_limit": 150, "reindex_repeats": 2}
+    return {"corpora": ["squad2-dev", "docusaurus-docs", "physical-ai-book", "physical-ai-book-2"],
+            "books": list(ANSWERED_BOOKS), "questions": 300, "runs": 3, "http_questions": 200,
+            "load": [(1, 60.0), (4, 60.0), (8, 60.0), (16, 60.0)], "sizes": [1000, 10000, 50000],
+            "scale_questions": 200, "qdrant": True, "quality_limit": None, "reindex_repeats": 3}
+
+
+def run(*, data: Path, quick: bool, log) -> dict:
+    p = plan(quick)
+    started_at = datetime.now(UTC)
+    results: dict = {"quick": quick, "plan": {k: v for k, v in p.items()}, "machine": machine.describe(),
+                     "started": started_at.isoformat(timespec="seconds")}
+    log("== books: making sure the corpora with question sets are indexed")
+    for book in p["books"]:
+        index_book(path=data / book / "docs", book_slug=book, trigger="bench")
+    questions = mixed_questions(data, p["books"], p["questions"])
+
+    log("== ingestion")
+    results["ingestion"] = [bench_corpus(name, data / name / "docs", repeats=p["reindex_repeats"], log=log)
+                            for name in p["corpora"]]
+
+    log(f"== answer latency in-process: {len(questions)} questions × {p['runs']} runs")
+    runs = [latency.in_process(questions, log=log) for _ in range(p["runs"])]
+    results["in_process"] = {stage: {q: over_runs([r[stage][q] for r in runs]) for q in ("p50", "p95", "p99")}
+                             for stage in runs[0]}
+
+    log("== over HTTP (gunicorn, 2 workers, loopback)")
+    with latency.Gunicorn(workers=2) as server:
+        latency.warm_up(server, questions)
+        results["http"] = latency.over_http(server, questions[: p["http_questions"]], log=log)
+        results["load"] = []
+        for clients, seconds in p["load"]:
+            log(f"  {clients} clients for {seconds:.0f} s …")
+            results["load"].append(latency.load(server, questions, clients=clients, seconds=seconds))
+
+    log("== scale")
+    squad = [q for q in load_questions(data / "squad2-dev" / "questions.jsonl")
+             if q.kind == "answerable" and q.evidence][: p["scale_questions"]]
+    results["scale"] = []
+    for size in p["sizes"]:
+        book = scale.build_book(size, log=log)
+        build, index_mb = scale.hnsw_build_seconds(book)
+        entry = {"size": size, "hnsw_build_seconds": build, "hnsw_mb": index_mb,
+                 "disk_per_1k_mb": scale.disk_per_1k_mb(book), "stores": [scale.measure(book, squad)]}
+        if p["qdrant"]:
+            entry["stores"].append(scale.measure_qdrant(book, squad, log=log))
+        results["scale"].append(entry)
+        Book.objects.filter(slug=book.slug).delete()
+
+    log("== quality (evaluate)")
+    results["quality"] = {book: quality.evaluate(book, data / book / "questions.jsonl", limit=p["quality_limit"])
+                          for book in p["books"]}
+    results["seconds"] = (datetime.now(UTC) - started_at).total_seconds()
+    deleted, _ = AuditLog.objects.filter(created_at__gte=started_at).delete()
+    results["audit_rows_written"] = deleted
+    return results
+
+
+def mixed_questions(data: Path, books: list[str], count: int) -> list[tuple[str, str]]:
+    """Distinct questions, alternating between the books, so no answer is a cache hit of another."""
+    per_book = {b: [q.question for q in load_questions(data / b / "questions.jsonl") if q.kind != "follow_up"]
+                for b in books}
+    out, seen = [], set()
+    while len(out) < count and any(per_book.values()):
+        for book, items in per_book.items():
+            while items:
+                question = items.pop(0)
+                if question not in seen:
+                    seen.add(question)
+                    out.append((question, book))
+                    break
+    return out[:count]
+
+
+def save(results: dict, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=2, default=str))
+
+
+def elapsed(started: float) -> str:
+    return f"{time.monotonic() - started:.0f} s"

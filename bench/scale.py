@@ -1,0 +1,149 @@
+"""Scale: synthetic books of N chunks made from the real corpora's chunks, so a big book costs no embedding.
+
+A book of N chunks holds squad2-dev's real pages and chunks (so its questions have their real
+evidence) plus filler: copies of the other corpora's chunks with their vectors moved by a
+little Gaussian noise and re-normalised (their text is kept, so lexical search sees real
+text too). Retrieval is then timed and graded (hit@5) on squad2-dev questions, with pgvector
+and, when asked, with the Qdrant mirror (local mode) as the dense store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+import time
+
+import numpy as np
+from django.db import connection, transaction
+from django.test.utils import override_settings
+
+from bench.stats import summary
+from chat.answering import answer_question
+from chat.evaluation import _hit_rank
+from chat.retrieval import retrieve
+from chat.validation import validate_ask
+from ingestion.models import Book, Chunk, Document
+
+NOISE = 0.02  # per-dimension standard deviation before re-normalising (cosine to the original ≈ 0.9)
+BATCH = 1000
+
+
+def build_book(size: int, *, source: str = "squad2-dev", log) -> Book:
+    slug = f"bench-scale-{size}"
+    Book.objects.filter(slug=slug).delete()
+    real = Book.objects.get(slug=source)
+    book = Book.objects.create(slug=slug, title=f"Synthetic {size}", embedder_name=real.embedder_name,
+                               embedder_dimension=real.embedder_dimension)
+    documents = {}
+    for doc in Document.objects.filter(book=real):
+        documents[doc.pk] = Document.objects.create(book=book, path=doc.path, title=doc.title, slug=doc.slug,
+                                                    url=doc.url, category=doc.category, content_hash=doc.content_hash)
+    fields = ["heading_path", "anchor", "url", "text", "char_start", "char_end", "line_start", "line_end",
+              "token_count", "embedding_key", "dimensions"]
+    rows = []
+    for n, chunk in enumerate(Chunk.objects.filter(book=real).order_by("document_id", "ordinal")):
+        rows.append(Chunk(id=_id(slug, "real", n), book=book, document=documents[chunk.document_id], ordinal=n,
+                          embedding=chunk.embedding, **{f: getattr(chunk, f) for f in fields}))
+    filler_pool = list(Chunk.objects.exclude(book__slug__startswith="bench-").exclude(book=real)
+                       .filter(dimensions=real.embedder_dimension).values(*fields, "embedding"))
+    rng = np.random.default_rng(size)
+    needed = max(0, size - len(rows))
+    per_page = 500
+    filler_docs = []
+    for page in range(0, needed, per_page):
+        filler_docs.append(Document.objects.create(book=book, path=f"filler/{page // per_page:04d}.md",
+                                                   title=f"Filler {page // per_page}", content_hash="synthetic"))
+    log(f"  building a {size:,}-chunk book ({len(rows)} real, {needed:,} synthetic) …")
+    started = time.monotonic()
+    Chunk.objects.bulk_create(rows, batch_size=BATCH)
+    for start in range(0, needed, BATCH):
+        batch = []
+        for i in range(start, min(start + BATCH, needed)):
+            template = filler_pool[i % len(filler_pool)]
+            vector = np.asarray(template["embedding"], dtype=np.float32)
+            vector = vector + rng.normal(0, NOISE, vector.shape).astype(np.float32)
+            vector /= np.linalg.norm(vector)
+            values = {f: template[f] for f in fields}
+            batch.append(Chunk(id=_id(slug, "filler", i), book=book, document=filler_docs[i // per_page],
+                               ordinal=i % per_page, embedding=vector, **values))
+        with transaction.atomic():
+            Chunk.objects.bulk_create(batch, batch_size=BATCH)
+    log(f"  … stored in {time.monotonic() - started:.0f} s")
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE ingestion_chunk")
+    return book
+
+
+def _id(*parts) -> str:
+    return hashlib.sha256("\x00".join(map(str, parts)).encode()).hexdigest()[:40]
+
+
+def hnsw_build_seconds(book: Book) -> tuple[float, float]:
+    """Seconds to build an HNSW index over the book's vectors alone (a scratch table), and its size in MB."""
+    dims = book.embedder_dimension
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(f"CREATE TEMP TABLE bench_vectors ON COMMIT DROP AS SELECT embedding::vector({dims}) AS e "
+                       f"FROM ingestion_chunk WHERE book_id = %s", [book.pk])
+        started = time.monotonic()
+        cursor.execute("CREATE INDEX bench_vectors_hnsw ON bench_vectors USING hnsw (e vector_cosine_ops)")
+        seconds = time.monotonic() - started
+        cursor.execute("SELECT pg_relation_size('bench_vectors_hnsw')")
+        size = cursor.fetchone()[0] / 1e6
+    return seconds, size
+
+
+def disk_per_1k_mb(book: Book) -> float:
+    """Row bytes (text, vector, tsvector) per 1,000 chunks, plus the book's share of the GIN and HNSW indexes."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*), sum(pg_column_size(c.*)) FROM ingestion_chunk c WHERE book_id = %s",
+                       [book.pk])
+        count, row_bytes = cursor.fetchone()
+        row_bytes = float(row_bytes or 0)
+        cursor.execute("SELECT count(*) FROM ingestion_chunk")
+        total = cursor.fetchone()[0]
+        cursor.execute("SELECT coalesce(sum(pg_relation_size(indexrelid)), 0) FROM pg_index "
+                       "WHERE indrelid = 'ingestion_chunk'::regclass")
+        index_bytes = float(cursor.fetchone()[0])
+    share = index_bytes * count / total if total else 0
+    return (row_bytes + share) / count * 1000 / 1e6 if count else 0.0
+
+
+def measure(book: Book, questions, *, store: str = "pgvector", answers: bool = True) -> dict:
+    """Retrieval latency and hit@5 on the book, and (``answers``) the whole answer in-process."""
+    latencies, hits, answered = [], [], []
+    for question in questions:
+        started = time.perf_counter()
+        found = retrieve(book=book, question=question.question)
+        latencies.append((time.perf_counter() - started) * 1000)
+        hits.append(_hit_rank([c.text for c in found.chunks], question.evidence) is not None)
+        if answers:
+            started = time.perf_counter()
+            answer_question(validate_ask({"question": question.question, "book": book.slug}, channel="bench"))
+            answered.append((time.perf_counter() - started) * 1000)
+    answer = summary(answered)
+    return {"store": store, **summary(latencies), "hit_at_5": sum(hits) / len(hits) if hits else None,
+            "answer_p50": answer["p50"], "answer_p95": answer["p95"]}
+
+
+def measure_qdrant(book: Book, questions, *, log) -> dict:
+    from ingestion.qdrant import close_client
+    from ingestion.qdrant_sync import sync_mirror
+
+    with tempfile.TemporaryDirectory(prefix="bookchat-bench-qdrant-") as path:
+        base = {**setting_dict(), "QDRANT_PATH": path, "QDRANT_URL": ""}
+        with override_settings(BOOKCHAT=base):
+            log("  mirroring it to Qdrant (local mode) …")
+            started = time.monotonic()
+            sync_mirror(book=book.slug)
+            sync_seconds = time.monotonic() - started
+            with override_settings(BOOKCHAT={**base, "VECTOR_STORE": "qdrant"}):
+                result = measure(book, questions, store="qdrant (local mode)")
+            close_client()
+    return {**result, "sync_seconds": sync_seconds}
+
+
+def setting_dict() -> dict:
+    from django.conf import settings
+
+    return dict(settings.BOOKCHAT)
+

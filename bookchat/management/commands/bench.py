@@ -1,0 +1,46 @@
+"""``manage.py bench [--quick] [--output FILE] [--json FILE]``: run every benchmark and rewrite the measured
+part of BENCHMARKS.md (see the ``bench`` package). ``make bench`` runs it; ``make bench QUICK=1`` runs
+a ~2-minute subset. Works on the development database: books ``bench-*`` are made and deleted."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandParser
+
+from bench import report, runner
+
+
+class Command(BaseCommand):
+    help = "Measure ingestion, latency, load, scale and quality; rewrite BENCHMARKS.md's measured section."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--quick", action="store_true", help="A ~2-minute subset.")
+        parser.add_argument("--data", default=str(Path(settings.BASE_DIR).parent / "shared" / "data"),
+                            help="The shared corpora (default ../shared/data).")
+        parser.add_argument("--output", default=str(Path(settings.BASE_DIR) / "BENCHMARKS.md"),
+                            help="The Markdown file whose measured section is rewritten.")
+        parser.add_argument("--json", dest="json_path", default=str(Path(settings.DATA_DIR) / "bench" /
+                                                                     "results.json"), help="Raw results.")
+
+    def handle(self, *args, **options) -> None:
+        data = Path(options["data"])
+        if not (data / "squad2-dev" / "questions.jsonl").is_file():
+            self.stderr.write(f"bench: no shared corpora at {data} (set --data or SHARED_DATA)")
+            sys.exit(2)
+        started = time.monotonic()
+
+        def log(message: str) -> None:
+            self.stderr.write(f"[{time.monotonic() - started:6.0f} s] {message}")
+
+        results = runner.run(data=data, quick=options["quick"], log=log)
+        runner.save(results, Path(options["json_path"]))
+        command = "make bench QUICK=1" if options["quick"] else "make bench"
+        report.write(Path(options["output"]), report.render(results, command=command))
+        for target, measured, holds in report.targets(results):
+            mark = "ok  " if holds else ("-   " if holds is None else "MISS")
+            self.stdout.write(f"{mark} {target}: {measured}")
+        self.stdout.write(f"Wrote {options['output']} and {options['json_path']}.")
