@@ -23,11 +23,12 @@ def targets(r: dict) -> list[tuple[str, str, bool | None]]:
     out.append(("over HTTP with 8 clients: ≥ 50 answers/s, 0 errors",
                 f"{fmt(eight['answers_per_s'])} answers/s, {eight['errors']} errors" if eight else "not run",
                 (eight["answers_per_s"] >= 50 and eight["errors"] == 0) if eight else None))
-    ip = r["in_process"]
-    floor = ip["embed"]["p50"]["median"] + ip["raw_topk"]["p50"]["median"]
-    ratio = ip["end_to_end"]["p50"]["median"] / floor if floor else None
-    out.append(("end to end ÷ (query embedding + raw top-k) ≤ 3 at p50", f"{fmt(ratio, 2)}",
-                ratio is not None and ratio <= 3))
+    ip = r.get("in_process")
+    if ip:
+        floor = ip["embed"]["p50"]["median"] + ip["raw_topk"]["p50"]["median"]
+        ratio = ip["end_to_end"]["p50"]["median"] / floor if floor else None
+        out.append(("end to end ÷ (query embedding + raw top-k) ≤ 3 at p50", f"{fmt(ratio, 2)}",
+                    ratio is not None and ratio <= 3))
     for corpus in r["ingestion"]:
         ratio = corpus["ratio_tokens"]
         out.append((f"ingestion ≥ 0.8 × raw embedder throughput ({corpus['corpus']})",
@@ -46,7 +47,7 @@ def targets(r: dict) -> list[tuple[str, str, bool | None]]:
                     b["p50"] <= 2 * a["p50"] and abs(b["hit_at_5"] - a["hit_at_5"]) <= 0.02))
     rss = max((m for x in r["load"] for m in x["worker_rss_mb"]), default=None)
     out.append(("web worker RSS ≤ 300 MB with the model loaded", f"{fmt(rss)} MB (largest worker, after load)",
-                rss is not None and rss <= 300))
+                (rss <= 300) if rss is not None else None))
     return out
 
 
@@ -70,16 +71,21 @@ def render(r: dict, *, command: str) -> str:
                      f"{fmt(c['raw_tokens_per_s'], 0)} | {fmt(c['ratio_tokens'], 2)} | "
                      f"{fmt(unchanged[len(unchanged) // 2], 2)} ({fmt(unchanged[0], 2)}–{fmt(unchanged[-1], 2)}) | "
                      f"{fmt(c['edited_seconds'], 2)}, {c['edited_embedded']} |")
-    ip = r["in_process"]
+    for name, failure in r.get("failures", {}).items():
+        lines += ["", f"**Failed: {name}** — {failure}"]
+    ip = r.get("in_process") or {}
     lines += ["", f"### Answer latency in-process ({r['plan']['questions']} distinct questions × "
               f"{r['plan']['runs']} runs, ms)", "", "| stage | p50 | p95 | p99 |", "|---|---|---|---|"]
     for stage, label in (("validate", "validate"), ("embed", "query embedding"), ("dense", "dense search"),
                          ("lexical", "lexical search"), ("fusion", "fusion + rows"), ("generation", "generation"),
                          ("grounding", "grounding"), ("audit_write", "audit write"),
                          ("end_to_end", "**end to end**"), ("raw_topk", "raw pgvector top-5 (reference)")):
+        if stage not in ip:
+            continue
         cells = " | ".join(fmt_runs(ip[stage][q], 2) for q in ("p50", "p95", "p99"))
         lines.append(f"| {label} | {cells} |")
-    h = r["http"]
+    h = r.get("http") or {"ask": {"p50": None, "p95": None, "p99": None},
+                          "stream_first_token": {"p50": None, "p95": None, "p99": None}, "errors": "—"}
     lines += ["", "### Over HTTP (gunicorn, 2 workers, loopback, one client)", "", "| request | p50 ms | p95 ms | "
               "p99 ms |", "|---|---|---|---|",
               f"| `POST /api/v1/ask` | {fmt(h['ask']['p50'])} | {fmt(h['ask']['p95'])} | {fmt(h['ask']['p99'])} |",
@@ -95,17 +101,18 @@ def render(r: dict, *, command: str) -> str:
                      f"{fmt(x['p95'])} | {errors} | {rss} |")
     lines += ["", f"### Scale (synthetic books; {r['plan']['scale_questions']} squad2-dev questions)", "",
               "| chunks | dense store | retrieval p50 ms | p95 ms | hit@5 | answer p50 ms | answer p95 ms | "
-              "HNSW build s | HNSW MB | disk per 1k chunks MB |", "|---|---|---|---|---|---|---|---|---|---|"]
+              "HNSW build s | HNSW MB | disk per 1k chunks MB | errors |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for s in r["scale"]:
         for st in s["stores"]:
             lines.append(f"| {s['size']:,} | {st['store']} | {fmt(st['p50'])} | {fmt(st['p95'])} | "
                          f"{fmt(st['hit_at_5'], 3)} | {fmt(st['answer_p50'])} | {fmt(st['answer_p95'])} | "
                          f"{fmt(s['hnsw_build_seconds'], 2)} | {fmt(s['hnsw_mb'], 1)} | "
-                         f"{fmt(s['disk_per_1k_mb'], 2)} |")
+                         f"{fmt(s['disk_per_1k_mb'], 2)} | {st.get('errors', 0)} |")
     lines += ["", "### Quality (`evaluate`)", ""]
-    books = list(r["quality"])
+    books = list(r.get("quality") or {})
     lines += ["| metric | " + " | ".join(books) + " |", "|---|" + "---|" * len(books)]
-    for key in next(iter(r["quality"].values())):
+    for key in next(iter(r["quality"].values())) if books else []:
         lines.append(f"| {key} | " + " | ".join(str(r["quality"][b][key]) for b in books) + " |")
     lines += ["", END]
     return "\n".join(lines)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+import traceback
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -11,11 +12,14 @@ from audit.models import AuditLog
 from bench import latency, machine, quality, scale
 from bench.ingestion_bench import bench_corpus
 from bench.stats import over_runs
+from bookchat.conf import setting
 from chat.evaluation import load_questions
 from ingestion.indexing import index_book
 from ingestion.models import Book
 
 ANSWERED_BOOKS = ("squad2-dev", "docusaurus-docs")  # the corpora with question sets
+# Qdrant's local mode is a brute-force Python store, meant (its own warning says) for up to 20,000 points.
+QDRANT_LOCAL_MAX = 20_000
 
 
 def plan(quick: bool) -> dict:
@@ -29,54 +33,78 @@ def plan(quick: bool) -> dict:
             "scale_questions": 200, "qdrant": True, "quality_limit": None, "reindex_repeats": 3}
 
 
-def run(*, data: Path, quick: bool, log) -> dict:
+def run(*, data: Path, quick: bool, log, save_to: Path | None = None) -> dict:
+    """Every benchmark in turn; one that fails is reported (in ``failures``) and the others still run. The
+    results are saved after each one."""
     p = plan(quick)
     started_at = datetime.now(UTC)
-    results: dict = {"quick": quick, "plan": {k: v for k, v in p.items()}, "machine": machine.describe(),
-                     "started": started_at.isoformat(timespec="seconds")}
+    results: dict = {"quick": quick, "plan": dict(p), "machine": machine.describe(),
+                     "started": started_at.isoformat(timespec="seconds"), "failures": {}, "ingestion": [],
+                     "in_process": None, "http": None, "load": [], "scale": [], "quality": {}}
+
+    def section(name: str, key: str, measure) -> None:
+        log(f"== {name}")
+        try:
+            results[key] = measure()
+        except Exception as exc:
+            log(f"  FAILED: {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
+            results["failures"][name] = f"{type(exc).__name__}: {exc}"
+        if save_to:
+            save(results, save_to)
+
     log("== books: making sure the corpora with question sets are indexed")
     for book in p["books"]:
         index_book(path=data / book / "docs", book_slug=book, trigger="bench")
     questions = mixed_questions(data, p["books"], p["questions"])
 
-    log("== ingestion")
-    results["ingestion"] = [bench_corpus(name, data / name / "docs", repeats=p["reindex_repeats"], log=log)
-                            for name in p["corpora"]]
+    section("ingestion", "ingestion", lambda: [
+        bench_corpus(name, data / name / "docs", repeats=p["reindex_repeats"], log=log) for name in p["corpora"]])
 
-    log(f"== answer latency in-process: {len(questions)} questions × {p['runs']} runs")
-    runs = [latency.in_process(questions, log=log) for _ in range(p["runs"])]
-    results["in_process"] = {stage: {q: over_runs([r[stage][q] for r in runs]) for q in ("p50", "p95", "p99")}
-                             for stage in runs[0]}
+    def in_process():
+        runs = [latency.in_process(questions, log=log) for _ in range(p["runs"])]
+        return {stage: {q: over_runs([r[stage][q] for r in runs]) for q in ("p50", "p95", "p99")}
+                for stage in runs[0]}
 
-    log("== over HTTP (gunicorn, 2 workers, loopback)")
-    with latency.Gunicorn(workers=2) as server:
-        latency.warm_up(server, questions)
-        results["http"] = latency.over_http(server, questions[: p["http_questions"]], log=log)
-        results["load"] = []
-        for clients, seconds in p["load"]:
-            log(f"  {clients} clients for {seconds:.0f} s …")
-            results["load"].append(latency.load(server, questions, clients=clients, seconds=seconds))
+    section(f"answer latency in-process: {len(questions)} questions × {p['runs']} runs", "in_process", in_process)
 
-    log("== scale")
-    squad = [q for q in load_questions(data / "squad2-dev" / "questions.jsonl")
-             if q.kind == "answerable" and q.evidence][: p["scale_questions"]]
-    results["scale"] = []
-    for size in p["sizes"]:
-        book = scale.build_book(size, log=log)
-        build, index_mb = scale.hnsw_build_seconds(book)
-        entry = {"size": size, "hnsw_build_seconds": build, "hnsw_mb": index_mb,
-                 "disk_per_1k_mb": scale.disk_per_1k_mb(book), "stores": [scale.measure(book, squad)]}
-        if p["qdrant"]:
-            entry["stores"].append(scale.measure_qdrant(book, squad, log=log))
-        results["scale"].append(entry)
-        Book.objects.filter(slug=book.slug).delete()
+    def over_http():
+        with latency.Gunicorn(workers=2) as server:
+            latency.warm_up(server, questions)
+            results["http"] = latency.over_http(server, questions[: p["http_questions"]], log=log)
+            for clients, seconds in p["load"]:
+                log(f"  {clients} clients for {seconds:.0f} s …")
+                results["load"].append(latency.load(server, questions, clients=clients, seconds=seconds))
+        return results["http"]
 
-    log("== quality (evaluate)")
-    results["quality"] = {book: quality.evaluate(book, data / book / "questions.jsonl", limit=p["quality_limit"])
-                          for book in p["books"]}
+    section("over HTTP (gunicorn, 2 workers, loopback) and under load", "http", over_http)
+
+    def scaled():
+        squad = [q for q in load_questions(data / "squad2-dev" / "questions.jsonl")
+                 if q.kind == "answerable" and q.evidence][: p["scale_questions"]]
+        for size in p["sizes"]:
+            book = scale.build_book(size, log=log)
+            try:
+                build, index_mb = scale.hnsw_build_seconds(book)
+                entry = {"size": size, "hnsw_build_seconds": build, "hnsw_mb": index_mb,
+                         "disk_per_1k_mb": scale.disk_per_1k_mb(book), "stores": [scale.measure(book, squad)]}
+                results["scale"].append(entry)
+                if p["qdrant"] and (size <= QDRANT_LOCAL_MAX or setting("QDRANT_URL")):
+                    entry["stores"].append(scale.measure_qdrant(book, squad, log=log))
+                elif p["qdrant"]:
+                    log(f"  Qdrant: not measured at {size:,} chunks in local mode (set BOOKCHAT_QDRANT_URL)")
+            finally:
+                Book.objects.filter(slug=book.slug).delete()
+        return results["scale"]
+
+    section("scale", "scale", scaled)
+    section("quality (evaluate)", "quality", lambda: {
+        book: quality.evaluate(book, data / book / "questions.jsonl", limit=p["quality_limit"])
+        for book in p["books"]})
     results["seconds"] = (datetime.now(UTC) - started_at).total_seconds()
     deleted, _ = AuditLog.objects.filter(created_at__gte=started_at).delete()
     results["audit_rows_written"] = deleted
+    if save_to:
+        save(results, save_to)
     return results
 
 

@@ -36,11 +36,14 @@ class Command(BaseCommand):
         def log(message: str) -> None:
             self.stderr.write(f"[{time.monotonic() - started:6.0f} s] {message}")
 
-        results = runner.run(data=data, quick=options["quick"], log=log)
-        runner.save(results, Path(options["json_path"]))
+        results = runner.run(data=data, quick=options["quick"], log=log, save_to=Path(options["json_path"]))
         command = "make bench QUICK=1" if options["quick"] else "make bench"
         report.write(Path(options["output"]), report.render(results, command=command))
         for target, measured, holds in report.targets(results):
             mark = "ok  " if holds else ("-   " if holds is None else "MISS")
             self.stdout.write(f"{mark} {target}: {measured}")
         self.stdout.write(f"Wrote {options['output']} and {options['json_path']}.")
+        if results["failures"]:
+            self.stderr.write("bench: these benchmarks failed: " + "; ".join(f"{k}: {v}" for k, v in
+                                                                             results["failures"].items()))
+            sys.exit(1)

@@ -1,0 +1,69 @@
+"""The benchmark report: targets are judged from the figures, and only the measured section is rewritten."""
+
+from __future__ import annotations
+
+from bench import report
+from bench.stats import fmt_runs, over_runs, summary
+
+
+def figure(value: float) -> dict:
+    return {"p50": over_runs([value]), "p95": over_runs([value * 2]), "p99": over_runs([value * 3])}
+
+
+def results(*, answers_per_s: float = 60.0, rss: float = 150.0, big_p50: float = 15.0, ratio: float = 0.9) -> dict:
+    stages = ("validate", "embed", "dense", "lexical", "fusion", "generation", "grounding", "audit_write", "raw_topk")
+    in_process = {stage: figure(1.0) for stage in stages}
+    in_process["embed"] = figure(15.0)
+    in_process["end_to_end"] = figure(40.0)
+    store = {"store": "pgvector", "p50": 10.0, "p95": 20.0, "p99": 30.0, "n": 10, "hit_at_5": 0.97,
+             "answer_p50": 30.0, "answer_p95": 60.0}
+    return {
+        "quick": False, "started": "2026-11-23T00:00:00", "seconds": 60.0,
+        "plan": {"questions": 10, "runs": 3, "scale_questions": 10},
+        "machine": {"cpus": 2, "cpu": "x", "ram_gb": 8, "os": "Linux", "python": "3.11", "postgres": "18",
+                    "pgvector": "0.8", "database": "embedded"},
+        "ingestion": [{"corpus": "c", "pages": 1, "chunks": 1000, "seconds": 100.0, "chunks_per_s": 10,
+                       "tokens_per_s": 100, "raw_chunks_per_s": 11, "raw_tokens_per_s": 110, "ratio_tokens": ratio,
+                       "ratio_chunks": ratio, "unchanged_seconds": [0.5, 0.4, 0.6], "edited_seconds": 2.0,
+                       "edited_embedded": 1}],
+        "in_process": in_process,
+        "http": {"ask": summary([50.0]), "stream_first_token": summary([40.0]), "errors": 0},
+        "load": [{"clients": 8, "seconds": 60, "answers": 10, "answers_per_s": answers_per_s, "p50": 1, "p95": 2,
+                  "errors": 0, "error_kinds": "", "worker_rss_mb": [rss, 100.0]}],
+        "scale": [{"size": 1000, "hnsw_build_seconds": 1, "hnsw_mb": 1, "disk_per_1k_mb": 5, "stores": [store]},
+                  {"size": 50000, "hnsw_build_seconds": 9, "hnsw_mb": 90, "disk_per_1k_mb": 5,
+                   "stores": [store | {"p50": big_p50, "answer_p50": 35.0}]}],
+        "quality": {"squad2-dev": {"hit_at_5": 0.97}},
+    }
+
+
+def holds(r: dict) -> dict:
+    return {target.split(":")[0].split(" (")[0]: ok for target, _, ok in report.targets(r)}
+
+
+def test_targets_hold_when_the_figures_meet_them():
+    assert all(ok for ok in holds(results()).values()), report.targets(results())
+
+
+def test_each_missed_target_is_reported_as_missed():
+    missed = holds(results(answers_per_s=30.0, rss=400.0, big_p50=25.0, ratio=0.5))
+    assert missed["over HTTP with 8 clients"] is False
+    assert missed["web worker RSS ≤ 300 MB with the model loaded"] is False
+    assert missed["retrieval p50 at 50,000 ≤ 2 × at 1,000, hit@5 within 0.02"] is False
+    assert missed["ingestion ≥ 0.8 × raw embedder throughput"] is False
+
+
+def test_only_the_measured_section_is_rewritten(tmp_path):
+    path = tmp_path / "BENCHMARKS.md"
+    path.write_text(f"# Benchmarks\n\nHand-written analysis.\n\n{report.START}\nold figures\n{report.END}\n\nMore.\n")
+    report.write(path, report.render(results(), command="make bench"))
+    text = path.read_text()
+    assert "Hand-written analysis." in text and text.endswith("More.\n") and "old figures" not in text
+    assert "| over HTTP with 8 clients: ≥ 50 answers/s, 0 errors | 60.0 answers/s, 0 errors | yes |" in text
+    assert text.count(report.START) == 1
+
+
+def test_runs_are_shown_as_median_and_spread():
+    assert fmt_runs(over_runs([3.0, 1.0, 2.0])) == "2.0 (1.0–3.0)"
+    assert fmt_runs(over_runs([2.0])) == "2.0"
+    assert fmt_runs(over_runs([None])) == "—"
