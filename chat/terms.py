@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 _WORD = re.compile(r"[^\W_]+(?:[-'.][^\W_]+)*", re.UNICODE)
 _SENTENCE_END = re.compile(r"(?<=[.!?…。！？])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9`*_\u00C0-\uFFFF])")
@@ -41,6 +42,7 @@ def normalise(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
+@lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """A light English suffix stripper: enough to match 'installs'/'installing'/'installed'."""
     if len(word) <= 3 or not word.isascii():
@@ -62,16 +64,19 @@ def words(text: str) -> list[str]:
     return _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
 
 
-def content_terms(text: str) -> list[str]:
+@lru_cache(maxsize=2048)
+def content_terms(text: str) -> tuple[str, ...]:
     """Stemmed words that are not stop words, in order (repeats kept). Hyphenated and dotted
-    names also contribute their parts, so ``trailing-slash`` matches ``trailing slash``."""
+    names also contribute their parts, so ``trailing-slash`` matches ``trailing slash``.
+    Cached: the same passages come back for question after question (grounding, the extractive
+    generator and confidence each read their terms); the stems in the tuples are shared."""
     out = []
     for word in words(text):
         parts = [word] + (re.split(r"[-'.]", word) if re.search(r"[-'.]", word) else [])
         for part in parts:
             if part and part not in STOP_WORDS and (len(part) > 1 or part.isdigit()):
                 out.append(stem(part))
-    return out
+    return tuple(out)
 
 
 def strip_citations(text: str) -> str:
