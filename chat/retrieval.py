@@ -142,15 +142,16 @@ class DenseSearch:
     name = ""
 
     def candidates(self, cursor, *, book: Book, vector: list[float], limit: int, document_ids: list[int] | None,
-                   seconds: float) -> dict[str, float]:
+                   seconds: float, literal: str | None = None) -> dict[str, float]:
+        """``literal``: the vector already in pgvector's text form, when the caller has it."""
         raise NotImplementedError
 
 
 class PgvectorSearch(DenseSearch):
     name = "pgvector"
 
-    def candidates(self, cursor, *, book, vector, limit, document_ids, seconds):
-        return _dense_candidates(cursor, book_id=book.pk, vector=vector_literal(vector),
+    def candidates(self, cursor, *, book, vector, limit, document_ids, seconds, literal=None):
+        return _dense_candidates(cursor, book_id=book.pk, vector=literal or vector_literal(vector),
                                  dimensions=book.embedder_dimension, limit=limit, document_ids=document_ids)
 
 
@@ -160,7 +161,7 @@ class QdrantSearch(DenseSearch):
     def __init__(self, mirror: QdrantMirror):
         self.mirror = mirror
 
-    def candidates(self, cursor, *, book, vector, limit, document_ids, seconds):
+    def candidates(self, cursor, *, book, vector, limit, document_ids, seconds, literal=None):
         paths = None
         if document_ids is not None:  # the chapter filter, resolved once by chapter_documents()
             paths = list(Document.objects.filter(id__in=document_ids).values_list("path", flat=True))
@@ -255,7 +256,7 @@ def retrieve(*, book: Book, question: str, selected_text: str = "", chapter: str
     try:
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(f"SET LOCAL statement_timeout = {timeout_ms}")
-            dense = dense_search.candidates(cursor, book=book, vector=raw_vector, limit=pool,
+            dense = dense_search.candidates(cursor, book=book, vector=raw_vector, literal=vector, limit=pool,
                                             document_ids=document_ids, seconds=stage_end - time.monotonic())
             marks.append(time.monotonic())
             lexical_result = bm25_search(book_id=book.pk, text=query, limit=pool, document_ids=document_ids,
