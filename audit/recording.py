@@ -9,10 +9,11 @@ locked, gone, the database down) is logged and counted; the answer has already b
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
@@ -73,7 +74,9 @@ def write(record: dict) -> AuditLog | None:
         if vote is not None:
             fields |= {"feedback_rating": vote.rating, "feedback_comment": vote.comment,
                        "feedback_at": vote.updated_at}
-        with transaction.atomic():
+        # One INSERT is atomic on its own; inside a caller's transaction a savepoint keeps a failure here from
+        # breaking it.
+        with transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext():
             return AuditLog.objects.create(**fields)
     except Exception:
         _failures["count"] += 1

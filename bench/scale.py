@@ -23,6 +23,7 @@ from chat.answering import answer_question
 from chat.evaluation import _hit_rank
 from chat.retrieval import retrieve
 from chat.validation import validate_ask
+from ingestion.lexicon import refresh_lexicon
 from ingestion.models import Book, Chunk, Document
 
 NOISE = 0.02  # per-dimension standard deviation before re-normalising (cosine to the original ≈ 0.9)
@@ -72,6 +73,7 @@ def build_book(size: int, *, source: str = "squad2-dev", log) -> Book:
     log(f"  … stored in {time.monotonic() - started:.0f} s")
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE ingestion_chunk")
+    refresh_lexicon(book)  # as an indexing run would
     return book
 
 

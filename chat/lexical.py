@@ -3,8 +3,9 @@
 Postgres' own ``ts_rank`` has no inverse document frequency, so an OR query over a question's
 words is dominated by the words every page shares (the product's name, "page", "file").
 Here Postgres does the stemming and the index look-ups: the question's lexemes, each one's
-document frequency in the book (one GIN look-up per lexeme), and the term frequencies of
-the chunks that contain any of them; BM25 is computed from those. A lexeme in a heading
+document frequency in the book (stored per book by ``ingestion.lexicon``; counted live, one
+GIN look-up per lexeme, for a chapter or a book without them), and the term frequencies of
+the chunks that contain any of the rarer ones; BM25 is computed from those. A lexeme in a heading
 counts ``HEADING_TF_WEIGHT`` times, because questions often name a topic that only its
 heading spells out.
 """
@@ -16,6 +17,8 @@ from dataclasses import dataclass, field
 
 from django.db import connection
 
+from ingestion.lexicon import lexeme_counts, stored_statistics
+
 K1 = 1.2
 B = 0.75
 HEADING_TF_WEIGHT = 2
@@ -23,6 +26,10 @@ HEADING_TF_WEIGHT = 2
 COMMON_SHARE = 0.5
 # Most query lexemes looked up; long questions and pasted passages keep their rarest ones.
 MAX_LEXEMES = 32
+# Passages the candidate scan may read: the rarest lexemes select until the passages containing them add up
+# to this many (the rarest always selects). A passage that holds none of those has only common words in
+# common with the question, so it can't rank near the top; a dense candidate is scored whatever selects it.
+SCAN_BUDGET = 2_000
 
 
 @dataclass
@@ -51,38 +58,65 @@ def _tsquery_literal(lexeme: str) -> str:
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
+def _count_live(cursor, book_id: int, lexemes: list[str], doc_filter: str,
+                doc_params: list) -> tuple[int, float, dict[str, int]]:
+    """The statistics ``ingestion.lexicon`` stores, counted from the passages themselves (a chapter's, or a book
+    that has none stored)."""
+    cursor.execute(f"SELECT count(*), coalesce(avg(length(search_vector)), 1) FROM ingestion_chunk "
+                   f"WHERE book_id = %s{doc_filter}", [book_id, *doc_params])
+    total, avg_length = cursor.fetchone()
+    if not total:
+        return 0, 1.0, {}
+    parts, params = [], []
+    for lexeme in lexemes:
+        parts.append(f"SELECT %s, count(*) FROM ingestion_chunk WHERE book_id = %s{doc_filter} "
+                     "AND search_vector @@ %s::tsquery")
+        params += [lexeme, book_id, *doc_params, _tsquery_literal(lexeme)]
+    cursor.execute(" UNION ALL ".join(parts), params)
+    return total, avg_length, dict(cursor.fetchall())
+
+
+def _selecting(df: dict[str, int], total: int) -> list[str]:
+    """The lexemes whose passages become candidates: the rarest, within ``MAX_LEXEMES`` and ``SCAN_BUDGET``,
+    leaving out words most passages share (unless every word is that common)."""
+    by_rarity = sorted(df, key=lambda t: (df[t], t))
+    rare = [t for t in by_rarity if df[t] <= max(1, COMMON_SHARE * total)][:MAX_LEXEMES] or by_rarity[:3]
+    chosen, scanned = [], 0
+    for lexeme in rare:
+        if chosen and scanned + df[lexeme] > SCAN_BUDGET:
+            break
+        chosen.append(lexeme)
+        scanned += df[lexeme]
+    return chosen
+
+
 def bm25_search(*, book_id: int, text: str, limit: int, document_ids: list[int] | None = None,
-                extra_ids: list[str] = ()) -> LexicalResult:
-    """BM25 scores of the best ``limit`` chunks for ``text`` (and of ``extra_ids``, when they match at all)."""
+                extra_ids: list[str] = (), stats: tuple[int, float] | None = None) -> LexicalResult:
+    """BM25 scores of the best ``limit`` chunks for ``text`` (and of ``extra_ids``, when they match at all).
+    ``stats``: the book's stored (passages, mean length), when the caller has read them."""
     result = LexicalResult()
-    lexemes = query_lexemes(text)[:256]
-    if not lexemes:
-        return result
     doc_filter = " AND document_id = ANY(%s)" if document_ids is not None else ""
     doc_params = [document_ids] if document_ids is not None else []
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT count(*), coalesce(avg(length(search_vector)), 1) FROM ingestion_chunk "
-                       f"WHERE book_id = %s{doc_filter}", [book_id, *doc_params])
-        total, avg_length = cursor.fetchone()
-        if not total:
+        if stats is None and document_ids is None:
+            stats = stored_statistics(cursor, book_id)
+        if stats is not None and document_ids is None:
+            counts = lexeme_counts(cursor, book_id, text)
+            lexemes = list(counts)[:256]
+            total, avg_length = stats
+        else:
+            lexemes = query_lexemes(text)[:256]
+            if not lexemes:
+                return result
+            total, avg_length, counts = _count_live(cursor, book_id, lexemes, doc_filter, doc_params)
+        if not total or not lexemes:
             return result
-        parts, params = [], []
-        for lexeme in lexemes:
-            parts.append(f"SELECT %s, count(*) FROM ingestion_chunk WHERE book_id = %s{doc_filter} "
-                         "AND search_vector @@ %s::tsquery")
-            params += [lexeme, book_id, *doc_params, _tsquery_literal(lexeme)]
-        cursor.execute(" UNION ALL ".join(parts), params)
-        counts = dict(cursor.fetchall())
         result.idf = {t: math.log(1 + (total - counts.get(t, 0) + 0.5) / (counts.get(t, 0) + 0.5)) for t in lexemes}
         df = {t: n for t, n in counts.items() if n}
         if not df:
             return result
         idf = result.idf
-        selective = sorted((t for t, n in df.items() if n <= max(1, COMMON_SHARE * total)),
-                           key=lambda t: df[t])[:MAX_LEXEMES]
-        if not selective:  # every word is common: let the rarest ones select anyway
-            selective = sorted(df, key=lambda t: df[t])[:3]
-        query = " | ".join(_tsquery_literal(t) for t in selective)
+        query = " | ".join(_tsquery_literal(t) for t in _selecting(df, total))
         cursor.execute(
             "SELECT c.id, u.lexeme, coalesce(array_length(u.positions, 1), 1) "
             f"  + {HEADING_TF_WEIGHT - 1} * (SELECT count(*) FROM unnest(u.weights) w WHERE w = 'A'), "

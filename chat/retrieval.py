@@ -29,6 +29,7 @@ from chat.deadline import Deadline
 from chat.lexical import bm25_search
 from chat.terms import words
 from ingestion.embedders import check_compatible, get_embedder
+from ingestion.lexicon import stored_statistics
 from ingestion.models import Book, Chunk, Document
 from ingestion.qdrant import QdrantError, QdrantMirror, get_mirror
 
@@ -109,13 +110,20 @@ def shingles(text: str, size: int = SHINGLE) -> set[tuple[str, ...]]:
     return {tuple(tokens[i:i + size]) for i in range(len(tokens) - size + 1)}
 
 
+def _passages(cursor, book_id: int, document_ids, doc_filter: str, params: list, stored: int | None) -> int:
+    """How many passages the search covers: the book's stored count when it has one, else counted."""
+    if document_ids is None and stored is not None:
+        return stored
+    cursor.execute(f"SELECT count(*) FROM ingestion_chunk WHERE book_id = %s{doc_filter}", params)
+    return cursor.fetchone()[0]
+
+
 def _dense_candidates(cursor, *, book_id: int, vector, dimensions: int, limit: int,
-                      document_ids: list[int] | None) -> dict[str, float]:
+                      document_ids: list[int] | None, passages: int | None = None) -> dict[str, float]:
     distance, predicate = Chunk.cosine_distance_sql(dimensions)
     doc_filter = " AND document_id = ANY(%s)" if document_ids is not None else ""
     params = [book_id, *([document_ids] if document_ids is not None else [])]
-    cursor.execute(f"SELECT count(*) FROM ingestion_chunk WHERE book_id = %s{doc_filter}", params)
-    if cursor.fetchone()[0] <= EXACT_SEARCH_MAX_CHUNKS:
+    if _passages(cursor, book_id, document_ids, doc_filter, params, passages) <= EXACT_SEARCH_MAX_CHUNKS:
         # A book (or chapter) is a slice of an index shared by every book: for a slice this small an
         # exact scan of its own rows is both faster and exact, where HNSW would wade through the others.
         cursor.execute(
@@ -142,17 +150,19 @@ class DenseSearch:
     name = ""
 
     def candidates(self, cursor, *, book: Book, vector: list[float], limit: int, document_ids: list[int] | None,
-                   seconds: float, literal: str | None = None) -> dict[str, float]:
-        """``literal``: the vector already in pgvector's text form, when the caller has it."""
+                   seconds: float, literal: str | None = None, passages: int | None = None) -> dict[str, float]:
+        """``literal``: the vector already in pgvector's text form, when the caller has it; ``passages``: the
+        book's stored passage count, when the caller has read it."""
         raise NotImplementedError
 
 
 class PgvectorSearch(DenseSearch):
     name = "pgvector"
 
-    def candidates(self, cursor, *, book, vector, limit, document_ids, seconds, literal=None):
+    def candidates(self, cursor, *, book, vector, limit, document_ids, seconds, literal=None, passages=None):
         return _dense_candidates(cursor, book_id=book.pk, vector=literal or vector_literal(vector),
-                                 dimensions=book.embedder_dimension, limit=limit, document_ids=document_ids)
+                                 dimensions=book.embedder_dimension, limit=limit, document_ids=document_ids,
+                                 passages=passages)
 
 
 class QdrantSearch(DenseSearch):
@@ -161,7 +171,7 @@ class QdrantSearch(DenseSearch):
     def __init__(self, mirror: QdrantMirror):
         self.mirror = mirror
 
-    def candidates(self, cursor, *, book, vector, limit, document_ids, seconds, literal=None):
+    def candidates(self, cursor, *, book, vector, limit, document_ids, seconds, literal=None, passages=None):
         paths = None
         if document_ids is not None:  # the chapter filter, resolved once by chapter_documents()
             paths = list(Document.objects.filter(id__in=document_ids).values_list("path", flat=True))
@@ -194,12 +204,18 @@ def get_dense_search() -> DenseSearch:
                                  code="configuration")
 
 
-def _cosines(cursor, *, ids: list[str], vector, dimensions: int) -> dict[str, float]:
+def _candidate_rows(cursor, *, ids: list[str], vector: str, dimensions: int) -> dict[str, RetrievedChunk]:
+    """The candidates with their pages, each with its cosine to the query (in ``dense``), in one query."""
     if not ids:
         return {}
     distance, _ = Chunk.cosine_distance_sql(dimensions)
-    cursor.execute(f"SELECT id, {distance} FROM ingestion_chunk WHERE id = ANY(%s)", [vector, ids])
-    return {cid: 1.0 - float(dist) for cid, dist in cursor.fetchall()}
+    cursor.execute(
+        f"SELECT c.id, c.document_id, c.heading_path, c.anchor, c.url, c.text, d.title, d.path, d.category, "
+        f"1 - {distance.replace('embedding', 'c.embedding')} "
+        f"FROM ingestion_chunk c JOIN ingestion_document d ON d.id = c.document_id WHERE c.id = ANY(%s)",
+        [vector, ids],
+    )
+    return {row[0]: RetrievedChunk(*row[:9], dense=float(row[9])) for row in cursor.fetchall()}
 
 
 def fuse(dense: dict[str, float], lexical: dict[str, float], *, mode: str | None = None) -> dict[str, float]:
@@ -256,26 +272,31 @@ def retrieve(*, book: Book, question: str, selected_text: str = "", chapter: str
     try:
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(f"SET LOCAL statement_timeout = {timeout_ms}")
+            stats = stored_statistics(cursor, book.pk)
             dense = dense_search.candidates(cursor, book=book, vector=raw_vector, literal=vector, limit=pool,
-                                            document_ids=document_ids, seconds=stage_end - time.monotonic())
+                                            document_ids=document_ids, seconds=stage_end - time.monotonic(),
+                                            passages=stats[0] if stats else None)
             marks.append(time.monotonic())
             lexical_result = bm25_search(book_id=book.pk, text=query, limit=pool, document_ids=document_ids,
-                                         extra_ids=list(dense))
+                                         extra_ids=list(dense), stats=stats)
             lexical = lexical_result.scores
-            dense |= _cosines(cursor, ids=[cid for cid in lexical if cid not in dense], vector=vector,
-                              dimensions=book.embedder_dimension)
             marks.append(time.monotonic())
+            rows = _candidate_rows(cursor, ids=list(set(dense) | set(lexical)), vector=vector,
+                                   dimensions=book.embedder_dimension)
     except DatabaseError as exc:
         if "statement timeout" in str(exc) or "canceling statement" in str(exc):
             raise DeadlineExceeded("bookchat ran out of time while searching the book; try again") from exc
         raise
     if time.monotonic() > stage_end:
         raise DeadlineExceeded("bookchat ran out of time while searching the book; try again")
+    for chunk in rows.values():  # a lexical-only candidate gets its cosine too, so fusion compares like with like
+        dense.setdefault(chunk.id, chunk.dense)
     fused = fuse(dense, lexical)
-    rows = {c.id: c for c in Chunk.objects.filter(id__in=list(fused)).select_related("document")
-            .defer("embedding", "search_vector", "document__front_matter")}
-    candidates = [_retrieved(rows[cid], dense.get(cid, 0.0), lexical.get(cid, 0.0), score)
-                  for cid, score in fused.items() if cid in rows]
+    candidates = []
+    for cid, score in fused.items():
+        if (chunk := rows.get(cid)) is not None:
+            chunk.lexical, chunk.score = lexical.get(cid, 0.0), score
+            candidates.append(chunk)
     best_overlap = 0.0
     if selected_text:
         passage = shingles(selected_text)
@@ -293,14 +314,6 @@ def retrieve(*, book: Book, question: str, selected_text: str = "", chapter: str
                      lexical_coverage=lexical_result.coverage([c.id for c in top[:COVERAGE_CHUNKS]]),
                      best_selected_overlap=best_overlap, candidates=len(candidates),
                      seconds=time.monotonic() - started, pool=candidates, timings_ms=timings)
-
-
-def _retrieved(chunk: Chunk, dense: float, lexical: float, score: float) -> RetrievedChunk:
-    document = chunk.document
-    return RetrievedChunk(id=chunk.id, document_id=chunk.document_id, heading_path=chunk.heading_path,
-                          anchor=chunk.anchor, url=chunk.url, text=chunk.text, document_title=document.title,
-                          document_path=document.path, category=document.category, dense=dense, lexical=lexical,
-                          score=score)
 
 
 def nearest_sections(retrieval: Retrieval, count: int | None = None) -> list[dict]:

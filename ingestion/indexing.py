@@ -30,7 +30,8 @@ from ingestion.chunking import ChunkDraft, Chunker, ChunkingOptions
 from ingestion.documents import Issue
 from ingestion.docusaurus import category_label_with_issue
 from ingestion.embedders import Embedder, check_compatible, get_embedder
-from ingestion.models import Book, Chunk, Document, IndexRun, book_slug_validator
+from ingestion.lexicon import refresh_lexicon
+from ingestion.models import Book, Chunk, Document, IndexRun, SearchStats, book_slug_validator
 from ingestion.parsing import parse_document
 from ingestion.qdrant import OUT_OF_DATE, QdrantError, QdrantMirror, get_mirror
 from ingestion.signals import book_indexed
@@ -177,10 +178,24 @@ class BookIndexer:
             if self.prune:
                 self._prune()
         finally:
+            if run is not None:
+                self._refresh_lexicon()
             self.report.total_seconds = time.monotonic() - started
             if run is not None:
                 self._finish(run)
         return self.report
+
+    def _refresh_lexicon(self) -> None:
+        """Recount the book's lexical statistics when a page changed (or it has none yet); pages stored before
+        a failure count too. A failure here leaves the old figures (or the live count) in use."""
+        report = self.report
+        changed = report.chunks_added or report.chunks_removed or report.files_indexed or report.documents_removed
+        if not changed and SearchStats.objects.filter(book=self.book).exists():
+            return
+        try:
+            refresh_lexicon(self.book)
+        except Exception:  # never hides the run's own outcome
+            logger.exception("refreshing the lexical statistics of book %s failed", self.slug)
 
     def _book(self) -> Book:
         book = Book.objects.filter(slug=self.slug).first()

@@ -201,3 +201,27 @@ class IngestionJob(models.Model):
     @property
     def is_active(self) -> bool:
         return self.status in self.ACTIVE
+
+
+class SearchStats(models.Model):
+    """A book's lexical-search statistics, refreshed after every indexing run that changed it (see
+    ``ingestion.lexicon``): counting them live costs a scan of every passage's tsvector per question."""
+
+    book = models.OneToOneField(Book, primary_key=True, on_delete=models.CASCADE, related_name="search_stats")
+    chunks = models.PositiveIntegerField(help_text="Passages in the book.")
+    average_length = models.FloatField(help_text="Mean number of lexeme positions in a passage's tsvector.")
+    refreshed_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name_plural = "search stats"
+
+
+class LexemeCount(models.Model):
+    """How many of a book's passages contain a lexeme (its document frequency, for BM25's IDF)."""
+
+    book = models.ForeignKey(Book, on_delete=models.CASCADE, related_name="+")
+    lexeme = models.TextField()
+    chunks = models.PositiveIntegerField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["book", "lexeme"], name="lexemecount_book_lexeme")]

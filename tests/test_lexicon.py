@@ -1,0 +1,103 @@
+"""The lexical statistics stored beside a book (``ingestion.lexicon``): they match what counting the passages
+gives after indexing, editing, pruning and a failed page; BM25 reads them and scores exactly as if it
+counted live; and the candidate scan keeps to its budget."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+import chat.lexical as lexical
+from chat.lexical import _selecting, bm25_search
+from ingestion.lexicon import lexeme_counts, refresh_lexicon
+from ingestion.models import Book, LexemeCount, SearchStats
+from tests.test_ingest_command import GUIDE, INTRO, ingest, make_book
+
+pytestmark = pytest.mark.django_db
+
+
+def live_counts(book: Book) -> tuple[int, float, dict[str, int]]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*), avg(length(search_vector)) FROM ingestion_chunk WHERE book_id = %s",
+                       [book.pk])
+        total, average = cursor.fetchone()
+        cursor.execute("SELECT u.lexeme, count(*) FROM ingestion_chunk c, unnest(c.search_vector) u "
+                       "WHERE c.book_id = %s GROUP BY u.lexeme", [book.pk])
+        return total, float(average), dict(cursor.fetchall())
+
+
+def assert_current(book: Book) -> None:
+    total, average, frequencies = live_counts(book)
+    stats = SearchStats.objects.get(book=book)
+    assert stats.chunks == total > 0
+    assert stats.average_length == pytest.approx(average)
+    assert dict(LexemeCount.objects.filter(book=book).values_list("lexeme", "chunks")) == frequencies
+
+
+def test_indexing_stores_the_counts_and_every_change_refreshes_them(book_dir):
+    make_book(book_dir)
+    assert ingest(str(book_dir.root), "--book", "lex")[0] == 0
+    book = Book.objects.get(slug="lex")
+    assert_current(book)
+    assert LexemeCount.objects.get(book=book, lexeme="anchor").chunks >= 1
+
+    book_dir.write("guides/writing.md", GUIDE + "\n## Glossary\n\nA zeugma yokes two words to one verb.\n")
+    assert ingest(str(book_dir.root), "--book", "lex")[0] == 0
+    assert_current(book)
+    assert LexemeCount.objects.get(book=book, lexeme="zeugma").chunks == 1
+
+    (book_dir.root / "guides" / "writing.md").unlink()
+    assert ingest(str(book_dir.root), "--book", "lex", "--prune")[0] == 0
+    assert_current(book)
+    assert not LexemeCount.objects.filter(book=book, lexeme="zeugma").exists()
+
+
+def test_a_failed_page_leaves_counts_that_match_what_was_stored(book_dir):
+    make_book(book_dir)
+    book_dir.write("broken.mdx", "# Broken\n\n<Tabs>\n  <TabItem value=\"a\">\n\nnever closed\n")
+    code, report = ingest(str(book_dir.root), "--book", "lex-partial")
+    assert code != 0 and report["files_failed"] == 1 and report["files_indexed"] == 2
+    assert_current(Book.objects.get(slug="lex-partial"))
+
+
+def test_an_unchanged_run_keeps_the_counts_without_recounting(book_dir):
+    make_book(book_dir)
+    ingest(str(book_dir.root), "--book", "lex-same")
+    before = SearchStats.objects.get(book__slug="lex-same").refreshed_at
+    code, report = ingest(str(book_dir.root), "--book", "lex-same")
+    assert code == 0 and report["files_unchanged"] == 2
+    assert SearchStats.objects.get(book__slug="lex-same").refreshed_at == before
+
+
+def test_bm25_from_stored_counts_equals_bm25_counted_live(book_dir):
+    make_book(book_dir)
+    book_dir.write("more.md", INTRO.replace("Getting started", "Installing").replace("installer", "setup"))
+    ingest(str(book_dir.root), "--book", "lex-bm25")
+    book = Book.objects.get(slug="lex-bm25")
+    for question in ("How do I install it?", "What do headings get?", "anchor installer virtual environment",
+                     "zzzz unknownword"):
+        stored = bm25_search(book_id=book.pk, text=question, limit=10)
+        SearchStats.objects.filter(book=book).delete()  # no stored counts: BM25 counts live
+        live = bm25_search(book_id=book.pk, text=question, limit=10)
+        refresh_lexicon(book)
+        assert stored.scores == pytest.approx(live.scores)
+        assert stored.idf == pytest.approx(live.idf)
+
+
+def test_lexeme_counts_stem_like_the_search_vector_and_count_absent_words_as_zero(book_dir):
+    make_book(book_dir)
+    ingest(str(book_dir.root), "--book", "lex-stem")
+    book = Book.objects.get(slug="lex-stem")
+    with connection.cursor() as cursor:
+        counts = lexeme_counts(cursor, book.pk, "The headings, and a quixotic word")
+    assert counts["head"] >= 1 and counts["quixot"] == 0
+    assert "the" not in counts and "and" not in counts  # stop words
+
+
+def test_rarest_lexemes_select_within_the_scan_budget(monkeypatch):
+    monkeypatch.setattr(lexical, "SCAN_BUDGET", 100)
+    df = {"rare": 3, "uncommon": 40, "middling": 80, "common": 900}
+    assert _selecting(df, total=2_000) == ["rare", "uncommon"]  # 3 + 40 fit; + 80 would pass 100
+    assert _selecting({"frequent": 700, "often": 800}, total=2_000) == ["frequent"]  # the rarest always selects
+    # Words in most passages select only when every word is that common.
+    assert _selecting({"the-product": 1_900, "page": 1_500}, total=2_000) == ["page"]
