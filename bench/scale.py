@@ -25,6 +25,7 @@ from chat.retrieval import retrieve
 from chat.validation import validate_ask
 from ingestion.lexicon import refresh_lexicon
 from ingestion.models import Book, Chunk, Document
+from ingestion.vector_index import sync_book_index
 
 NOISE = 0.02  # per-dimension standard deviation before re-normalising (cosine to the original ≈ 0.9)
 BATCH = 1000
@@ -74,6 +75,9 @@ def build_book(size: int, *, source: str = "squad2-dev", log) -> Book:
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE ingestion_chunk")
     refresh_lexicon(book)  # as an indexing run would
+    started = time.monotonic()
+    if sync_book_index(book, size):
+        log(f"  its own HNSW index built in {time.monotonic() - started:.0f} s")
     return book
 
 

@@ -1,9 +1,10 @@
 """Hybrid retrieval: dense candidates from pgvector (cosine, HNSW) and lexical candidates (BM25 over the
 Postgres tsvector), fused by a weighted blend of normalised scores (or RRF) into the top k.
 
-Dense search is exact for a book of up to ``EXACT_SEARCH_MAX_CHUNKS`` passages (the HNSW index
-is shared by every book, and a small book's slice of it is cheaper to scan than to find in it)
-and HNSW with iterative scanning above that; with ``VECTOR_STORE=qdrant`` the Qdrant mirror
+Dense search is exact for a book of up to ``vector_index.EXACT_SEARCH_MAX_CHUNKS`` passages (the shared HNSW
+index holds every book, and a small book's slice of it is cheaper to scan than to find in it)
+and HNSW with iterative scanning above that, in the book's own index once its indexing run has
+built it (``ingestion.vector_index``); with ``VECTOR_STORE=qdrant`` the Qdrant mirror
 finds the dense candidates instead (``DenseSearch``), on the same cosine scale. Every candidate
 gets both scores (a dense-only candidate is scored lexically and the other way round), so
 fusion compares like with like.
@@ -28,14 +29,13 @@ from bookchat.errors import DeadlineExceeded, RequestError
 from chat.deadline import Deadline
 from chat.lexical import bm25_search
 from chat.terms import words
+from ingestion import vector_index
 from ingestion.embedders import check_compatible, get_embedder
 from ingestion.lexicon import stored_statistics
 from ingestion.models import Book, Chunk, Document
 from ingestion.qdrant import QdrantError, QdrantMirror, get_mirror
 
 SHINGLE = 4
-# Books (or chapters) up to this many passages are searched exactly; bigger ones through HNSW.
-EXACT_SEARCH_MAX_CHUNKS = 20_000
 COVERAGE_CHUNKS = 3
 
 
@@ -123,7 +123,7 @@ def _dense_candidates(cursor, *, book_id: int, vector, dimensions: int, limit: i
     distance, predicate = Chunk.cosine_distance_sql(dimensions)
     doc_filter = " AND document_id = ANY(%s)" if document_ids is not None else ""
     params = [book_id, *([document_ids] if document_ids is not None else [])]
-    if _passages(cursor, book_id, document_ids, doc_filter, params, passages) <= EXACT_SEARCH_MAX_CHUNKS:
+    if _passages(cursor, book_id, document_ids, doc_filter, params, passages) <= vector_index.EXACT_SEARCH_MAX_CHUNKS:
         # A book (or chapter) is a slice of an index shared by every book: for a slice this small an
         # exact scan of its own rows is both faster and exact, where HNSW would wade through the others.
         cursor.execute(
@@ -133,9 +133,10 @@ def _dense_candidates(cursor, *, book_id: int, vector, dimensions: int, limit: i
             [*params, vector, limit],
         )
         return {cid: 1.0 - float(dist) for cid, dist in cursor.fetchall()}
-    # A big book: HNSW, scanning on until enough of this book's rows are found.
+    # A big book: HNSW (its own index, which the planner finds from the literal book id), scanning on until
+    # enough of this book's (or chapter's) rows are found.
     cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-    cursor.execute(f"SET LOCAL hnsw.ef_search = {max(40, min(1000, limit * 2))}")
+    cursor.execute(f"SET LOCAL hnsw.ef_search = {max(40, min(1000, limit))}")
     cursor.execute(
         f"SELECT id, dist FROM (SELECT id, {distance} AS dist FROM ingestion_chunk "
         f"WHERE {predicate} AND book_id = %s{doc_filter} ORDER BY dist LIMIT %s) found ORDER BY dist",

@@ -36,6 +36,7 @@ from ingestion.parsing import parse_document
 from ingestion.qdrant import OUT_OF_DATE, QdrantError, QdrantMirror, get_mirror
 from ingestion.signals import book_indexed
 from ingestion.sources import Discovery, SourceFile, discover, read_source
+from ingestion.vector_index import sync_book_index
 
 logger = logging.getLogger(__name__)
 
@@ -179,23 +180,25 @@ class BookIndexer:
                 self._prune()
         finally:
             if run is not None:
-                self._refresh_lexicon()
+                self._refresh_search_data()
             self.report.total_seconds = time.monotonic() - started
             if run is not None:
                 self._finish(run)
         return self.report
 
-    def _refresh_lexicon(self) -> None:
-        """Recount the book's lexical statistics when a page changed (or it has none yet); pages stored before
-        a failure count too. A failure here leaves the old figures (or the live count) in use."""
+    def _refresh_search_data(self) -> None:
+        """Recount the book's lexical statistics when a page changed (or it has none yet), and build or drop its
+        own HNSW index as its size asks; pages stored before a failure count too. A failure here leaves the
+        old figures (or the live count) and the shared index in use."""
         report = self.report
         changed = report.chunks_added or report.chunks_removed or report.files_indexed or report.documents_removed
-        if not changed and SearchStats.objects.filter(book=self.book).exists():
-            return
+        stats = SearchStats.objects.filter(book=self.book).first()
         try:
-            refresh_lexicon(self.book)
+            if changed or stats is None:
+                stats = refresh_lexicon(self.book)
+            sync_book_index(self.book, stats.chunks)
         except Exception:  # never hides the run's own outcome
-            logger.exception("refreshing the lexical statistics of book %s failed", self.slug)
+            logger.exception("refreshing the search statistics or index of book %s failed", self.slug)
 
     def _book(self) -> Book:
         book = Book.objects.filter(slug=self.slug).first()

@@ -1,6 +1,7 @@
-"""The lexical statistics stored beside a book (``ingestion.lexicon``): they match what counting the passages
-gives after indexing, editing, pruning and a failed page; BM25 reads them and scores exactly as if it
-counted live; and the candidate scan keeps to its budget."""
+"""What indexing keeps beside a book for search: its lexical statistics (``ingestion.lexicon``), which match
+what counting the passages gives after indexing, editing, pruning and a failed page, and from which BM25
+scores exactly as if it counted live, within its candidate-scan budget; and a big book's own HNSW index
+(``ingestion.vector_index``), built, searched, and dropped when the book shrinks or goes."""
 
 from __future__ import annotations
 
@@ -9,8 +10,11 @@ from django.db import connection
 
 import chat.lexical as lexical
 from chat.lexical import _selecting, bm25_search
+from chat.retrieval import retrieve, vector_literal
+from ingestion import vector_index
 from ingestion.lexicon import lexeme_counts, refresh_lexicon
-from ingestion.models import Book, LexemeCount, SearchStats
+from ingestion.models import Book, Chunk, LexemeCount, SearchStats
+from ingestion.vector_index import index_name
 from tests.test_ingest_command import GUIDE, INTRO, ingest, make_book
 
 pytestmark = pytest.mark.django_db
@@ -101,3 +105,50 @@ def test_rarest_lexemes_select_within_the_scan_budget(monkeypatch):
     assert _selecting({"frequent": 700, "often": 800}, total=2_000) == ["frequent"]  # the rarest always selects
     # Words in most passages select only when every word is that common.
     assert _selecting({"the-product": 1_900, "page": 1_500}, total=2_000) == ["page"]
+
+
+# -- a big book's own HNSW index (ingestion.vector_index) ------------------------------------------------------
+def own_index(book: Book) -> str | None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", [index_name(book.pk)])
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
+def test_a_book_over_the_exact_search_limit_gets_its_own_index_and_searches_it(book_dir, monkeypatch):
+    make_book(book_dir)
+    ingest(str(book_dir.root), "--book", "lex-big")
+    book = Book.objects.get(slug="lex-big")
+    exact = [c.id for c in retrieve(book=book, question="How do I install it?", top_k=3).chunks]
+    assert own_index(book) is None
+
+    monkeypatch.setattr(vector_index, "EXACT_SEARCH_MAX_CHUNKS", 2)
+    book_dir.write("more.md", "# More\n\nAnother page, so the run changes the book.\n")
+    ingest(str(book_dir.root), "--book", "lex-big")
+    definition = own_index(book)
+    assert definition is not None and "hnsw" in definition and f"book_id = {book.pk}" in definition
+    approximate = [c.id for c in retrieve(book=book, question="How do I install it?", top_k=3).chunks]
+    assert approximate == exact  # a few passages: HNSW finds them all
+    with connection.cursor() as cursor:
+        distance, predicate = Chunk.cosine_distance_sql(384)
+        cursor.execute("SET LOCAL enable_seqscan = off")  # a tiny table would be scanned otherwise
+        cursor.execute(f"EXPLAIN SELECT id FROM ingestion_chunk WHERE {predicate} AND book_id = {book.pk} "
+                       f"ORDER BY {distance} LIMIT 5", [vector_literal([0.05] * 384)])
+        assert index_name(book.pk) in "\n".join(row[0] for row in cursor.fetchall())
+
+    monkeypatch.setattr(vector_index, "EXACT_SEARCH_MAX_CHUNKS", 5_000)
+    (book_dir.root / "more.md").unlink()
+    ingest(str(book_dir.root), "--book", "lex-big", "--prune")
+    assert own_index(book) is None  # back under the limit: dropped
+
+
+def test_deleting_a_book_drops_its_own_index(book_dir, monkeypatch, django_capture_on_commit_callbacks):
+    monkeypatch.setattr(vector_index, "EXACT_SEARCH_MAX_CHUNKS", 2)
+    make_book(book_dir)
+    ingest(str(book_dir.root), "--book", "lex-gone")
+    book = Book.objects.get(slug="lex-gone")
+    kept = Book(pk=book.pk)
+    assert own_index(kept) is not None
+    with django_capture_on_commit_callbacks(execute=True):
+        book.delete()
+    assert own_index(kept) is None
