@@ -401,12 +401,11 @@ def test_every_form_refuses_a_post_without_its_csrf_token(reviewer, settings, ma
     settings.BOOKCHAT = {**settings.BOOKCHAT, "ANONYMOUS_API": "false", "LLM_BASE_URL": ""}
     superuser = User.objects.create_superuser("drill-admin", password="pw-admin")
     row = audit_row()
-    answer = answer_question(AskRequest(question="How do I ingest a folder?", book=BOOK, channel="page"))
     forms = [  # (who is signed in, path, fields)
         (None, reverse("admin:login"), {"username": "drill-admin", "password": "pw-admin"}),
         (None, reverse("chat"), {"question": "How do I ingest a folder?", "book": BOOK}),
         (None, reverse("chat-new"), {"book": BOOK}),
-        (None, reverse("chat-feedback", args=[answer["answer_id"]]), {"rating": "down"}),
+        (None, reverse("chat-feedback", args=[uuid.uuid4()]), {"rating": "down"}),
         (superuser, reverse("admin:ingestion_ingestionjob_add"), {"new_book_slug": "drill", "folder": ""}),
         (reviewer, reverse("admin:audit_auditlog_change", args=[row.pk]), {"review_status": "wrong"}),
         (reviewer, reverse("admin:audit_auditlog_changelist"), {"action": "mark_wrong", "_selected_action": [row.pk]}),
@@ -445,15 +444,15 @@ def test_the_api_refuses_a_session_cookie_without_csrf_token(reviewer, settings,
     page = Client(enforce_csrf_checks=True)
     page.get(f"/?book={BOOK}")
     token = page.cookies["csrftoken"].value
-    answered = page.post("/api/v1/ask", data=question, content_type="application/json",
-                         headers={"X-CSRFToken": token}).json()
     for path, body in (("/api/v1/ask", question),
-                       (f"/api/v1/answers/{answered['answer_id']}/feedback", json.dumps({"rating": "down"}))):
+                       (f"/api/v1/answers/{uuid.uuid4()}/feedback", json.dumps({"rating": "down"}))):
         refused = page.post(path, data=body, content_type="application/json")
         assert refused.status_code == 403 and refused.json()["error"] == "csrf_failed", path
         forged = page.post(path, data=body, content_type="application/json", headers={"X-CSRFToken": "x" * 64})
         assert forged.status_code == 403, path
-    assert not Feedback.objects.exists()
+    with_token = page.post(f"/api/v1/answers/{uuid.uuid4()}/feedback", data=json.dumps({"rating": "down"}),
+                           content_type="application/json", headers={"X-CSRFToken": token})
+    assert with_token.status_code == 404, "with its token the same call gets past the check (to an unknown answer)"
 
 
 # -- HTTPS, the deployment check, security headers --------------------------------------------------------------
