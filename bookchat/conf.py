@@ -44,6 +44,18 @@ SETTINGS: list[Setting] = [
     Setting("ANONYMOUS_API", "auto", "Whether the REST API answers requests without a key: `true`, `false`, or "
             "`auto` (only when DEBUG is on). The chat page never needs a key."),
     Setting("LOG_LEVEL", "INFO", "Log level of bookchat's own loggers."),
+    # Serving over HTTPS (README, "Deploying")
+    Setting("HTTPS", False, "The site is served over HTTPS (directly or behind a TLS-terminating proxy): plain HTTP "
+            "is redirected (but `/api/v1/health`), cookies are secure-only and HSTS is sent. Leave off for "
+            "`make run` on http://127.0.0.1.", bool),
+    Setting("PROXY_SSL_HEADER", "", "Header that your TLS-terminating proxy sets to `https` (e.g. "
+            "`X-Forwarded-Proto`); set it only if the proxy always overwrites it. Empty: the connection decides."),
+    Setting("HSTS_SECONDS", 31_536_000, "`max-age` of the Strict-Transport-Security header sent when `HTTPS` is on "
+            "(0: none).", int),
+    Setting("HSTS_INCLUDE_SUBDOMAINS", True, "HSTS covers the host's subdomains too; turn off when bookchat runs on "
+            "a domain whose subdomains still serve plain HTTP.", bool),
+    Setting("HSTS_PRELOAD", False, "Add `preload` to HSTS: only once you submit the domain to the browsers' "
+            "preload list.", bool),
     # Books and ingestion
     Setting("BOOK_BASE_URL", "", "Default public URL of a book's site, used to build links to sections "
             "(`--base-url` overrides it per book). Empty: links are site-relative paths like `/intro#setup`."),

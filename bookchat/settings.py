@@ -9,7 +9,7 @@ import os
 import secrets
 from pathlib import Path
 
-from bookchat import conf, embedded_db
+from bookchat import conf, embedded_db, security
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 BOOKCHAT = conf.from_environment()
@@ -44,6 +44,10 @@ ALLOWED_HOSTS = [h.strip() for h in BOOKCHAT["ALLOWED_HOSTS"].split(",") if h.st
 if DEBUG:
     ALLOWED_HOSTS += ["testserver"]
 
+# SECURE_SSL_REDIRECT, SECURE_REDIRECT_EXEMPT, SESSION_/CSRF_COOKIE_SECURE, SECURE_HSTS_*, SECURE_PROXY_SSL_HEADER
+# and SILENCED_SYSTEM_CHECKS, from BOOKCHAT_HTTPS and friends (see bookchat.security; README, "Deploying").
+globals().update(security.https_settings(BOOKCHAT))
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -64,6 +68,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "bookchat.security.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

@@ -5,8 +5,10 @@ A sentence is supported when at least ``GROUNDING_MIN_SUPPORT`` of its content w
 a cited source (an uncited sentence may be supported by any source; sentences with fewer
 than ``MIN_TERMS`` content words, like "Yes." or "In short:", are not judged). Code blocks
 must appear in a source as they are. The answer fails (and is withheld) when a citation
-names no retrieved source, when nothing is cited at all, or when more than
-``GROUNDING_MAX_UNSUPPORTED`` of the judged sentences are unsupported.
+names no retrieved source, when nothing is cited at all, when more than
+``GROUNDING_MAX_UNSUPPORTED`` of the judged sentences are unsupported, or when it links to
+an address (a Markdown link or image, an autolink, a bare URL) that no source contains: a
+model talked into sending readers elsewhere can't pass a link off as the book's.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from chat.terms import citations, content_terms, split_sentences, strip_citation
 
 MIN_TERMS = 3
 _ONLY_CITATIONS = re.compile(r"(?:\[\d+(?:\s*,\s*\d+)*\]\s*)+")
+# Link targets: [text](target) and ![alt](target), <scheme:…> autolinks, bare http(s) URLs.
+_LINK_TARGETS = re.compile(r"\]\(\s*<?([^\s()<>]+)|<([a-zA-Z][a-zA-Z0-9+.-]*:[^\s<>]+)>|(https?://[^\s<>()\[\]`'\"]+)")
 _FENCED = re.compile(r"^(`{3,}|~{3,})[^\n]*\n(.*?)^\1\s*$", re.MULTILINE | re.DOTALL)
 
 
@@ -28,6 +32,7 @@ class GroundingReport:
     supported: int = 0
     unsupported: list[str] = field(default_factory=list)
     invalid_citations: list[int] = field(default_factory=list)
+    foreign_links: list[str] = field(default_factory=list)  # link targets that no source contains
     cited: list[int] = field(default_factory=list)  # distinct valid source numbers, in order of first use
     passed: bool = True
     reason: str = ""
@@ -39,7 +44,8 @@ class GroundingReport:
     def as_dict(self) -> dict:
         return {"passed": self.passed, "reason": self.reason, "sentences": self.sentences,
                 "supported": self.supported, "unsupported_sentences": self.unsupported,
-                "invalid_citations": self.invalid_citations, "cited_sources": self.cited}
+                "invalid_citations": self.invalid_citations, "foreign_links": self.foreign_links,
+                "cited_sources": self.cited}
 
 
 def answer_segments(answer: str) -> list[tuple[str, str]]:
@@ -100,13 +106,26 @@ def check_grounding(answer: str, sources: list[str]) -> GroundingReport:
             report.supported += 1
         else:
             report.unsupported.append(strip_citations(segment).strip())
+    report.foreign_links = foreign_links(answer, sources)
     if report.invalid_citations:
         report.passed, report.reason = False, "cites a source that was not retrieved"
+    elif report.foreign_links:
+        report.passed, report.reason = False, "links to an address that the sources don't contain"
     elif not report.cited:
         report.passed, report.reason = False, "cites no source"
     elif report.sentences and 1 - report.supported_share > setting("GROUNDING_MAX_UNSUPPORTED"):
         report.passed, report.reason = False, "most sentences are not supported by their sources"
     return report
+
+
+def foreign_links(answer: str, sources: list[str]) -> list[str]:
+    """The link targets in ``answer`` that appear in none of the ``sources``, in order, once each."""
+    found = []
+    for match in _LINK_TARGETS.finditer(answer):
+        target = next(group for group in match.groups() if group).rstrip(".,;:!?")
+        if target not in found and not any(target in text for text in sources):
+            found.append(target)
+    return found
 
 
 def _squash(text: str) -> str:

@@ -37,14 +37,7 @@ from chat.throttling import RateLimited, check_rate
 from chat.validation import validate_ask
 from ingestion.models import Book
 
-CONTENT_SECURITY_POLICY = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-                           "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 LEVEL_LABELS = {"high": "High confidence", "medium": "Medium confidence", "low": "Low confidence"}
-
-
-def with_csp(response):
-    response["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
-    return response
 
 
 def _books() -> list[Book]:
@@ -97,7 +90,7 @@ def _page(request, *, book: Book | None, books: list[Book], status: int = 200, e
         "session_id": str(conversation.id) if conversation else "",
         "max_question_chars": setting("MAX_QUESTION_CHARS"), "max_selected_chars": setting("MAX_SELECTED_CHARS"),
     }
-    return with_csp(render(request, "bookchat/chat.html", context, status=status))
+    return render(request, "bookchat/chat.html", context, status=status)
 
 
 def votes_on(turns: list[Turn]) -> dict:
@@ -159,7 +152,7 @@ def answer_fragment(request, answer_id):
     if turn is None:
         raise Http404("no such answer in this session")
     context = {"turn": turn_context(turn, votes_on([turn]).get(turn.answer_id))}
-    return with_csp(render(request, "bookchat/_turn.html", context))
+    return render(request, "bookchat/_turn.html", context)
 
 
 @require_POST

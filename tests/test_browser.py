@@ -4,7 +4,8 @@
   it (the form post), keyboard only, and at 360 px in dark mode;
 - the widget on a static Docusaurus-like page served from another origin: it opens, answers, "Ask about
   this" sends the selection, the page's hostile CSS doesn't reach it, keyboard only, a 360 px screen, and
-  a key that doesn't allow the page's origin (a clear error in the widget, 403 from the API).
+  a key that doesn't allow the page's origin (a clear error in the widget, 403 from the API);
+- the admin (a reviewer's review, a staff upload) and the API docs, under the Content-Security-Policy.
 
 Every page watches its console: an error there fails the test (except the browser's own report of the
 refused request in the refused-origin test). The database is touched only through ``committed`` (on a
@@ -426,6 +427,19 @@ def test_reviewer_marks_an_answer_in_the_review_queue_wrong(servers, open_page, 
     page.goto(f"{bookchat.url}/admin/audit/reviewqueueitem/")
     assert page.locator("text=How do I delete a book?").count() == 0, "a reviewed answer leaves the queue"
     screenshot(page, "review-queue")
+    assert errors == []
+
+
+def test_api_docs_and_the_dashboard_work_under_the_content_security_policy(servers, open_page, admin_user):
+    # Swagger UI and Django's admin are templates we don't own: they may use inline styles, never inline script.
+    bookchat, _ = servers
+    page, errors = open_page(f"{bookchat.url}/api/v1/docs")
+    page.wait_for_selector(".swagger-ui .info")
+    assert "bookchat API" in page.inner_text(".swagger-ui .info")
+    admin_user("dana", groups=["Reviewers"])
+    log_in(page, bookchat.url, "dana")
+    page.goto(f"{bookchat.url}/admin/audit/auditlog/dashboard/")
+    page.wait_for_selector(".bookchat-dashboard svg")
     assert errors == []
 
 

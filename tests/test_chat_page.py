@@ -10,9 +10,9 @@ import re
 import pytest
 from django.test import Client
 
+from bookchat.security import CONTENT_SECURITY_POLICY
 from chat.models import Feedback, Turn
 from chat.rendering import render_answer
-from chat.views import CONTENT_SECURITY_POLICY
 from ingestion.models import Book
 from tests.conftest import REPO
 

@@ -9,7 +9,10 @@ the first sentence of excerpt [1], cited ``[1]``. ``server.chat_mode`` changes t
 ``"answer"`` (default), ``"not_in_book"`` (replies NOT_IN_BOOK), ``"fabricated"`` (cites [9],
 which was never retrieved), ``"unsupported"`` (cites [1] for made-up sentences),
 ``"malformed"`` (a stream of broken JSON), ``"error"`` (HTTP 500) and ``"slow"`` (waits
-``server.delay`` seconds before the first token). ``server.reply`` overrides the text.
+``server.delay`` seconds before the first token). ``server.reply`` overrides the text, and
+``"template"`` plays a model that fell for a prompt injection: it answers ``server.reply_template``
+with ``{first}`` (that first sentence of excerpt [1]) and ``{system}`` (the system prompt it got)
+filled in.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -88,6 +92,9 @@ class _Handler(BaseHTTPRequestHandler):
         mode = server.chat_mode
         if mode == "not_in_book":
             return "NOT_IN_BOOK"
+        if mode == "template":
+            system = "\n".join(m.get("content", "") for m in payload.get("messages", []) if m.get("role") == "system")
+            return server.reply_template.replace("{first}", first).replace("{system}", system)
         if mode == "fabricated":
             return f"{first} [1] It also ships a quantum flux capacitor for every reader. [9]"
         if mode == "unsupported":
@@ -143,9 +150,14 @@ class FakeOpenAIServer(ThreadingHTTPServer):
         self.requests: list[tuple[str, dict]] = []
         self.chat_mode = "answer"
         self.reply: str | None = None
+        self.reply_template = ""
         self.delay = 0.0
         self.token_delay = 0.0
         self._thread = threading.Thread(target=self.serve_forever, daemon=True)
+
+    def handle_error(self, request, client_address) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):  # a client that stops reading early hangs up
+            super().handle_error(request, client_address)
 
     @property
     def base_url(self) -> str:
@@ -157,6 +169,7 @@ class FakeOpenAIServer(ThreadingHTTPServer):
 
     def reset(self) -> None:
         self.fail_next, self.chat_mode, self.reply, self.delay, self.token_delay = 0, "answer", None, 0.0, 0.0
+        self.reply_template = ""
         self.requests.clear()
 
     def __exit__(self, *exc) -> None:

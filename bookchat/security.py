@@ -1,0 +1,62 @@
+"""Transport and browser security: the HTTPS settings derived from ``BOOKCHAT_HTTPS`` and friends, and a
+Content-Security-Policy on every response (Django 5.2 has no CSP of its own; ``SecurityMiddleware`` already
+sends nosniff, Referrer-Policy and Cross-Origin-Opener-Policy, and HSTS once HTTPS is on).
+
+Our own pages use no inline script or style, so they get a strict policy. Django's admin and the Swagger
+UI at ``/api/v1/docs`` are templates we don't own that put ``style`` attributes and ``<style>`` blocks in
+their pages, so they may use inline *styles*; scripts stay ``'self'`` everywhere (the Swagger UI's start-up
+script is served as a file by ``SpectacularSwaggerSplitView``). The widget runs on other sites: what it may
+do there is the site's own policy (README, "Deploying"); our responses to it are JSON and event streams.
+"""
+
+from __future__ import annotations
+
+CONTENT_SECURITY_POLICY = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+                           "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+INLINE_STYLES_POLICY = CONTENT_SECURITY_POLICY.replace("style-src 'self'", "style-src 'self' 'unsafe-inline'")
+INLINE_STYLE_PATHS = ("/admin/", "/api/v1/docs")
+
+
+def content_security_policy(path: str) -> str:
+    return INLINE_STYLES_POLICY if path.startswith(INLINE_STYLE_PATHS) else CONTENT_SECURITY_POLICY
+
+
+class ContentSecurityPolicyMiddleware:
+    """Send the policy for the request's path, unless the view set one of its own."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        response.setdefault("Content-Security-Policy", content_security_policy(request.path))
+        return response
+
+
+def https_settings(bookchat: dict) -> dict:
+    """Django's ``SECURE_*`` and cookie settings for the ``BOOKCHAT`` namespace.
+
+    ``HTTPS`` off (``make run`` on http://127.0.0.1): none of them. On: plain HTTP is redirected (but the
+    health check, which load balancers probe inside the network), cookies are secure-only and HSTS is sent.
+    Behind a TLS-terminating proxy, ``PROXY_SSL_HEADER`` names the header the proxy sets to ``https`` (only
+    trust one that the proxy always overwrites: a client could send it too).
+    """
+    https = bool(bookchat["HTTPS"])
+    values = {
+        "SECURE_SSL_REDIRECT": https,
+        "SECURE_REDIRECT_EXEMPT": [r"^api/v1/health$"],
+        "SESSION_COOKIE_SECURE": https,
+        "CSRF_COOKIE_SECURE": https,
+        "SECURE_HSTS_SECONDS": bookchat["HSTS_SECONDS"] if https else 0,
+        "SECURE_HSTS_INCLUDE_SUBDOMAINS": bool(bookchat["HSTS_INCLUDE_SUBDOMAINS"]),
+        "SECURE_HSTS_PRELOAD": bool(bookchat["HSTS_PRELOAD"]),
+        "SECURE_PROXY_SSL_HEADER": None,
+        # Preloading is a commitment the domain's owner makes by submitting it to the browsers' list; sending
+        # the directive without that decision would let anyone submit the domain. So it is opt-in, and the
+        # deployment check's reminder about it (W021) is silenced until it is chosen.
+        "SILENCED_SYSTEM_CHECKS": [] if bookchat["HSTS_PRELOAD"] else ["security.W021"],
+    }
+    header = str(bookchat["PROXY_SSL_HEADER"]).strip()
+    if header:
+        values["SECURE_PROXY_SSL_HEADER"] = ("HTTP_" + header.upper().replace("-", "_"), "https")
+    return values
