@@ -1,8 +1,9 @@
 """The REST API under ``/api/v1/``: ask, ask/stream (Server-Sent Events), books, health.
 
 Views only translate: they decode the body (our own strict JSON decoding, so that a wrong
-content type is 415, a body over ``MAX_REQUEST_BYTES`` is 413, bad UTF-8 and bad JSON are
-400 with their own codes), call ``chat.validation`` and ``chat.answering``, and render.
+content type is 415, a body over ``MAX_REQUEST_BYTES`` is 413, bad UTF-8, bad or too deeply
+nested JSON and lone surrogate escapes are 400 with their own codes), call ``chat.validation``
+and ``chat.answering``, and render.
 Every error is ``{"error": code, "message": …, "field": …}``.
 """
 
@@ -30,7 +31,7 @@ from chat.feedback import record_feedback, validate_feedback
 from chat.generation import llm_configured
 from chat.models import ScopeCalibration
 from chat.throttling import QuestionThrottle
-from chat.validation import validate_ask
+from chat.validation import has_lone_surrogate, validate_ask
 from ingestion.models import Book
 
 logger = logging.getLogger(__name__)
@@ -90,10 +91,20 @@ def decode_json_body(request) -> object:
     if not text.strip():
         raise RequestError("the request body is empty; send a JSON object with a question", code="invalid_body")
     try:
-        return json.loads(text)
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise RequestError(f"the request body is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
                            code="invalid_json") from None
+    except RecursionError:
+        raise RequestError("the request body is not valid JSON: nested too deeply", code="invalid_json") from None
+    except ValueError as exc:  # an integer of more than 4300 digits
+        raise RequestError(f"the request body is not valid JSON: {str(exc)[:100]}", code="invalid_json") from None
+    if has_lone_surrogate(data):  # JSON can spell "\ud800"; UTF-8, Postgres and the embedder can't hold it
+        field = next((str(key) for key, value in data.items() if not has_lone_surrogate(key)
+                      and has_lone_surrogate(value)), None) if isinstance(data, dict) else None
+        raise RequestError("the request body contains an unpaired UTF-16 surrogate escape (\\ud800-\\udfff); "
+                           "send valid Unicode", code="invalid_characters", field=field)
+    return data
 
 
 _SOURCE = inline_serializer("Source", {

@@ -23,7 +23,7 @@ from bookchat.errors import BookchatError, RequestError
 from chat.answering import answer_events, book_calibration, prepare, resolve_book, scope_threshold
 from chat.calibration import is_current
 from chat.terms import normalise
-from chat.validation import validate_ask
+from chat.validation import has_lone_surrogate, validate_ask
 
 KINDS = ("answerable", "unanswerable", "out_of_scope", "selected_text", "follow_up")
 SHOULD_REFUSE = ("unanswerable", "out_of_scope")
@@ -49,7 +49,8 @@ def load_questions(path: Path | str, *, limit: int | None = None) -> list[Questi
     """Read a questions.jsonl file; a bad line is an error naming its line."""
     path = Path(path)
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        # JSON lines end at "\n" only: splitlines() would also cut a string holding U+2028 or U+0085.
+        lines = path.read_text(encoding="utf-8").split("\n")
     except (OSError, UnicodeDecodeError) as exc:
         raise QuestionFileError(f"cannot read {path}: {exc}") from None
     questions = []
@@ -60,6 +61,13 @@ def load_questions(path: Path | str, *, limit: int | None = None) -> list[Questi
             item = json.loads(line)
         except json.JSONDecodeError as exc:
             raise QuestionFileError(f"not JSON: {exc.msg}", file=str(path), line=number) from None
+        except RecursionError:
+            raise QuestionFileError("not JSON: nested too deeply", file=str(path), line=number) from None
+        except ValueError as exc:  # an integer of more than 4300 digits
+            raise QuestionFileError(f"not JSON: {str(exc)[:100]}", file=str(path), line=number) from None
+        if has_lone_surrogate(item):
+            raise QuestionFileError("an unpaired UTF-16 surrogate escape (\\ud800-\\udfff) is not text",
+                                    file=str(path), line=number)
         if not isinstance(item, dict) or not isinstance(item.get("question"), str):
             raise QuestionFileError("each line must be an object with a string 'question'", file=str(path),
                                     line=number)

@@ -3,8 +3,10 @@
 ``validate_ask(data)`` takes the decoded request (a dict) and returns an ``AskRequest`` or
 raises ``RequestError`` (HTTP 400) naming the field. HTML tags are stripped (the question is
 text, never markup); other control characters than newline and tab are dropped, but a NUL
-byte is refused, since it only comes from a broken or hostile client. Unknown keys are
-refused too, so a misspelt ``max_result`` is reported instead of silently ignored.
+byte or a lone UTF-16 surrogate (JSON's ``"\ud800"``, or a command-line argument that was not
+UTF-8) is refused, since it only comes from a broken or hostile client and can be neither
+stored nor embedded. Unknown keys are refused too, so a misspelt ``max_result`` is reported
+instead of silently ignored.
 """
 
 from __future__ import annotations
@@ -21,6 +23,24 @@ FIELDS = ("question", "selected_text", "session_id", "book", "chapter", "max_res
 _TAG = re.compile(r"<!--.*?-->|<(?:script|style)\b[^>]*>.*?</(?:script|style)\s*>|</?[A-Za-z][^<>]*>",
                   re.IGNORECASE | re.DOTALL)
 _CONTROL = re.compile(r"[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def has_lone_surrogate(value: object) -> bool:
+    """Whether decoded JSON holds a UTF-16 surrogate, in a key or a value at any depth. ``json.loads`` joins a
+    valid pair into one character, so any surrogate left is a lone one, which UTF-8 can't encode."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
 
 
 def clean_text(value: object, *, field: str, max_chars: int, required: bool) -> str:
@@ -28,8 +48,7 @@ def clean_text(value: object, *, field: str, max_chars: int, required: bool) -> 
         value = ""
     if not isinstance(value, str):
         raise RequestError(f"{field} must be a string", code="invalid_type", field=field)
-    if "\x00" in value:
-        raise RequestError(f"{field} contains a NUL character", code="invalid_characters", field=field)
+    _check_characters(value, field)
     text = _TAG.sub(" ", value)
     text = html.unescape(text) if "&" in text else text
     text = _TAG.sub(" ", text)  # entities that spelled out a tag
@@ -43,12 +62,21 @@ def clean_text(value: object, *, field: str, max_chars: int, required: bool) -> 
     return text
 
 
+def _check_characters(value: str, field: str) -> None:
+    if "\x00" in value:
+        raise RequestError(f"{field} contains a NUL character", code="invalid_characters", field=field)
+    if _SURROGATE.search(value):
+        raise RequestError(f"{field} contains an unpaired UTF-16 surrogate, which is not text",
+                           code="invalid_characters", field=field)
+
+
 def _optional_string(data: dict, field: str, max_chars: int) -> str | None:
     value = data.get(field)
     if value is None:
         return None
     if not isinstance(value, str):
         raise RequestError(f"{field} must be a string", code="invalid_type", field=field)
+    _check_characters(value, field)
     value = value.strip()
     if len(value) > max_chars:
         raise RequestError(f"{field} is too long", code="too_long", field=field)

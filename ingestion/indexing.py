@@ -275,7 +275,8 @@ class BookIndexer:
             self._skip(file, "no text besides front matter, imports or components; skipped", stored)
             return
         url = document_url(self.book.base_url, parsed.slug)
-        fields = {"title": parsed.title[:500], "slug": parsed.slug, "url": url, "category": parsed.category,
+        _check_fits(file.rel_path, path=file.rel_path, slug=parsed.slug, url=url)
+        fields = {"title": parsed.title[:500], "slug": parsed.slug, "url": url, "category": parsed.category[:300],
                   "front_matter": parsed.front_matter, "content_hash": source.content_hash,
                   "chunker_version": self.fingerprint}
         self._pending.append(self._prepare(file.rel_path, fields, drafts, stored))
@@ -345,7 +346,12 @@ class BookIndexer:
         self.report.chunks_embedded += len(needed)
         self.report.tokens += sum(draft.token_count for draft in needed.values())
         for page in pending:
-            self._store(page)
+            try:
+                self._store(page)
+            except Exception as exc:  # one page that can't be stored must not lose the others of the batch
+                logger.exception("storing %s failed", page.rel_path)
+                self.report.files_failed += 1
+                self.report.error(Issue(page.rel_path, None, f"cannot be stored: {type(exc).__name__}: {exc}"))
 
     def _embed(self, texts: list[str]):
         batch = setting("EMBED_BATCH_SIZE")
@@ -359,12 +365,14 @@ class BookIndexer:
 
     # -- store -----------------------------------------------------------------------------------
     def _store(self, page: _PreparedPage) -> None:
+        if not self.dry_run:
+            self._write(page)
         self.report.files_indexed += 1
         self.report.chunks_added += len(page.ids) - len(page.kept_ids)
         self.report.chunks_kept += len(page.kept_ids)
         self.report.chunks_removed += page.removed
-        if self.dry_run:
-            return
+
+    def _write(self, page: _PreparedPage) -> None:
         with transaction.atomic():
             document, _ = Document.objects.update_or_create(
                 book=self.book, path=page.rel_path, defaults=page.document_fields
@@ -443,6 +451,17 @@ class BookIndexer:
         run.total_seconds = report.total_seconds
         run.finished_at = timezone.now()
         run.save()
+
+
+def _check_fits(rel_path: str, **values: str) -> None:
+    """An IndexingError for this page when one of its Document ``values`` is longer than its column (a front
+    matter slug of 2,000 characters, a path nested past 1,000): found here, it fails this page alone."""
+    for name, value in values.items():
+        limit = Document._meta.get_field(name).max_length
+        if len(value) > limit:
+            raise IndexingError(f"the page's {name} is {len(value):,} characters long, over the limit of {limit:,}"
+                                + (" (set by its front matter slug or id, or its file name)" if name != "path" else ""),
+                                file=rel_path)
 
 
 def _hash(*parts: str) -> str:

@@ -151,10 +151,13 @@ def _store_pages(files: Sequence[UploadedFile], names: list[str], intake: Intake
         seen.add(name)
         rel = f"{folder}/{name}" if folder else name
         target = intake.root / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with open(target, "xb") as out:
-            for chunk in upload.chunks():
-                out.write(chunk)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with open(target, "xb") as out:
+                for chunk in upload.chunks():
+                    out.write(chunk)
+        except OSError as exc:  # a name or folder too long for the file system, …
+            raise UploadError(f"{rel} cannot be stored ({exc.strerror or exc}); refused") from None
         intake.pages.append(rel)
 
 
