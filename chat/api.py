@@ -23,6 +23,7 @@ from rest_framework.views import APIView
 
 from bookchat.conf import setting
 from bookchat.errors import BookchatError, RequestError
+from bookchat.outage import DATABASE_ERRORS, log_outage, outage_body
 from chat.access import client_ip, client_of, page_conversation_id, page_conversation_ids, remember_page_conversation
 from chat.answering import answer_events, answer_question, prepare, scope_threshold
 from chat.conversations import parse_session_id
@@ -44,6 +45,9 @@ def exception_handler(exc, context):
     """DRF's exception hook: every failure becomes the one JSON error shape."""
     if isinstance(exc, RequestError):
         return Response(exc.as_response(), status=exc.status)
+    if isinstance(exc, DATABASE_ERRORS):  # the database is down or unreachable: an outage, not a bug
+        log_outage(context["request"], exc)
+        return Response(outage_body(), status=status.HTTP_503_SERVICE_UNAVAILABLE)
     if isinstance(exc, BookchatError):  # a server-side condition: embedder mismatch, bad configuration
         return Response(error_body(exc.code, exc.message), status=status.HTTP_503_SERVICE_UNAVAILABLE)
     if isinstance(exc, exceptions.Throttled):
@@ -120,7 +124,8 @@ ASK_OUTPUT = inline_serializer("Answer", {
 })
 ERROR = inline_serializer("Error", {"error": serializers.CharField(), "message": serializers.CharField(),
                                     "field": serializers.CharField(allow_null=True)})
-ERRORS = {400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR, 413: ERROR, 415: ERROR, 429: ERROR, 504: ERROR}
+ERRORS = {400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR, 413: ERROR, 415: ERROR, 429: ERROR, 503: ERROR,
+          504: ERROR}
 
 
 def validated_ask(request, *, streaming: bool):
@@ -174,6 +179,9 @@ class AskStreamView(APIView):
                     yield sse(kind, payload)
             except RequestError as exc:
                 yield sse("error", exc.as_response())
+            except DATABASE_ERRORS as exc:
+                log_outage(request, exc)
+                yield sse("error", outage_body())
             except Exception:
                 logger.exception("streaming an answer failed")
                 yield sse("error", error_body("internal_error", "bookchat failed while answering"))
