@@ -30,6 +30,7 @@ from chat.conversations import parse_session_id
 from chat.feedback import record_feedback, validate_feedback
 from chat.generation import llm_configured
 from chat.models import ScopeCalibration
+from chat.signals import health_requested
 from chat.throttling import QuestionThrottle
 from chat.validation import validate_ask
 from ingestion.models import Book
@@ -255,5 +256,11 @@ class HealthView(APIView):
             healthy = False
             checks["embedder"] = {"ok": False, "error": str(exc)[:200]}
         checks["llm"] = {"configured": llm_configured(), "model": setting("LLM_MODEL") or None}
+        # Reported, not judged: failed audit writes never fail an answer, so they don't make this worker unhealthy.
+        for receiver, report in health_requested.send_robust(sender=HealthView):
+            if isinstance(report, Exception):
+                logger.error("health report of %r failed: %s", receiver, report)
+            else:
+                checks.update(report)
         body = {"status": "ok" if healthy else "unavailable", **checks}
         return Response(body, status=200 if healthy else 503)
