@@ -10,9 +10,10 @@ class AuditConfig(AppConfig):
         from django.core.signals import request_finished, request_started
 
         from audit import recording
-        from chat.signals import answered, feedback_given
+        from chat.signals import answered, feedback_given, health_requested
 
         answered.connect(recording.on_answered, dispatch_uid="audit.answered")
         feedback_given.connect(recording.on_feedback, dispatch_uid="audit.feedback")
         request_started.connect(recording.on_request_started, dispatch_uid="audit.request_started")
         request_finished.connect(recording.on_request_finished, dispatch_uid="audit.request_finished")
+        health_requested.connect(recording.on_health_requested, dispatch_uid="audit.health")

@@ -22,7 +22,7 @@ from audit.models import AuditLog
 logger = logging.getLogger(__name__)
 
 _local = threading.local()
-_failures = {"count": 0}
+_failures = {"count": 0, "last_error": None, "last_at": None}
 
 # Fields of a record that are copied to the row as they are.
 _COPIED = ("answer_id", "channel", "book_slug", "api_key_id", "api_key_name", "session_id", "question",
@@ -40,6 +40,22 @@ def hash_ip(ip: str) -> str:
 def write_failures() -> int:
     """Audit writes that failed in this process since it started."""
     return _failures["count"]
+
+
+def failure_report() -> dict:
+    """What ``/api/v1/health`` shows: this process's failed writes, and the last one's error class and time."""
+    return {"write_failures": _failures["count"], "last_error": _failures["last_error"],
+            "last_failure_at": _failures["last_at"]}
+
+
+def on_health_requested(sender, **kwargs) -> dict:
+    return {"audit": failure_report()}
+
+
+def _count_failure(exc: Exception) -> None:
+    _failures["count"] += 1
+    _failures["last_error"] = type(exc).__name__
+    _failures["last_at"] = timezone.now().isoformat()
 
 
 def on_answered(sender, *, record: dict, **kwargs) -> None:
@@ -78,8 +94,8 @@ def write(record: dict) -> AuditLog | None:
         # breaking it.
         with transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext():
             return AuditLog.objects.create(**fields)
-    except Exception:
-        _failures["count"] += 1
+    except Exception as exc:
+        _count_failure(exc)
         logger.exception("writing the audit record of answer %s failed; the answer was served",
                          record.get("answer_id"))
         return None
@@ -90,6 +106,6 @@ def on_feedback(sender, *, answer_id, rating: str, comment: str, **kwargs) -> No
         with transaction.atomic():
             AuditLog.objects.filter(answer_id=answer_id).update(
                 feedback_rating=rating, feedback_comment=comment, feedback_at=timezone.now())
-    except Exception:
-        _failures["count"] += 1
+    except Exception as exc:
+        _count_failure(exc)
         logger.exception("copying feedback on answer %s to the audit trail failed", answer_id)

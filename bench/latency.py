@@ -77,9 +77,10 @@ def raw_topk_ms(book: Book, question: str) -> float:
 
 # -- over HTTP -----------------------------------------------------------------------------------------------
 class Gunicorn:
-    """bookchat under gunicorn on a free loopback port, as `make run` starts it (anonymous API, no rate limits)."""
+    """bookchat under gunicorn on a free loopback port, as `make run` starts it (anonymous API, no rate limits);
+    ``env`` adds or overrides environment variables (tests point the LLM at their server)."""
 
-    def __init__(self, workers: int = 2):
+    def __init__(self, workers: int = 2, env: dict[str, str] | None = None):
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         db = connection.settings_dict
@@ -89,7 +90,7 @@ class Gunicorn:
             "BOOKCHAT_SECRET_KEY": settings.SECRET_KEY, "BOOKCHAT_DEBUG": "false",
             "BOOKCHAT_ALLOWED_HOSTS": "127.0.0.1", "BOOKCHAT_ANONYMOUS_API": "true", "BOOKCHAT_RATE_ANONYMOUS": "",
             "BOOKCHAT_LOG_LEVEL": "WARNING", "BOOKCHAT_DATA_DIR": str(settings.DATA_DIR),
-        }
+        } | (env or {})
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "bookchat.wsgi:application", "--bind", f"127.0.0.1:{self.port}",
              "--workers", str(workers), "--timeout", "60", "--log-level", "warning"],

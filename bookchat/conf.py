@@ -41,6 +41,8 @@ SETTINGS: list[Setting] = [
     Setting("ADMIN_PASSWORD", "", "Its password; unset → a random one, printed once."),
     Setting("WEB_WORKERS", 2, "gunicorn worker processes started by `make run`.", int),
     Setting("TASK_WORKERS", 1, "django-q2 worker processes started by `make run`.", int),
+    Setting("TASK_NICENESS", 10, "CPU niceness `make run` gives its django-q2 worker (0: none), so that "
+            "indexing in the background yields the cores to answers.", int),
     Setting("ANONYMOUS_API", "auto", "Whether the REST API answers requests without a key: `true`, `false`, or "
             "`auto` (only when DEBUG is on). The chat page never needs a key."),
     Setting("LOG_LEVEL", "INFO", "Log level of bookchat's own loggers."),

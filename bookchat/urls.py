@@ -22,3 +22,4 @@ urlpatterns = [
 ]
 
 handler404 = "bookchat.views.not_found"
+handler500 = "bookchat.views.server_error"

@@ -24,12 +24,14 @@ from rest_framework.views import APIView
 
 from bookchat.conf import setting
 from bookchat.errors import BookchatError, RequestError
+from bookchat.outage import DATABASE_ERRORS, log_outage, outage_body
 from chat.access import client_ip, client_of, page_conversation_id, page_conversation_ids, remember_page_conversation
 from chat.answering import answer_events, answer_question, prepare, scope_threshold
 from chat.conversations import parse_session_id
 from chat.feedback import record_feedback, validate_feedback
 from chat.generation import llm_configured
 from chat.models import ScopeCalibration
+from chat.signals import health_requested
 from chat.throttling import QuestionThrottle
 from chat.validation import has_lone_surrogate, validate_ask
 from ingestion.models import Book
@@ -45,6 +47,9 @@ def exception_handler(exc, context):
     """DRF's exception hook: every failure becomes the one JSON error shape."""
     if isinstance(exc, RequestError):
         return Response(exc.as_response(), status=exc.status)
+    if isinstance(exc, DATABASE_ERRORS):  # the database is down or unreachable: an outage, not a bug
+        log_outage(context["request"], exc)
+        return Response(outage_body(), status=status.HTTP_503_SERVICE_UNAVAILABLE)
     if isinstance(exc, BookchatError):  # a server-side condition: embedder mismatch, bad configuration
         return Response(error_body(exc.code, exc.message), status=status.HTTP_503_SERVICE_UNAVAILABLE)
     if isinstance(exc, exceptions.Throttled):
@@ -131,7 +136,8 @@ ASK_OUTPUT = inline_serializer("Answer", {
 })
 ERROR = inline_serializer("Error", {"error": serializers.CharField(), "message": serializers.CharField(),
                                     "field": serializers.CharField(allow_null=True)})
-ERRORS = {400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR, 413: ERROR, 415: ERROR, 429: ERROR, 504: ERROR}
+ERRORS = {400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR, 413: ERROR, 415: ERROR, 429: ERROR, 503: ERROR,
+          504: ERROR}
 
 
 def validated_ask(request, *, streaming: bool):
@@ -185,6 +191,9 @@ class AskStreamView(APIView):
                     yield sse(kind, payload)
             except RequestError as exc:
                 yield sse("error", exc.as_response())
+            except DATABASE_ERRORS as exc:
+                log_outage(request, exc)
+                yield sse("error", outage_body())
             except Exception:
                 logger.exception("streaming an answer failed")
                 yield sse("error", error_body("internal_error", "bookchat failed while answering"))
@@ -258,5 +267,11 @@ class HealthView(APIView):
             healthy = False
             checks["embedder"] = {"ok": False, "error": str(exc)[:200]}
         checks["llm"] = {"configured": llm_configured(), "model": setting("LLM_MODEL") or None}
+        # Reported, not judged: failed audit writes never fail an answer, so they don't make this worker unhealthy.
+        for receiver, report in health_requested.send_robust(sender=HealthView):
+            if isinstance(report, Exception):
+                logger.error("health report of %r failed: %s", receiver, report)
+            else:
+                checks.update(report)
         body = {"status": "ok" if healthy else "unavailable", **checks}
         return Response(body, status=200 if healthy else 503)

@@ -5,12 +5,14 @@
 ``BOOKCHAT_LLM_BASE_URL``, ``_API_KEY`` and ``_MODEL`` are all set. Its prompt confines it to
 the numbered excerpts, asks for ``[n]`` citations and for ``NOT_IN_BOOK`` when they don't
 answer, and hands it the question (and any selected passage) as quoted data. It streams;
-an error, malformed output or an exhausted time budget raises ``GenerationFailed``, and the
-pipeline then answers with the extractive generator instead.
+an error, malformed or empty output, a stream cut off before the model finished, or an
+exhausted time budget raises ``GenerationFailed``, and the pipeline then answers with the
+extractive generator instead.
 """
 
 from __future__ import annotations
 
+import queue
 import re
 import threading
 import time
@@ -153,38 +155,67 @@ class OpenAIChatGenerator(Generator):
                 {"role": "user", "content": "\n\n".join(parts)}]
 
     def stream(self, data: GenerationInput, *, budget_seconds: float) -> Iterator[str]:
+        """The model's pieces as they arrive. The call runs on a thread of its own so that the budget holds
+        whatever the server does: the client's timeout counts from the last byte read, so a server that
+        stalls mid-answer would otherwise keep the reader waiting up to twice the budget."""
         if budget_seconds <= 0:
             raise GenerationFailed("no time was left for the language model")
-        started = time.monotonic()
+        expires = time.monotonic() + budget_seconds
         messages = self.messages(data)
         guard = PromptEchoGuard(messages[0]["content"])
+        pieces: queue.Queue = queue.Queue()
+        cancelled = threading.Event()
+        threading.Thread(target=self._read, args=(messages, budget_seconds, pieces, cancelled), daemon=True,
+                         name="bookchat-llm").start()
+        try:
+            while True:
+                try:
+                    kind, value = pieces.get(timeout=max(0.0, expires - time.monotonic()))
+                except queue.Empty:
+                    raise GenerationFailed(
+                        f"the language model did not answer within {budget_seconds:.1f} s") from None
+                if kind == "piece":
+                    yield from _word_by_word(guard.feed(value))
+                elif kind == "failed":
+                    raise value
+                else:
+                    yield from _word_by_word(guard.finish())
+                    return
+        finally:
+            cancelled.set()  # the reader stops at its next event (or its own timeout) and closes the response
+
+    def _read(self, messages: list[dict], budget_seconds: float, out: queue.Queue, cancelled: threading.Event):
+        """Call the model and put ``("piece", text)``… then ``("done", None)`` or ``("failed", GenerationFailed)``."""
         try:
             response = self._client.chat.completions.create(
                 model=self.model, messages=messages, temperature=setting("LLM_TEMPERATURE"),
                 max_tokens=setting("LLM_MAX_TOKENS"), stream=True, timeout=budget_seconds,
             )
-            produced = False
-            with response:  # closed when the answer ends early (out of time, an echo of the prompt)
+            produced = finished = False
+            with response:
                 for event in response:
-                    if time.monotonic() - started > budget_seconds:
-                        raise GenerationFailed(f"the language model did not finish within {budget_seconds:.1f} s")
+                    if cancelled.is_set():
+                        return
                     if not event.choices:
                         continue
+                    finished = finished or event.choices[0].finish_reason is not None
                     piece = event.choices[0].delta.content
                     if piece:
                         produced = True
-                        yield from _word_by_word(guard.feed(piece))
+                        out.put(("piece", piece))
             if not produced:
                 raise GenerationFailed("the language model returned an empty answer")
-            yield from _word_by_word(guard.finish())
-        except GenerationFailed:
-            raise
-        except self._openai.APITimeoutError as exc:
-            raise GenerationFailed(f"the language model did not answer within {budget_seconds:.1f} s") from exc
+            if not finished:  # the connection closed mid-answer: what came is not the whole answer
+                raise GenerationFailed("the language model's answer was cut off")
+            out.put(("done", None))
+        except GenerationFailed as exc:
+            out.put(("failed", exc))
+        except self._openai.APITimeoutError:
+            out.put(("failed", GenerationFailed(f"the language model did not answer within {budget_seconds:.1f} s")))
         except self._openai.OpenAIError as exc:
-            raise GenerationFailed(f"the language model failed: {type(exc).__name__}") from exc
+            out.put(("failed", GenerationFailed(f"the language model failed: {type(exc).__name__}")))
         except Exception as exc:  # malformed stream: a bad server must not fail the answer
-            raise GenerationFailed(f"the language model sent a malformed answer: {type(exc).__name__}") from exc
+            out.put(("failed", GenerationFailed(f"the language model sent a malformed answer: {type(exc).__name__}")))
 
 
 _cache: dict[tuple, Generator] = {}

@@ -1,6 +1,6 @@
-"""What the chat app tells others (the audit trail listens), so that chat never imports them.
+"""What the chat app tells others (the audit trail listens), and asks them, so that chat never imports them.
 
-Both are sent with ``send_robust``: a receiver that fails is logged by the sender and never
+All are sent with ``send_robust``: a receiver that fails is logged by the sender and never
 fails the answer or the vote.
 """
 
@@ -12,3 +12,7 @@ answered = Signal()
 
 # A reader voted on an answer: ``answer_id`` (UUID), ``rating`` ("up"/"down"), ``comment``.
 feedback_given = Signal()
+
+# ``/api/v1/health`` asks the other parts how they are: each receiver returns ``{name: report}`` (the audit
+# trail: ``{"audit": {"write_failures": …}}``), shown beside the database and embedder checks.
+health_requested = Signal()

@@ -8,11 +8,14 @@ with HTTP 500, to exercise error handling through the real ``openai`` client.
 the first sentence of excerpt [1], cited ``[1]``. ``server.chat_mode`` changes that:
 ``"answer"`` (default), ``"not_in_book"`` (replies NOT_IN_BOOK), ``"fabricated"`` (cites [9],
 which was never retrieved), ``"unsupported"`` (cites [1] for made-up sentences),
-``"malformed"`` (a stream of broken JSON), ``"error"`` (HTTP 500) and ``"slow"`` (waits
-``server.delay`` seconds before the first token). ``server.reply`` overrides the text, and
-``"template"`` plays a model that fell for a prompt injection: it answers ``server.reply_template``
-with ``{first}`` (that first sentence of excerpt [1]) and ``{system}`` (the system prompt it got)
-filled in.
+``"malformed"`` (a stream of broken JSON), ``"error"`` (HTTP 500), ``"slow"`` (waits
+``server.delay`` seconds before the first token), ``"hang"`` (streams a few words, then stalls
+``server.delay`` seconds with the connection open), ``"drop"`` (streams a few words, then closes the
+connection without finishing), ``"garbage"`` (HTTP 200 with an HTML page instead of a stream),
+``"wrong_schema"`` (JSON events that are not chat chunks) and ``"empty_choices"`` (chunks whose
+``choices`` are empty). ``server.reply`` overrides the text, and ``"template"`` plays a model that
+fell for a prompt injection: it answers ``server.reply_template`` with ``{first}`` (that first
+sentence of excerpt [1]) and ``{system}`` (the system prompt it got) filled in.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import socket
 import sys
 import threading
 import time
@@ -110,6 +114,14 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if mode == "slow":
             time.sleep(server.delay)
+        if mode == "garbage":  # what a misconfigured proxy in front of the model might send
+            page = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
+            return
         reply = self._chat_reply(payload)
         model = payload.get("model", "test-model")
         if not payload.get("stream"):
@@ -126,8 +138,19 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(b"data: {this is not json\n\n")
             self.wfile.flush()
             return
+        if mode in ("wrong_schema", "empty_choices"):
+            event = {"result": reply} if mode == "wrong_schema" else {
+                "id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0, "model": model, "choices": []}
+            self.wfile.write(f"data: {json.dumps(event)}\n\n".encode() * 3 + b"data: [DONE]\n\n")
+            self.wfile.flush()
+            return
         words = re.findall(r"\S+\s*", reply)
-        for word in words:
+        for sent, word in enumerate(words):
+            if sent == 3 and mode == "hang":
+                time.sleep(server.delay)
+            if sent == 3 and mode == "drop":
+                self.connection.shutdown(socket.SHUT_RDWR)  # mid-answer, no finish_reason, no [DONE]
+                return
             chunk = {"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0, "model": model,
                      "choices": [{"index": 0, "delta": {"content": word}, "finish_reason": None}]}
             self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
@@ -155,10 +178,6 @@ class FakeOpenAIServer(ThreadingHTTPServer):
         self.token_delay = 0.0
         self._thread = threading.Thread(target=self.serve_forever, daemon=True)
 
-    def handle_error(self, request, client_address) -> None:
-        if not isinstance(sys.exc_info()[1], ConnectionError):  # a client that stops reading early hangs up
-            super().handle_error(request, client_address)
-
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.server_address[1]}/v1"
@@ -166,6 +185,11 @@ class FakeOpenAIServer(ThreadingHTTPServer):
     def __enter__(self) -> FakeOpenAIServer:
         self._thread.start()
         return self
+
+    def handle_error(self, request, client_address) -> None:
+        """A client that gave up on a hanging answer has closed its end: expected here, not worth a traceback."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
     def reset(self) -> None:
         self.fail_next, self.chat_mode, self.reply, self.delay, self.token_delay = 0, "answer", None, 0.0, 0.0

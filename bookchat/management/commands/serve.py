@@ -79,10 +79,14 @@ class Command(BaseCommand):
         # but a web worker spinning beside a busy task worker turned 16 ms queries into seconds. Sleeping
         # threads keep web queries at tens of ms under load (BENCHMARKS.md, Speed).
         web_env = {"OMP_WAIT_POLICY": "PASSIVE"} | env
+        # Even so, an upload's embedding takes both cores for as long as it runs; at a lower CPU priority it
+        # uses what answers leave, and answers under load stay within 2× their idle p95 (tests/test_soak.py).
+        niceness = setting("TASK_NICENESS")
+        lower_priority = (lambda: os.nice(niceness)) if niceness else None
         # Each child leads a process group of its own, so that stopping it also reaches the processes
         # it forks (gunicorn workers, the django-q2 sentinel and workers) and none is left behind.
-        return [subprocess.Popen(cmd, cwd=base, env=child_env, start_new_session=True)
-                for cmd, child_env in ((web, web_env), (tasks, env))]
+        return [subprocess.Popen(cmd, cwd=base, env=child_env, start_new_session=True, preexec_fn=start)
+                for cmd, child_env, start in ((web, web_env, None), (tasks, env, lower_priority))]
 
     def _wait(self, children: list[subprocess.Popen]) -> None:
         stop = {"now": False}
