@@ -26,6 +26,8 @@ HEADING_TF_WEIGHT = 2
 COMMON_SHARE = 0.5
 # Most query lexemes looked up; long questions and pasted passages keep their rarest ones.
 MAX_LEXEMES = 32
+# Most lexemes of a question (and selected passage) scored at all.
+MAX_QUERY_LEXEMES = 256
 # Passages the candidate scan may read: the rarest lexemes select until the passages containing them add up
 # to this many (the rarest always selects). A passage that holds none of those has only common words in
 # common with the question, so it can't rank near the top; a dense candidate is scored whatever selects it.
@@ -102,10 +104,13 @@ def bm25_search(*, book_id: int, text: str, limit: int, document_ids: list[int] 
             stats = stored_statistics(cursor, book_id)
         if stats is not None and document_ids is None:
             counts = lexeme_counts(cursor, book_id, text)
-            lexemes = list(counts)[:256]
+            if len(counts) > MAX_QUERY_LEXEMES:  # a long passage: the words the book has, rarest first
+                kept = sorted(counts, key=lambda t: (counts[t] == 0, counts[t], t))[:MAX_QUERY_LEXEMES]
+                counts = {t: counts[t] for t in kept}
+            lexemes = list(counts)
             total, avg_length = stats
         else:
-            lexemes = query_lexemes(text)[:256]
+            lexemes = query_lexemes(text)[:MAX_QUERY_LEXEMES]
             if not lexemes:
                 return result
             total, avg_length, counts = _count_live(cursor, book_id, lexemes, doc_filter, doc_params)

@@ -136,7 +136,7 @@ def _dense_candidates(cursor, *, book_id: int, vector, dimensions: int, limit: i
     # A big book: HNSW (its own index, which the planner finds from the literal book id), scanning on until
     # enough of this book's (or chapter's) rows are found.
     cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-    cursor.execute(f"SET LOCAL hnsw.ef_search = {max(40, min(1000, limit))}")
+    cursor.execute(f"SET LOCAL hnsw.ef_search = {max(40, min(1000, limit * 2))}")
     cursor.execute(
         f"SELECT id, dist FROM (SELECT id, {distance} AS dist FROM ingestion_chunk "
         f"WHERE {predicate} AND book_id = %s{doc_filter} ORDER BY dist LIMIT %s) found ORDER BY dist",

@@ -152,3 +152,14 @@ def test_deleting_a_book_drops_its_own_index(book_dir, monkeypatch, django_captu
     with django_capture_on_commit_callbacks(execute=True):
         book.delete()
     assert own_index(kept) is None
+
+
+def test_a_passage_of_more_words_than_are_scored_keeps_the_words_the_book_has(book_dir):
+    make_book(book_dir)
+    ingest(str(book_dir.root), "--book", "lex-long")
+    book = Book.objects.get(slug="lex-long")
+    filler = " ".join(f"a{n:04d}q" for n in range(300))  # sorts before the book's words, and isn't in it
+    result = bm25_search(book_id=book.pk, text=f"{filler} virtual environment", limit=5)
+    assert len(result.idf) == lexical.MAX_QUERY_LEXEMES
+    assert result.scores  # the book's own words are among those scored, though they sort last
+    assert {"virtual", "environ"} <= set().union(*result.matched.values())
