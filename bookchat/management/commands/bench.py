@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from django.conf import settings
+from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
 from bench import report, runner
@@ -35,6 +36,9 @@ class Command(BaseCommand):
 
         def log(message: str) -> None:
             self.stderr.write(f"[{time.monotonic() - started:6.0f} s] {message}")
+
+        log("== database: applying migrations (a fresh clone has none yet)")
+        call_command("migrate", interactive=False, verbosity=0)
 
         results = runner.run(data=data, quick=options["quick"], log=log, save_to=Path(options["json_path"]))
         command = "make bench QUICK=1" if options["quick"] else "make bench"
