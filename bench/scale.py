@@ -47,8 +47,9 @@ def build_book(size: int, *, source: str = "squad2-dev", log) -> Book:
     for n, chunk in enumerate(Chunk.objects.filter(book=real).order_by("document_id", "ordinal")):
         rows.append(Chunk(id=_id(slug, "real", n), book=book, document=documents[chunk.document_id], ordinal=n,
                           embedding=chunk.embedding, **{f: getattr(chunk, f) for f in fields}))
-    filler_pool = list(Chunk.objects.exclude(book__slug__startswith="bench-").exclude(book=real)
-                       .filter(dimensions=real.embedder_dimension).values(*fields, "embedding"))
+    filler_pool = list(filler_chunks(real).values(*fields, "embedding"))
+    if not filler_pool:
+        raise RuntimeError("no other book is indexed to make filler from (index one, e.g. the bundled docs/)")
     rng = np.random.default_rng(size)
     needed = max(0, size - len(rows))
     per_page = 500
@@ -79,6 +80,12 @@ def build_book(size: int, *, source: str = "squad2-dev", log) -> Book:
     if sync_book_index(book, size):
         log(f"  its own HNSW index built in {time.monotonic() - started:.0f} s")
     return book
+
+
+def filler_chunks(real: Book):
+    """The chunks filler is copied from: every other real book's of the same vector size."""
+    return (Chunk.objects.exclude(book__slug__startswith="bench-").exclude(book=real)
+            .filter(dimensions=real.embedder_dimension))
 
 
 def _id(*parts) -> str:
