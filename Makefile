@@ -36,7 +36,7 @@ format: $(VENV)/.installed-dev
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-# Speed, scale and quality on the shared corpora: rewrites BENCHMARKS.md's measured section. QUICK=1: ~2 minutes.
+# Speed, scale and quality on the shared corpora: rewrites BENCHMARKS.md's measured section. QUICK=1: ~2 minutes (~4 on a fresh clone).
 bench: $(VENV)/.installed
 	$(BIN)/python manage.py bench --data $(SHARED_DATA) $(if $(QUICK),--quick,)
 
