@@ -296,7 +296,7 @@ def retrieve(*, book: Book, question: str, selected_text: str = "", chapter: str
     candidates = []
     for cid, score in fused.items():
         if (chunk := rows.get(cid)) is not None:
-            chunk.lexical, chunk.score = lexical.get(cid, 0.0), score
+            chunk.dense, chunk.lexical, chunk.score = dense[cid], lexical.get(cid, 0.0), score
             candidates.append(chunk)
     best_overlap = 0.0
     if selected_text:
