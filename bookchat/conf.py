@@ -95,6 +95,8 @@ SETTINGS: list[Setting] = [
     Setting("DENSE_WEIGHT", 0.85, "Weight of the dense (cosine) score in the weighted blend.", float),
     Setting("LEXICAL_WEIGHT", 0.15, "Weight of the lexical (full-text) score in the weighted blend.", float),
     Setting("RRF_K", 60, "The k of reciprocal rank fusion.", int),
+    Setting("RERANKER", "features", "Second ranking stage over the fused pool's best 30: `features` (a small "
+            "logistic model over cheap lexical and dense features, `chat/reranking.py`) or `off` (fused order)."),
     Setting("SELECTED_TEXT_BOOST", 0.3, "Added to a candidate's fused score times the share of the selected "
             "passage it contains.", float),
     Setting("SCOPE_THRESHOLD", 0.0, "Cosine below which a question is \"not covered\"; 0 → each book's own "

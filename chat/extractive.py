@@ -1,35 +1,52 @@
-"""The extractive generator: an answer made of the retrieved chunks' own best sentences, each cited.
+"""Answer composition for the extractive generator: the retrieved passages' own words, read as one answer.
 
-No model and no network. The chunks are cut into units (prose sentences, list items, short
-code blocks); a unit scores by the share of the question's content words it contains,
-weighted by how rare each word is among the retrieved chunks (so the word every chunk
-shares counts little; the words of the unit's own section heading count as its own), plus a share for
-its chunk's retrieval score, which is usually the more reliable signal.
-The best unit leads; the next best join it while they add words of the question the answer
-does not cover yet. A short code block right after a chosen sentence comes along with it,
-because in a documentation book "how do I…" is usually answered by the command that follows.
-Units are shown in the book's order within each source, each followed by ``[n]``.
+No model and no network. Each passage is cut into blocks (paragraphs of sentences, lists,
+code blocks, tables) and units (a sentence, a list item, a table row). A unit scores by the
+share of the question's content words it holds, weighted by their rarity among the passages
+(the words of its own section heading count as its own: "pass the folder" under "Ingest a
+folder"), plus a share of its passage's rank score (the re-ranker's probability).
+
+Then, in order:
+1. **Lead** with the best unit and the *answering span* around it: a sentence that restates
+   the question is usually followed by the one that answers it ("limits the feed to 20
+   entries by default. To keep them all, set ``limit: false``"), so the next sentences of the
+   same paragraph come along while they stay short or keep to the question's words.
+2. **Keep structures whole**: a span ending with a colon brings the code block, list or table
+   it introduces; for a "how do I…" question a lead inside a list brings the whole list with
+   its intro line (numbered steps stay numbered); a table row comes with its column names.
+   A list item never stands alone without the line that introduced it.
+3. **Add** a unit from another passage only when it covers words of the question the lead
+   does not and scores nearly as well; at most ``max_units`` prose units in all.
+4. **Cite** each run of one passage's units once, with the passage that holds them; a unit
+   that several passages hold is taken from (and cited to) the best-ranked one only.
+Units keep the book's order within a passage; the lead's passage comes first.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from chat.terms import content_terms, split_sentences
+from chat.terms import content_terms, normalise, split_sentences
 
-MAX_CODE_LINES = 12
+MAX_CODE_LINES = 20
+MAX_LIST_ITEMS = 10
 MAX_UNIT_CHARS = 600
+MAX_SPAN_CHARS = 420  # the lead span grows past its first sentence only up to this length
+ADD_SHARE = 0.75  # a unit from another passage joins when it scores this share of the lead
 _FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})")
-_LIST_ITEM = re.compile(r"^\s{0,3}(?:[-*+]|\d+[.)])\s+")
+_LIST_ITEM = re.compile(r"^(\s*)([-*+]|\d+[.)])\s+")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}")
+_HOW_TO = re.compile(r"^\s*(?:how\s+(?:do|can|should|would|to|does)\b|what\s+(?:are\s+the\s+)?steps\b|steps\s+to\b"
+                     r"|(?:show|tell)\s+me\s+how\b)", re.IGNORECASE)
 
 
 @dataclass
 class Unit:
     source: int  # 1-based source number
+    block: int  # index of its block within the source
     position: int  # order within its source
     text: str
     kind: str  # sentence, item, row, code
@@ -37,130 +54,248 @@ class Unit:
     score: float = 0.0
 
 
-def units_of(text: str, source: int) -> list[Unit]:
-    """A chunk's text as answer units: sentences of prose, list items, and code blocks."""
-    out: list[Unit] = []
+@dataclass
+class Block:
+    kind: str  # paragraph, list, code, table
+    units: list[Unit] = field(default_factory=list)
+    ordered: bool = False
+    header: list[str] = field(default_factory=list)  # a table's column names
+    depths: list[int] = field(default_factory=list)  # a list's item indents
+
+
+def blocks_of(text: str, source: int) -> list[Block]:
+    """A passage's text as blocks of answer units, in the book's order."""
+    blocks: list[Block] = []
     lines = text.splitlines()
-    i, paragraph = 0, []
+    position = 0
+    paragraph: list[str] = []
+
+    def unit(body: str, kind: str) -> Unit | None:
+        nonlocal position
+        terms = frozenset(content_terms(body))
+        if not terms and kind != "code":
+            return None
+        position += 1
+        return Unit(source, len(blocks), position, body, kind, terms)
 
     def flush():
         if paragraph:
+            block = Block("paragraph")
             for sentence in split_sentences(" ".join(paragraph)):
-                add(sentence[:MAX_UNIT_CHARS], "sentence")
+                if (u := unit(sentence[:MAX_UNIT_CHARS], "sentence")) is not None:
+                    block.units.append(u)
             paragraph.clear()
+            if block.units:
+                blocks.append(block)
 
-    def add(body: str, kind: str):
-        terms = frozenset(content_terms(body))
-        if terms or kind == "code":
-            out.append(Unit(source, len(out), body, kind, terms))
-
+    i = 0
     while i < len(lines):
         line = lines[i]
         fence = _FENCE.match(line)
+        item = _LIST_ITEM.match(line)
         if fence:
             flush()
             marker = fence.group(2)
-            block = [line]
+            body = [line]
             i += 1
             while i < len(lines):
-                block.append(lines[i])
-                if lines[i].strip().startswith(marker[0] * len(marker)) and len(block) > 1:
+                body.append(lines[i])
+                if lines[i].strip().startswith(marker[0] * len(marker)):
                     break
                 i += 1
-            if len(block) - 2 <= MAX_CODE_LINES:
-                add("\n".join(block), "code")
-        elif not line.strip() or _HEADING.match(line) or _TABLE_RULE.match(line):
+            if len(body) - 2 <= MAX_CODE_LINES and (u := unit("\n".join(body), "code")) is not None:
+                blocks.append(Block("code", [u]))
+        elif not line.strip() or _HEADING.match(line):
             flush()
-        elif _LIST_ITEM.match(line):
+        elif item:
             flush()
-            item = [_LIST_ITEM.sub("", line, count=1)]
-            while i + 1 < len(lines) and lines[i + 1].startswith(("  ", "\t")) and lines[i + 1].strip() \
-                    and not _LIST_ITEM.match(lines[i + 1]):
+            block = Block("list", ordered=item.group(2)[0].isdigit())
+            while i < len(lines) and (item := _LIST_ITEM.match(lines[i])):
+                body = [_LIST_ITEM.sub("", lines[i], count=1)]
+                while (i + 1 < len(lines) and lines[i + 1].startswith(("  ", "\t")) and lines[i + 1].strip()
+                       and not _LIST_ITEM.match(lines[i + 1]) and not _FENCE.match(lines[i + 1])):
+                    i += 1
+                    body.append(lines[i].strip())
+                if (u := unit(" ".join(body)[:MAX_UNIT_CHARS], "item")) is not None:
+                    block.units.append(u)
+                    block.depths.append(len(item.group(1).expandtabs(4)))
+                # A blank line between items keeps the list going.
+                if i + 2 < len(lines) and not lines[i + 1].strip() and _LIST_ITEM.match(lines[i + 2]):
+                    i += 1
                 i += 1
-                item.append(lines[i].strip())
-            for sentence in split_sentences(" ".join(item)):
-                add(sentence[:MAX_UNIT_CHARS], "item")
+            i -= 1
+            if block.units:
+                blocks.append(block)
         elif line.lstrip().startswith("|"):
             flush()
-            cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            if not all(set(c) <= set(":- ") for c in cells):
-                add(" — ".join(c for c in cells if c)[:MAX_UNIT_CHARS], "row")
+            block = Block("table")
+            while i < len(lines) and lines[i].lstrip().startswith("|"):
+                cells = [c.strip() for c in lines[i].strip().strip("|").split("|")]
+                if _TABLE_RULE.match(lines[i]):
+                    if not block.header and block.units:  # the row above the rule held the column names
+                        block.header = [c for c in re.split(r"\s+—\s+", block.units.pop().text)]
+                elif (u := unit(" — ".join(c for c in cells if c)[:MAX_UNIT_CHARS], "row")) is not None:
+                    block.units.append(u)
+                i += 1
+            i -= 1
+            if block.units:
+                blocks.append(block)
         else:
             paragraph.append(line.strip())
         i += 1
     flush()
-    return out
+    return blocks
 
 
-def compose_extractive(question: str, sources: list, *, max_units: int = 3) -> str:
+def units_of(text: str, source: int) -> list[Unit]:
+    """A passage's answer units, in order."""
+    return [u for block in blocks_of(text, source) for u in block.units]
+
+
+def is_how_to(question: str) -> bool:
+    return bool(_HOW_TO.match(question))
+
+
+def compose_extractive(question: str, sources: list, *, max_units: int = 3, selected_text: str = "") -> str:
     """An answer from ``sources`` (objects with ``text``, ``heading_path`` and ``score``, numbered from 1)."""
-    question_terms = set(content_terms(question))
-    all_units = [units_of(chunk.text, n) for n, chunk in enumerate(sources, 1)]
-    units = [u for group in all_units for u in group]
-    if not units:
+    passages = [blocks_of(chunk.text, n) for n, chunk in enumerate(sources, 1)]
+    units = [u for blocks in passages for block in blocks for u in block.units]
+    if not any(u.kind != "code" for u in units):
         return ""
-    # Rarity among the retrieved chunks: a word in every source tells them apart less.
+    question_terms = set(content_terms(question))
     chunk_terms = [set(content_terms(f"{chunk.heading_path} {chunk.text}")) for chunk in sources]
     idf = {t: math.log(1 + len(sources) / (1 + sum(t in terms for terms in chunk_terms))) + 0.1
            for t in question_terms}
     weight_total = sum(idf.values()) or 1.0
     top_score = max((c.score for c in sources), default=1.0) or 1.0
     sections = [set(content_terms(chunk.heading_path.rsplit(" > ", 1)[-1])) for chunk in sources]
+    selected = normalise(selected_text) if selected_text else ""
     for unit in units:
+        if unit.kind == "code":
+            continue
         chunk, section = sources[unit.source - 1], sections[unit.source - 1]
-        # A sentence means what its section heading says: "pass the folder" under "Ingest a folder".
         covered = (sum(idf[t] for t in question_terms & unit.terms)
                    + sum(idf[t] for t in (question_terms & section) - unit.terms)) / weight_total
         rank_prior = 0.3 * (chunk.score / top_score)
-        # Very short units (a label, "Example:") rarely answer anything on their own; a table row out of
-        # its table loses its column headers.
-        shape = 0.5 if len(unit.terms) < 3 else 0.85 if unit.kind == "row" else 1.0
-        unit.score = (covered * shape + rank_prior) if unit.kind != "code" else 0.0
-    chosen = _choose(units, question_terms, idf, max_units)
+        # Very short units (a label, "Example:") rarely answer anything on their own.
+        shape = 0.5 if len(unit.terms) < 3 else 0.9 if unit.kind == "row" else 1.0
+        unit.score = covered * shape + rank_prior
+        if selected and len(unit.text) > 20 and normalise(unit.text) in selected:
+            unit.score *= 0.5  # the reader has it already: what they ask about is around it
+    ranked = sorted((u for u in units if u.kind != "code"), key=lambda u: (-u.score, u.source, u.position))
+    lead = ranked[0]
+    how_to = is_how_to(question)
+    chosen = _span(passages[lead.source - 1], lead, question_terms, how_to)
+    covered_terms = set().union(*(u.terms for u in chosen)) & question_terms
+    seen = {normalise(u.text) for u in chosen}
+    prose = sum(u.kind != "code" for u in chosen)
+    for unit in ranked[1:]:
+        if prose >= max_units:
+            break
+        if unit in chosen or normalise(unit.text) in seen or unit.score < ADD_SHARE * lead.score:
+            continue
+        new = (unit.terms & question_terms) - covered_terms
+        if not new or sum(idf[t] for t in new) < 0.1 * weight_total:
+            continue
+        if unit.source != lead.source and sources[unit.source - 1].score < 0.5 * sources[lead.source - 1].score:
+            continue
+        extra = _context(passages[unit.source - 1], unit)
+        chosen += [u for u in extra if u not in chosen]
+        seen |= {normalise(u.text) for u in extra}
+        covered_terms |= unit.terms & question_terms
+        prose += sum(u.kind != "code" for u in extra)
+    return _render(chosen, passages, lead.source)
+
+
+def _span(blocks: list[Block], lead: Unit, question_terms: set[str], how_to: bool) -> list[Unit]:
+    """The lead unit with what it needs to read as an answer (see the module docstring)."""
+    block = blocks[lead.block]
+    if block.kind == "list":
+        if how_to or len(block.units) <= 3:
+            return _intro(blocks, lead.block) + block.units[:MAX_LIST_ITEMS]
+        return _intro(blocks, lead.block) + [lead]
+    if block.kind == "table":
+        return [lead]
+    span = [lead]
+    length = len(lead.text)
+    for following in block.units[block.units.index(lead) + 1:]:
+        restates = len(span[-1].terms - question_terms) < 4 or span[-1].text.rstrip().endswith(":")
+        if length + len(following.text) > MAX_SPAN_CHARS or not (restates or following.terms & question_terms):
+            break
+        span.append(following)
+        length += len(following.text)
+    if lead.block + 1 < len(blocks):
+        after = blocks[lead.block + 1]
+        ends_paragraph = span[-1] is block.units[-1]
+        introduces = span[-1].text.rstrip().endswith(":")
+        if ends_paragraph and (introduces or (how_to and after.kind in ("code", "list"))):
+            span += after.units[:MAX_LIST_ITEMS]
+    return span
+
+
+def _intro(blocks: list[Block], index: int) -> list[Unit]:
+    """The sentence that introduces the block at ``index`` (the paragraph's last, ending with a colon)."""
+    if index > 0 and blocks[index - 1].kind == "paragraph":
+        last = blocks[index - 1].units[-1]
+        if last.text.rstrip().endswith(":"):
+            return [last]
+    return []
+
+
+def _context(blocks: list[Block], unit: Unit) -> list[Unit]:
+    """A unit added to the lead, with the intro a list item needs and the code a colon announces."""
+    block = blocks[unit.block]
+    if block.kind == "list":
+        return _intro(blocks, unit.block) + [unit]
+    out = [unit]
+    if (unit.text.rstrip().endswith(":") and unit is block.units[-1] and unit.block + 1 < len(blocks)
+            and blocks[unit.block + 1].kind == "code"):
+        out += blocks[unit.block + 1].units
+    return out
+
+
+def _render(chosen: list[Unit], passages: list[list[Block]], lead_source: int) -> str:
+    """The chosen units as Markdown: one paragraph per block, the lead's passage first, ``[n]`` after each
+    paragraph, list or table (after the list, for a list's intro line; code blocks carry none)."""
     by_source: dict[int, list[Unit]] = {}
     for unit in chosen:
         by_source.setdefault(unit.source, []).append(unit)
-    # Code that directly follows a chosen sentence joins it.
-    for source, picked in by_source.items():
-        group = all_units[source - 1]
-        for unit in list(picked):
-            following = group[unit.position + 1] if unit.position + 1 < len(group) else None
-            if following is not None and following.kind == "code" and following not in picked \
-                    and unit.text.rstrip().endswith(":"):
-                picked.append(following)
-    order = sorted(by_source, key=lambda s: min(chosen.index(u) for u in by_source[s] if u in chosen))
-    parts = []
+    order = [lead_source] + [s for s in by_source if s != lead_source]
+    paragraphs: list[str] = []
     for source in order:
+        blocks = passages[source - 1]
+        groups: list[list[Unit]] = []
         for unit in sorted(by_source[source], key=lambda u: u.position):
-            if unit.kind == "code":
-                parts.append(f"\n{unit.text}\n")
+            if groups and groups[-1][0].block == unit.block:
+                groups[-1].append(unit)
             else:
-                parts.append(f"{unit.text.rstrip()} [{source}]")
-    return _join(parts)
-
-
-def _choose(units: list[Unit], question_terms: set[str], idf: dict[str, float], max_units: int) -> list[Unit]:
-    ranked = sorted((u for u in units if u.kind != "code"), key=lambda u: (-u.score, u.source, u.position))
-    if not ranked:
-        return []
-    chosen = [ranked[0]]
-    covered = set(ranked[0].terms & question_terms)
-    best = ranked[0].score
-    for unit in ranked[1:]:
-        if len(chosen) >= max_units:
-            break
-        new = (unit.terms & question_terms) - covered
-        if unit.score >= 0.6 * best and new and sum(idf[t] for t in new) >= 0.1 * sum(idf.values()):
-            chosen.append(unit)
-            covered |= unit.terms & question_terms
-    return chosen
-
-
-def _join(parts: list[str]) -> str:
-    text = ""
-    for part in parts:
-        if part.startswith("\n"):
-            text = text.rstrip() + "\n\n" + part.strip() + "\n\n"
-        else:
-            text = (text + (" " if text and not text.endswith("\n") else "") + part)
-    return text.strip()
+                groups.append([unit])
+        for n, group in enumerate(groups):
+            block = blocks[group[0].block]
+            following = blocks[groups[n + 1][0].block] if n + 1 < len(groups) else None
+            cite = f" [{source}]"
+            if block.kind == "code":
+                paragraphs.append(group[0].text.strip("\n"))
+            elif block.kind == "list":
+                lines = []
+                for unit in group:
+                    index = block.units.index(unit)
+                    indent = "   " * min(2, block.depths[index] // 2)
+                    marker = f"{index + 1}." if block.ordered else "-"
+                    lines.append(f"{indent}{marker} {unit.text.strip()}")
+                paragraphs.append("\n".join(lines) + cite)
+            elif block.kind == "table":
+                rows = []
+                for unit in group:
+                    cells = [c.strip() for c in unit.text.split(" — ")]
+                    if block.header and len(block.header) == len(cells):
+                        row = "; ".join(f"{h}: {c}" for h, c in zip(block.header, cells, strict=True) if c)
+                    else:
+                        row = unit.text
+                    rows.append(row if row.endswith((".", "!", "?")) else row + ".")
+                paragraphs.append(" ".join(rows) + cite)
+            else:
+                text = " ".join(u.text.strip() for u in group)
+                intro = text.endswith(":") and following is not None and following.kind == "list"
+                paragraphs.append(text if intro else text + cite)
+    return "\n\n".join(paragraphs).strip()

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from django.db import connection
 
-from ingestion.lexicon import lexeme_counts, stored_statistics
+from ingestion.lexicon import query_terms, stored_statistics
 
 K1 = 1.2
 B = 0.75
@@ -39,6 +39,12 @@ class LexicalResult:
     scores: dict[str, float] = field(default_factory=dict)  # chunk id → BM25
     idf: dict[str, float] = field(default_factory=dict)  # every query lexeme, absent ones at their highest idf
     matched: dict[str, set[str]] = field(default_factory=dict)  # chunk id → query lexemes it contains
+    # What the re-ranker reads: each query lexeme's positions in the query, and for every scored chunk the
+    # positions of the query lexemes it holds (heading first, then text, as in its tsvector) and which of
+    # them its heading holds.
+    query_positions: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    positions: dict[str, dict[str, tuple[int, ...]]] = field(default_factory=dict)
+    in_heading: dict[str, set[str]] = field(default_factory=dict)
 
     def coverage(self, chunk_ids) -> float:
         """IDF-weighted share of the query's lexemes that occur in any of ``chunk_ids``."""
@@ -49,11 +55,12 @@ class LexicalResult:
         return sum(self.idf[t] for t in found) / total
 
 
-def query_lexemes(text: str) -> list[str]:
-    """The distinct english-stemmed lexemes Postgres makes of ``text`` (stop words dropped)."""
+def query_lexemes(text: str) -> dict[str, tuple[int, ...]]:
+    """The distinct english-stemmed lexemes Postgres makes of ``text`` (stop words dropped), in order, each
+    with its word positions in ``text``."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT tsvector_to_array(to_tsvector('english', %s))", [text])
-        return list(cursor.fetchone()[0] or [])
+        cursor.execute("SELECT lexeme, positions FROM unnest(to_tsvector('english', %s))", [text])
+        return {lexeme: tuple(positions or ()) for lexeme, positions in cursor.fetchall()}
 
 
 def _tsquery_literal(lexeme: str) -> str:
@@ -103,16 +110,20 @@ def bm25_search(*, book_id: int, text: str, limit: int, document_ids: list[int] 
         if stats is None and document_ids is None:
             stats = stored_statistics(cursor, book_id)
         if stats is not None and document_ids is None:
-            counts = lexeme_counts(cursor, book_id, text)
+            terms = query_terms(cursor, book_id, text)
+            counts = {t: chunks for t, (chunks, _) in terms.items()}
             if len(counts) > MAX_QUERY_LEXEMES:  # a long passage: the words the book has, rarest first
                 kept = sorted(counts, key=lambda t: (counts[t] == 0, counts[t], t))[:MAX_QUERY_LEXEMES]
                 counts = {t: counts[t] for t in kept}
             lexemes = list(counts)
+            result.query_positions = {t: terms[t][1] for t in lexemes}
             total, avg_length = stats
         else:
-            lexemes = query_lexemes(text)[:MAX_QUERY_LEXEMES]
+            found = query_lexemes(text)
+            lexemes = list(found)[:MAX_QUERY_LEXEMES]
             if not lexemes:
                 return result
+            result.query_positions = {t: found[t] for t in lexemes}
             total, avg_length, counts = _count_live(cursor, book_id, lexemes, doc_filter, doc_params)
         if not total or not lexemes:
             return result
@@ -125,17 +136,20 @@ def bm25_search(*, book_id: int, text: str, limit: int, document_ids: list[int] 
         cursor.execute(
             "SELECT c.id, u.lexeme, coalesce(array_length(u.positions, 1), 1) "
             f"  + {HEADING_TF_WEIGHT - 1} * (SELECT count(*) FROM unnest(u.weights) w WHERE w = 'A'), "
-            "  length(c.search_vector) "
+            "  length(c.search_vector), u.positions, 'A' = ANY(u.weights) "
             "FROM ingestion_chunk c, unnest(c.search_vector) u "
             f"WHERE c.book_id = %s{doc_filter.replace('document_id', 'c.document_id')} "
             "AND (c.search_vector @@ %s::tsquery OR c.id = ANY(%s)) AND u.lexeme = ANY(%s)",
             [book_id, *doc_params, query, list(extra_ids), list(df)],
         )
         scores: dict[str, float] = {}
-        for chunk_id, lexeme, tf, length in cursor.fetchall():
+        for chunk_id, lexeme, tf, length, positions, in_heading in cursor.fetchall():
             norm = K1 * (1 - B + B * (length or 1) / float(avg_length))
             scores[chunk_id] = scores.get(chunk_id, 0.0) + idf[lexeme] * tf * (K1 + 1) / (tf + norm)
             result.matched.setdefault(chunk_id, set()).add(lexeme)
+            result.positions.setdefault(chunk_id, {})[lexeme] = tuple(positions or ())
+            if in_heading:
+                result.in_heading.setdefault(chunk_id, set()).add(lexeme)
     best = sorted(scores, key=scores.get, reverse=True)[:limit]
     keep = set(best) | (set(extra_ids) & set(scores))
     result.scores = {cid: scores[cid] for cid in keep}

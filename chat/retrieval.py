@@ -27,7 +27,8 @@ from django.db.models import Q
 from bookchat.conf import setting
 from bookchat.errors import DeadlineExceeded, RequestError
 from chat.deadline import Deadline
-from chat.lexical import bm25_search
+from chat.lexical import LexicalResult, bm25_search
+from chat.reranking import rerank
 from chat.terms import words
 from ingestion import vector_index
 from ingestion.embedders import check_compatible, get_embedder
@@ -59,8 +60,9 @@ class RetrievedChunk:
     category: str
     dense: float = 0.0  # cosine similarity to the query
     lexical: float = 0.0  # BM25
-    score: float = 0.0  # fused, 0–1 (plus any selected-text boost)
+    score: float = 0.0  # the re-ranker's probability (or the fused score without it), plus any selected-text boost
     selected_overlap: float = 0.0
+    fused: float = 0.0  # the fused score, 0–1
 
     @property
     def chapter(self) -> str:
@@ -82,6 +84,7 @@ class Retrieval:
     seconds: float = 0.0
     timings_ms: dict[str, float] = field(default_factory=dict)  # embed, dense, lexical, fusion
     pool: list[RetrievedChunk] = field(default_factory=list)  # every fused candidate, best first
+    lexical: LexicalResult = field(default_factory=LexicalResult)
 
 
 def chapter_documents(book: Book, chapter: str) -> list[int]:
@@ -296,25 +299,32 @@ def retrieve(*, book: Book, question: str, selected_text: str = "", chapter: str
     candidates = []
     for cid, score in fused.items():
         if (chunk := rows.get(cid)) is not None:
-            chunk.dense, chunk.lexical, chunk.score = dense[cid], lexical.get(cid, 0.0), score
+            chunk.dense, chunk.lexical, chunk.score, chunk.fused = dense[cid], lexical.get(cid, 0.0), score, score
             candidates.append(chunk)
     best_overlap = 0.0
+    boost = setting("SELECTED_TEXT_BOOST")
     if selected_text:
         passage = shingles(selected_text)
         for candidate in candidates:
             candidate.selected_overlap = len(passage & shingles(candidate.text)) / len(passage) if passage else 0.0
-            candidate.score += setting("SELECTED_TEXT_BOOST") * candidate.selected_overlap
             best_overlap = max(best_overlap, candidate.selected_overlap)
-    candidates.sort(key=lambda c: (-c.score, -c.dense, c.id))
+    candidates.sort(key=lambda c: (-(c.score + boost * c.selected_overlap), -c.dense, c.id))
+    if setting("RERANKER") == "features":
+        candidates = rerank(candidates, lexical_result, question=question)
+    if selected_text:
+        for candidate in candidates:
+            candidate.score += boost * candidate.selected_overlap
+        candidates.sort(key=lambda c: (-c.score, -c.dense, c.id))
     top = candidates[:top_k]
     marks.append(time.monotonic())
-    stages = ("embed", "dense", "lexical", "fusion")
+    stages = ("embed", "dense", "lexical", "fusion")  # fusion includes the re-ranker
     timings = {stage: round((end - start) * 1000, 2)
                for stage, start, end in zip(stages, marks[:-1], marks[1:], strict=True)}
     return Retrieval(query=query, chunks=top, best_cosine=max(dense.values(), default=0.0),
                      lexical_coverage=lexical_result.coverage([c.id for c in top[:COVERAGE_CHUNKS]]),
                      best_selected_overlap=best_overlap, candidates=len(candidates),
-                     seconds=time.monotonic() - started, pool=candidates, timings_ms=timings)
+                     seconds=time.monotonic() - started, pool=candidates, timings_ms=timings,
+                     lexical=lexical_result)
 
 
 def nearest_sections(retrieval: Retrieval, count: int | None = None) -> list[dict]:

@@ -45,10 +45,15 @@ def stored_statistics(cursor, book_id: int) -> tuple[int, float] | None:
 def lexeme_counts(cursor, book_id: int, text: str) -> dict[str, int]:
     """The distinct lexemes Postgres makes of ``text`` (english stemming, stop words dropped), each with the
     number of the book's passages that contain it (0 for a word the book lacks)."""
+    return {lexeme: chunks for lexeme, (chunks, _) in query_terms(cursor, book_id, text).items()}
+
+
+def query_terms(cursor, book_id: int, text: str) -> dict[str, tuple[int, tuple[int, ...]]]:
+    """Like :func:`lexeme_counts`, with each lexeme's word positions in ``text``: ``{lexeme: (chunks,
+    positions)}`` (the re-ranker reads the positions for the question's phrases)."""
     cursor.execute(
-        "SELECT q.lexeme, coalesce(c.chunks, 0) FROM unnest(tsvector_to_array(to_tsvector('english', %s))) "
-        "AS q(lexeme) LEFT JOIN ingestion_lexemecount c ON c.book_id = %s AND c.lexeme = q.lexeme "
-        "ORDER BY q.lexeme",
+        "SELECT q.lexeme, coalesce(c.chunks, 0), q.positions FROM unnest(to_tsvector('english', %s)) AS q "
+        "LEFT JOIN ingestion_lexemecount c ON c.book_id = %s AND c.lexeme = q.lexeme ORDER BY q.lexeme",
         [text, book_id],
     )
-    return dict(cursor.fetchall())
+    return {lexeme: (chunks, tuple(positions or ())) for lexeme, chunks, positions in cursor.fetchall()}

@@ -1,0 +1,160 @@
+"""Fit the re-ranker's weights (``chat/reranking.py``) on development question sets and check them on others.
+
+    .venv/bin/python -m bench.fit_reranker --fit squad2-dev:../shared/data/squad2-dev/questions.jsonl \\
+        --fit docusaurus-docs:../shared/data/docusaurus-docs/questions.jsonl \\
+        --check docusaurus-docs:../shared/data/docusaurus-docs/questions-2.jsonl
+
+Each ``BOOK:FILE`` names an indexed book and a question file. For every question with evidence
+(answerable, selected text, follow-up), the fused pool is retrieved with the re-ranker off, the
+features of its best ``POOL`` candidates computed, and each labelled by whether it holds the
+evidence. A logistic regression (L2, Newton's method) is fitted on the ``--fit`` sets; hit@1 and
+hit@5 of the fused order and of the re-ranked order are printed for every set, with each
+``--fit`` set also left out in turn (fit on the others, measure on it: cross-set validation).
+The weights to paste into ``chat/reranking.py`` are printed last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import numpy as np
+
+
+def _setup() -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bookchat.settings")
+    import django
+
+    django.setup()
+
+
+def retrieve_pools(book: str, path: str) -> list[tuple]:
+    """Per question with evidence: (question, the fused pool's best POOL candidates, the lexical result, labels).
+    Kept in ``var/bench/pools-*.pickle`` so that refitting doesn't retrieve again (delete it after re-indexing)."""
+    import hashlib
+    import pickle
+    from pathlib import Path
+
+    from django.conf import settings
+
+    cache = Path(settings.DATA_DIR) / "bench" / (
+        "pools-" + hashlib.sha256(f"{book}:{Path(path).resolve()}".encode()).hexdigest()[:12] + ".pickle")
+    if cache.exists():
+        return pickle.loads(cache.read_bytes())
+    from django.test.utils import override_settings
+
+    from bookchat.conf import setting
+    from chat.deadline import Deadline
+    from chat.evaluation import _hit_rank, load_questions
+    from chat.reranking import POOL
+    from chat.retrieval import retrieve
+    from ingestion.models import Book
+
+    target = Book.objects.get(slug=book)
+    out = []
+    with override_settings(BOOKCHAT={**_current(), "RERANKER": "off"}):
+        assert setting("RERANKER") == "off"
+        for q in load_questions(path):
+            if not q.evidence or q.kind in ("unanswerable", "out_of_scope"):
+                continue
+            question = f"{q.question} ({q.previous})" if q.kind == "follow_up" and q.previous else q.question
+            retrieval = retrieve(book=target, question=question, selected_text=q.selected_text,
+                                 deadline=Deadline(60.0), stage_seconds=60.0)
+            head = retrieval.pool[:POOL]
+            labels = [1.0 if _hit_rank([c.text], q.evidence) else 0.0 for c in head]
+            out.append((question, head, retrieval.lexical, labels))
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_bytes(pickle.dumps(out))
+    return out
+
+
+def collect(book: str, path: str) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per question: (features of the pool's best POOL candidates in fused order, labels)."""
+    from chat.reranking import candidate_features
+
+    return [(np.asarray(candidate_features(head, lexical, question=question), dtype=np.float64).reshape(len(head), -1),
+             np.asarray(labels)) for question, head, lexical, labels in retrieve_pools(book, path)]
+
+
+def _current() -> dict:
+    from django.conf import settings
+
+    return dict(settings.BOOKCHAT)
+
+
+def fit(groups, l2: float = 1.0, weights: list[float] | None = None) -> tuple[np.ndarray, float]:
+    """Logistic regression; ``weights``: one per group (question), so that each set can weigh the same."""
+    kept = [(g, w) for g, w in zip(groups, weights or [1.0] * len(groups), strict=True) if len(g[0])]
+    x = np.vstack([g[0] for g, _ in kept])
+    y = np.concatenate([g[1] for g, _ in kept])
+    sample = np.concatenate([np.full(len(g[1]), w) for g, w in kept])
+    x1 = np.hstack([x, np.ones((len(x), 1))])
+    w = np.zeros(x1.shape[1])
+    penalty = np.eye(x1.shape[1]) * l2
+    penalty[-1, -1] = 0.0
+    for _ in range(50):
+        p = 1 / (1 + np.exp(-np.clip(x1 @ w, -30, 30)))
+        gradient = x1.T @ (sample * (p - y)) + penalty @ w
+        hessian = (x1 * (sample * p * (1 - p))[:, None]).T @ x1 + penalty
+        step = np.linalg.solve(hessian, gradient)
+        w -= step
+        if np.abs(step).max() < 1e-8:
+            break
+    return w[:-1], float(w[-1])
+
+
+def hits(groups, weights=None, bias=0.0) -> tuple[float, float, int]:
+    """hit@1 and hit@5 of the questions whose evidence is in the pool at all, over all questions."""
+    h1 = h5 = 0
+    for x, y in groups:
+        if not len(x):
+            continue
+        order = np.arange(len(x)) if weights is None else np.argsort(-(x @ weights + bias), kind="stable")
+        ranked = y[order]
+        h1 += bool(ranked[:1].any())
+        h5 += bool(ranked[:5].any())
+    n = len(groups)
+    return h1 / n, h5 / n, n
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--fit", action="append", default=[], help="BOOK:FILE to fit on (repeat)")
+    parser.add_argument("--check", action="append", default=[], help="BOOK:FILE to check on (repeat)")
+    parser.add_argument("--l2", type=float, default=1.0)
+    args = parser.parse_args(argv)
+    _setup()
+    from chat.reranking import FEATURES
+
+    sets = {}
+    for spec in args.fit + args.check:
+        book, path = spec.split(":", 1)
+        sets[spec] = collect(book, path)
+        print(f"{spec}: {len(sets[spec])} questions", file=sys.stderr)
+    def balanced(specs):
+        """Every set weighs the same in the fit, however many questions it has."""
+        groups = [g for spec in specs for g in sets[spec]]
+        share = [len(groups) / (len(specs) * len(sets[spec])) for spec in specs for _ in sets[spec]]
+        return groups, share
+
+    weights, bias = fit(*balanced(args.fit)[:1], l2=args.l2, weights=balanced(args.fit)[1])
+    print(f"{'set':70} {'fused h@1/h@5':>16} {'reranked h@1/h@5':>18} {'left out h@1/h@5':>18}")
+    for spec, groups in sets.items():
+        f1, f5, n = hits(groups)
+        r1, r5, _ = hits(groups, weights, bias)
+        left = ""
+        if spec in args.fit and len(args.fit) > 1:
+            others = balanced([other for other in args.fit if other != spec])
+            lw, lb = fit(others[0], l2=args.l2, weights=others[1])
+            l1, l5, _ = hits(groups, lw, lb)
+            left = f"{l1:.3f}/{l5:.3f}"
+        print(f"{spec[:70]:70} {f1:.3f}/{f5:.3f} {r1:>10.3f}/{r5:.3f} {left:>18}  (n={n})")
+    print("WEIGHTS = (" + ", ".join(f"{w:.4f}" for w in weights) + ")")
+    print(f"BIAS = {bias:.4f}")
+    print("# " + ", ".join(FEATURES))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
