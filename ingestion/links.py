@@ -19,8 +19,9 @@ Decisions:
 - The map, before the pages: a folder run maps its discovered files; a single-file run maps the book's stored
   pages plus that file. Each file is read once more (the indexer reads it again after), and its front matter
   is YAML-loaded only when it names ``slug``, ``id`` or ``parse_number_prefixes``, the keys ``document_slug``
-  reads: 0.05–0.25 ms a page (docusaurus-docs: 90 pages, 24 ms). A file that can't be read keeps its stored
-  URL (or the one its path gives): it fails on its own when the indexer reaches it.
+  reads: 0.05–0.3 ms a page (docusaurus-docs: 90 pages in 28 ms, where parsing them takes 480 ms; rewriting
+  their 3,400 blocks, 45 ms). A file that can't be read keeps its stored URL (or the one its path gives): it
+  fails on its own when the indexer reaches it.
 - Re-processing: each Document stores ``links_to``, the files its links named → the URL they were written
   with ("" when the file is no page of the book). A page whose bytes are unchanged is parsed and chunked again
   (embedding nothing) when one of those URLs changed: a target moved, re-slugged, added or removed. Only pages
