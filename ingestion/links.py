@@ -49,19 +49,20 @@ _SLUG_KEYS = re.compile(r"""^[ \t]*["']?(?:slug|id|parse_number_prefixes)["']?[ 
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
 _WHITESPACE = re.compile(r"\s")
 
-# CommonMark's link syntax, as far as passages need it (one level of brackets inside a link's text).
+# CommonMark's link syntax, as far as passages need it (one level of brackets inside a link's text); the
+# possessive quantifiers keep a run of spaces from being tried in every split.
 _TEXT = r"(?:[^\[\]\\]|\\.|\[(?:[^\[\]\\]|\\.)*\])*"
 _LABEL = r"(?:[^\[\]\\]|\\.)+"
 _DEST = r"<[^<>\n]*>|(?:[^\s()\\]|\\.|\((?:[^\s()\\]|\\.)*\))*"
-_TITLE = r"""\s+(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|\((?:[^()\\]|\\.)*\))"""
+_TITLE = r"""\s++(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|\((?:[^()\\]|\\.)*\))"""
 _LINK = re.compile(
     # a reference definition on a line of its own (maybe in a quote or list item): `[label]: dest "title"`
     rf"(?P<definition>^(?P<lead>[ \t]*(?:>[ \t]?)*(?:(?:[-*+]|\d+[.)])[ \t]+)?)\[(?P<def_label>{_LABEL})\]:"
     rf"[ \t]*(?P<def_dest><[^<>\n]*>|\S+)(?P<def_rest>[^\n]*))"
     # an image, left as it is
-    rf"|(?P<image>!\[{_TEXT}\](?:\(\s*(?:{_DEST})(?:{_TITLE})?\s*\)|\[(?:{_LABEL})?\])?)"
+    rf"|(?P<image>!\[{_TEXT}\](?:\(\s*+(?:{_DEST})(?:{_TITLE})?\s*+\)|\[(?:{_LABEL})?\])?)"
     # an inline link `[text](dest "title")`, or a reference `[text][label]`, `[text][]`, `[text]`
-    rf"|(?<!\\)\[(?P<text>{_TEXT})\](?:\(\s*(?P<dest>{_DEST})(?P<title>{_TITLE})?\s*\)|\[(?P<label>{_LABEL})?\])?",
+    rf"|(?<!\\)\[(?P<text>{_TEXT})\](?:\(\s*+(?P<dest>{_DEST})(?P<title>{_TITLE})?\s*+\)|\[(?P<label>{_LABEL})?\])?",
     re.M,
 )
 _KEEP = object()  # a link target that is left as written
@@ -135,7 +136,7 @@ class PageLinks:
                 continue
             out.append(markdown[pos : match.start()])
             out.append(replacement)
-            pos = search = max(match.end(), match.start() + 1)
+            pos = search = match.end()
         out.append(markdown[pos:])
         return "".join(out)
 
