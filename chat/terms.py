@@ -18,6 +18,10 @@ _CITATION = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 _MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _MD_MARKS = re.compile(r"[*_`~]+")
 _HTML_TAG = re.compile(r"</?[A-Za-z][^>]*>")
+# A table's delimiter row (`| --- | :-: |`, `--- | ---`): it has a pipe, which a thematic break never has.
+_TABLE_RULE = re.compile(r"^[ \t]*(?=[^|\n]*\|)\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
+_TABLE_PIPE = re.compile(r"(?<!\\)\|")
+_CELL_SEPARATOR = " · "
 
 STOP_WORDS = frozenset("""
 a about above after again against all also am an and any are aren't as at be because been before being below
@@ -101,9 +105,36 @@ def split_sentences(text: str) -> list[str]:
 
 
 def plain_text(markdown: str) -> str:
-    """Markdown reduced to the words a reader sees: links keep their text, markers and tags go."""
-    text = _MD_LINK.sub(r"\1", markdown)
+    """Markdown reduced to the words a reader sees: links keep their text, markers and tags go, and a table
+    reads as its rows, each row's cells joined by `` · `` and ended like a sentence."""
+    text = _MD_LINK.sub(r"\1", _tables_as_rows(markdown) if "|" in markdown else markdown)
     text = _HTML_TAG.sub("", text)
     text = re.sub(r"^\s{0,3}(?:#{1,6}\s+|>\s?|[-*+]\s+|\d+[.)]\s+)", "", text, flags=re.MULTILINE)
     text = _MD_MARKS.sub("", text)
     return re.sub(r"\s+", " ", text).strip()
+
+
+def _tables_as_rows(markdown: str) -> str:
+    """Each Markdown table (a header row, its delimiter row, the rows up to a line without a pipe) as one line
+    per row: ``| Name | Type |`` → ``Name · Type.``; the delimiter row goes. Other lines are left as they are."""
+    out: list[str] = []
+    in_table = False
+    for line in markdown.split("\n"):
+        if _TABLE_RULE.match(line) and out and "|" in out[-1] and not in_table:
+            out[-1] = _table_row(out[-1])
+            in_table = True
+        elif in_table and "|" in line and line.strip():
+            out.append(_table_row(line))
+        else:
+            in_table = False
+            out.append(line)
+    return "\n".join(out)
+
+
+def _table_row(line: str) -> str:
+    line = line.strip()
+    line = line[1:] if line.startswith("|") else line
+    line = line[:-1] if line.endswith("|") and not line.endswith("\\|") else line
+    cells = [cell.strip().replace("\\|", "|") for cell in _TABLE_PIPE.split(line)]
+    row = _CELL_SEPARATOR.join(cell for cell in cells if cell)
+    return row if not row or row[-1] in ".!?:;…" else f"{row}."

@@ -54,14 +54,19 @@ class DocumentAdmin(ReadOnlyAdmin):
     list_filter = ("book", "category")
     search_fields = ("path", "title", "slug")
     list_select_related = ("book",)
-    exclude = ("front_matter",)
+    exclude = ("front_matter", "links_to")
 
     def get_readonly_fields(self, request, obj=None):
-        return [*(f for f in super().get_readonly_fields(request, obj) if f != "front_matter"), "front_matter_json"]
+        return [*(f for f in super().get_readonly_fields(request, obj) if f not in self.exclude),
+                "front_matter_json", "links_to_json"]
 
     @admin.display(description="front matter")
     def front_matter_json(self, obj: Document) -> str:
         return _pretty_json(obj.front_matter)
+
+    @admin.display(description="links to")
+    def links_to_json(self, obj: Document) -> str:
+        return _pretty_json(obj.links_to)
 
     @admin.display(description="URL")
     def link(self, obj: Document) -> str:

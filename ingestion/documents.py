@@ -59,3 +59,6 @@ class ParsedDocument:
     blocks: list[Block] = field(default_factory=list)
     headings: list[Heading] = field(default_factory=list)
     warnings: list[Issue] = field(default_factory=list)
+    # Reference-style link definitions (``[label]: href "title"``), which are not blocks: label as
+    # markdown-it normalises it → (href, title).
+    link_definitions: dict[str, tuple[str, str]] = field(default_factory=dict)

@@ -1,4 +1,4 @@
-"""Docusaurus conventions: heading anchors, number prefixes, doc slugs, partials and category labels.
+"""Docusaurus conventions: heading anchors, number prefixes, doc slugs and URLs, partials and category labels.
 
 These mirror @docusaurus/plugin-content-docs v3 (``numberPrefix.ts``, ``slug.ts``, ``docs.ts``) and
 github-slugger, so the URLs and anchors we cite are the ones the built site serves.
@@ -113,6 +113,12 @@ def document_slug(rel_path: str, front_matter: dict) -> str:
     else:
         slug = posixpath.normpath(posixpath.join(dir_slug, fm_slug or base_id))
     return re.sub(r"/{2,}", "/", slug).strip("/")
+
+
+def document_url(base_url: str, slug: str) -> str:
+    """The page's URL: the book's base URL, then the page's slug ("" = the base URL's root)."""
+    base = base_url.rstrip("/")
+    return f"{base}/{slug}" if slug else f"{base}/"
 
 
 def is_partial(rel_path: str) -> bool:

@@ -1,11 +1,12 @@
-"""Indexing a book: discover → read → parse → chunk → embed what is new → store, one page at a time.
+"""Indexing a book: discover → map page URLs → read → parse → chunk → embed what is new → store, one page at a time.
 
-Incremental by content: a page whose bytes, URL and chunking settings are unchanged is not
-even parsed; a changed page keeps every chunk whose id (a hash of book, page and embedded
+Incremental by content: a page whose bytes, URL, chunking settings and link targets are unchanged
+is not even parsed; a changed page keeps every chunk whose id (a hash of book, page and embedded
 text) it already had and embeds only the rest, reusing any vector the book already holds
 for the same embedded text. Each page is replaced in its own transaction, so a crash leaves
 it on its old chunks or its new ones, never half. A failure in one file is reported with its
 file and line and never stops the others. Runs on one book are serialised by an advisory lock.
+Book-relative links in the stored text (not the embedded one) become the book's URLs (ingestion/links.py).
 When Qdrant is configured, each committed write is copied to the mirror (ingestion/qdrant.py); a
 mirror failure only adds a warning to the report.
 """
@@ -28,9 +29,10 @@ from bookchat.conf import setting
 from bookchat.errors import BookchatError
 from ingestion.chunking import ChunkDraft, Chunker, ChunkingOptions
 from ingestion.documents import Issue
-from ingestion.docusaurus import category_label_with_issue
+from ingestion.docusaurus import category_label_with_issue, document_url
 from ingestion.embedders import Embedder, check_compatible, get_embedder
 from ingestion.lexicon import refresh_lexicon
+from ingestion.links import BookLinks, book_links
 from ingestion.models import Book, Chunk, Document, IndexRun, SearchStats, book_slug_validator
 from ingestion.parsing import parse_document
 from ingestion.qdrant import OUT_OF_DATE, QdrantError, QdrantMirror, get_mirror
@@ -99,6 +101,7 @@ class _PreparedPage:
     rel_path: str
     document_fields: dict
     drafts: list[ChunkDraft]
+    texts: list[str]  # the drafts' text as stored: book links rewritten (ids and keys stay those of the drafts)
     ids: list[str]
     keys: list[str]
     kept_ids: set[str]
@@ -121,11 +124,6 @@ def validate_book_slug(slug: str) -> str:
             "(for example 'my-book')", code="bad_slug",
         ) from None
     return slug
-
-
-def document_url(base_url: str, slug: str) -> str:
-    base = base_url.rstrip("/")
-    return f"{base}/{slug}" if slug else f"{base}/"
 
 
 class BookIndexer:
@@ -155,6 +153,7 @@ class BookIndexer:
         self.report = IndexReport(book=book_slug, dry_run=dry_run)
         self.book: Book | None = None
         self._categories: dict[str, str] = {}
+        self.links = BookLinks({})
         self._pending: list[_PreparedPage] = []
         self.mirror: QdrantMirror | None = None if dry_run else get_mirror()
 
@@ -241,6 +240,9 @@ class BookIndexer:
             stored = Document.objects.filter(book=self.book).annotate(chunk_count=Count("chunks"))
             existing = {d.path: d for d in stored}
         files = self.discovery.files
+        self.links = book_links(files, base_url=self.book.base_url,
+                                stored_slugs={path: d.slug for path, d in existing.items()},
+                                whole_book=not self.discovery.single_file, max_bytes=setting("MAX_FILE_BYTES"))
         self.progress("files", 0, len(files))
         for done, file in enumerate(files, 1):
             self.report.files_seen += 1
@@ -276,16 +278,21 @@ class BookIndexer:
             return
         url = document_url(self.book.base_url, parsed.slug)
         _check_fits(file.rel_path, path=file.rel_path, slug=parsed.slug, url=url)
+        links = self.links.page(rel_path=file.rel_path, url=url, definitions=parsed.link_definitions)
+        texts = [links.rewrite(draft.text) for draft in drafts]
+        for issue in links.issues(source.text):
+            self.report.warn(issue)
         fields = {"title": parsed.title[:500], "slug": parsed.slug, "url": url, "category": parsed.category[:300],
                   "front_matter": parsed.front_matter, "content_hash": source.content_hash,
-                  "chunker_version": self.fingerprint}
-        self._pending.append(self._prepare(file.rel_path, fields, drafts, stored))
+                  "chunker_version": self.fingerprint, "links_to": links.links_to}
+        self._pending.append(self._prepare(file.rel_path, fields, drafts, texts, stored))
         if sum(len(p.drafts) for p in self._pending) >= FLUSH_PASSAGES:
             self._flush()
 
     def _unchanged(self, stored: Document, content_hash: str) -> bool:
         return (stored.content_hash == content_hash and stored.chunker_version == self.fingerprint
-                and stored.url == document_url(self.book.base_url, stored.slug))
+                and stored.url == document_url(self.book.base_url, stored.slug)
+                and self.links.still_resolve(stored.links_to))
 
     def _skip(self, file: SourceFile, message: str, stored: Document | None) -> None:
         self.report.files_skipped += 1
@@ -303,7 +310,7 @@ class BookIndexer:
         return self._categories[folder]
 
     # -- diff and embed ------------------------------------------------------------------------
-    def _prepare(self, rel_path: str, fields: dict, drafts: list[ChunkDraft],
+    def _prepare(self, rel_path: str, fields: dict, drafts: list[ChunkDraft], texts: list[str],
                  stored: Document | None) -> _PreparedPage:
         ids, keys, seen = [], [], {}
         for draft in drafts:
@@ -320,7 +327,7 @@ class BookIndexer:
             for key, vector in (Chunk.objects.filter(book=self.book, embedding_key__in=new_keys)
                                 .values_list("embedding_key", "embedding")):
                 vectors[key] = vector
-        return _PreparedPage(rel_path, fields, drafts, ids, keys, kept, len(old_ids - set(ids)), vectors)
+        return _PreparedPage(rel_path, fields, drafts, texts, ids, keys, kept, len(old_ids - set(ids)), vectors)
 
     def _flush(self) -> None:
         pending, self._pending = self._pending, []
@@ -378,22 +385,23 @@ class BookIndexer:
                 book=self.book, path=page.rel_path, defaults=page.document_fields
             )
             Chunk.objects.filter(document=document).exclude(id__in=page.ids).delete()
-            rows = [self._chunk_row(document, n, draft, pid, key, page)
-                    for n, (draft, pid, key) in enumerate(zip(page.drafts, page.ids, page.keys, strict=True))]
+            rows = [self._chunk_row(document, n, draft, text, pid, key, page)
+                    for n, (draft, text, pid, key)
+                    in enumerate(zip(page.drafts, page.texts, page.ids, page.keys, strict=True))]
             Chunk.objects.bulk_create([r for r in rows if r.id not in page.kept_ids], batch_size=500)
             kept = [r for r in rows if r.id in page.kept_ids]
             if kept:
-                Chunk.objects.bulk_update(kept, ["ordinal", "anchor", "url", "char_start", "char_end",
+                Chunk.objects.bulk_update(kept, ["ordinal", "anchor", "url", "text", "char_start", "char_end",
                                                  "line_start", "line_end", "token_count", "continued"],
                                           batch_size=500)
         self._mirror(lambda mirror: mirror.mirror_document(document))
 
-    def _chunk_row(self, document: Document, ordinal: int, draft: ChunkDraft, pid: str, key: str,
+    def _chunk_row(self, document: Document, ordinal: int, draft: ChunkDraft, text: str, pid: str, key: str,
                    page: _PreparedPage) -> Chunk:
         anchor = draft.anchor
         return Chunk(
             id=pid, book=self.book, document=document, ordinal=ordinal, heading_path=draft.heading_path[:2000],
-            anchor=anchor[:300], url=document.url + (f"#{anchor}" if anchor else ""), text=draft.text,
+            anchor=anchor[:300], url=document.url + (f"#{anchor}" if anchor else ""), text=text,
             char_start=draft.char_start, char_end=draft.char_end, line_start=draft.line_start,
             line_end=draft.line_end, token_count=draft.token_count, continued=draft.continued,
             embedding_key=key, dimensions=self.embedder.dimension,

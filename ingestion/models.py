@@ -63,6 +63,11 @@ class Document(models.Model):
     front_matter = models.JSONField(default=dict, blank=True)
     content_hash = models.CharField(max_length=64, help_text="SHA-256 of the source file's bytes.")
     chunker_version = models.CharField(max_length=64, blank=True)
+    links_to = models.JSONField(
+        null=True, blank=True,
+        help_text="Pages of the book this page links to: source path → the URL its passages link to (\"\" when "
+                  "the file is not in the book). Null for a page stored before links were rewritten.",
+    )
     indexed_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -81,7 +81,8 @@ def parse_document(text: str, *, rel_path: str, category: str = "") -> ParsedDoc
     body = [""] * body_start + lines[body_start:]
     body[0] = body[0].removeprefix("\ufeff")
     cleaned = clean_mdx(body, rel_path=rel_path)
-    tokens = _MD.parse("\n".join(cleaned.lines))
+    env: dict = {}
+    tokens = _MD.parse("\n".join(cleaned.lines), env)
     _check_fences(tokens, cleaned.lines, rel_path)
     raws, headings, h1_title = _walk(tokens, cleaned)
     raws = _merge_labels(raws, cleaned.labels)
@@ -100,10 +101,16 @@ def parse_document(text: str, *, rel_path: str, category: str = "") -> ParsedDoc
         blocks=blocks,
         headings=headings,
         warnings=cleaned.warnings,
+        link_definitions={label: (ref["href"], ref["title"]) for label, ref in env.get("references", {}).items()},
     )
 
 
 # -- front matter -------------------------------------------------------------------------------
+
+
+def read_front_matter(text: str, *, rel_path: str) -> dict:
+    """Only the page's front matter, as ``parse_document`` reads it (ParseError when it can't be read)."""
+    return _front_matter(_LINE_BREAK.split(text), rel_path)[0]
 
 
 def _front_matter(lines: list[str], rel_path: str) -> tuple[dict, int]:
@@ -344,6 +351,30 @@ def decode_entities(text: str) -> str:
     if prose:
         out.append(_decode_prose("\n".join(prose)))
     return "\n".join(out)
+
+
+def code_ranges(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` character ranges of the fenced code blocks and inline code spans of a Markdown text."""
+    ranges: list[tuple[int, int]] = []
+    pos = 0
+    prose_start = None
+    for line, role in _fence_roles(text.split("\n")):
+        end = pos + len(line)
+        if role == "text":
+            prose_start = pos if prose_start is None else prose_start
+        else:
+            if prose_start is not None:
+                ranges.extend(_code_spans(text, prose_start, pos))
+                prose_start = None
+            ranges.append((pos, end))
+        pos = end + 1
+    if prose_start is not None:
+        ranges.extend(_code_spans(text, prose_start, len(text)))
+    return ranges
+
+
+def _code_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    return [span.span() for span in _CODE_SPAN.finditer(text, start, end)]
 
 
 def _fence_roles(lines: list[str]) -> Iterator[tuple[str, str]]:

@@ -15,7 +15,7 @@ from chat.conversations import is_follow_up, resolve_follow_up
 from chat.extractive import compose_extractive
 from chat.grounding import answer_segments, check_grounding
 from chat.retrieval import fuse
-from chat.terms import citations, content_terms, split_sentences, strip_citations
+from chat.terms import citations, content_terms, plain_text, split_sentences, strip_citations
 
 INGEST = "The ingest command reads a folder of Markdown files and stores the chunks in Postgres."
 WIDGET = "The widget shows answers on the page with a script tag."
@@ -188,6 +188,22 @@ def test_split_sentences():
     assert split_sentences("See docusaurus.config.js for details. The value 3.5 is fine.") == [
         "See docusaurus.config.js for details.", "The value 3.5 is fine."]
     assert split_sentences("   \n ") == []
+
+
+def test_plain_text_reads_a_markdown_table_as_its_rows_words():
+    table = ("Options:\n\n| Name | Type | Default |\n| --- | :-: | ---: |\n| `path` | `string` | `'docs'` |\n"
+             "| **routeBasePath** | string | The route. |\n| a \\| b | | x |\n\nAfter the table.")
+    text = plain_text(table)
+    assert text == ("Options: Name · Type · Default. path · string · 'docs'. routeBasePath · string · The route. "
+                    "a | b · x. After the table.")
+    assert "---" not in text and "| Name" not in text
+    assert plain_text("Name | Type\n--- | ---\nx | y") == "Name · Type. x · y."
+    assert "|" not in plain_text("| Name | Type |\n|------|------|\n| path | string |")
+
+
+def test_plain_text_leaves_prose_with_pipes_and_rules_as_it_was():
+    assert plain_text("A *b* | c [link](../x.md) and `d`.\n\n---\n\n# Next\n\n- item") == (
+        "A b | c link and d. --- Next item")
 
 
 # -- follow-ups ------------------------------------------------------------------------------
