@@ -1,7 +1,7 @@
 """``manage.py evaluate --questions FILE.jsonl``: retrieval and answer quality on a question set.
 
-Prints a table, or with ``--json`` one summary object; ``--details FILE`` writes one JSON
-line per question. Exit status: 0 evaluated, 2 bad file or options (unknown book, bad line).
+Prints a table (overall, then per kind), or with ``--json`` one summary object; ``--details FILE``
+writes one JSON line per question. Exit status: 0 evaluated, 2 bad file or options (unknown book, bad line).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sys
 from django.core.management.base import BaseCommand, CommandParser
 
 from bookchat.errors import BookchatError
-from chat.evaluation import load_questions, run_evaluation
+from chat.evaluation import ANSWER_KIND_METRICS, load_questions, run_evaluation
 
 
 class Command(BaseCommand):
@@ -92,4 +92,31 @@ def render_summary(s: dict) -> str:
         ("generator / fusion / top k", f"{s['generator']} / {s['fusion']} / {s['top_k']}"),
     ]
     width = max(len(name) for name, _ in rows)
-    return "\n".join(f"{name.ljust(width)}  {value}" for name, value in rows)
+    lines = [f"{name.ljust(width)}  {value}" for name, value in rows]
+    return "\n".join([*lines, "", render_by_kind(s["by_kind"])])
+
+
+LABELS = {
+    "n": "questions", "hit_at_1": "hit@1", "hit_at_3": "hit@3", "hit_at_5": "hit@5", "mrr_at_10": "MRR@10",
+    "answer_contains_rate": "answer contains", "citation_precision": "citation precision",
+    "refusal_rate": "refusal rate", "refusal_rate_out_of_scope": "refusal rate: out of scope",
+    "refusal_rate_unanswerable": "refusal rate: unanswerable", "false_refusal_rate": "false refusal rate",
+    "withheld_rate": "withheld", "refused_rate": "refused", "latency_ms_p50": "latency p50 (ms)",
+    "latency_ms_p95": "latency p95 (ms)", "scope_threshold": "scope threshold", "top_k": "top k",
+}
+KIND_METRICS = ("n", *ANSWER_KIND_METRICS, "refused_rate")
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    """Columns aligned: the first to the left, the others to the right."""
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    return "\n".join("  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w)
+                               in enumerate(zip(row, widths, strict=True))).rstrip() for row in [header, *rows])
+
+
+def render_by_kind(by_kind: dict) -> str:
+    """Per-kind figures: a column per kind present, a row per metric, ``—`` where it does not apply."""
+    kinds = list(by_kind)
+    rows = [[LABELS[m], *(_fmt(by_kind[k].get(m)) for k in kinds)] for m in KIND_METRICS
+            if any(m in by_kind[k] for k in kinds)]
+    return _table(["by kind", *kinds], rows)
