@@ -1,7 +1,9 @@
 """``manage.py evaluate --questions FILE.jsonl``: retrieval and answer quality on a question set.
 
 Prints a table (overall, then per kind), or with ``--json`` one summary object; ``--details FILE``
-writes one JSON line per question. Exit status: 0 evaluated, 2 bad file or options (unknown book, bad line).
+writes one JSON line per question. ``--compare A B`` runs the questions under two settings specs
+(``default`` or ``NAME=VALUE,...``) and prints them side by side. Exit status: 0 evaluated, 2 bad
+file or options (unknown book, bad line, bad compare spec).
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ import sys
 from django.core.management.base import BaseCommand, CommandParser
 
 from bookchat.errors import BookchatError
-from chat.evaluation import ANSWER_KIND_METRICS, load_questions, run_evaluation
+from chat.comparison import describe, parse_settings_spec, run_comparison, stale_calibration
+from chat.evaluation import ANSWER_KIND_METRICS, KINDS, SHOULD_REFUSE, load_questions, run_evaluation
 
 
 class Command(BaseCommand):
@@ -26,6 +29,9 @@ class Command(BaseCommand):
         parser.add_argument("--limit", type=int, help="Evaluate only the first N questions.")
         parser.add_argument("--details", help="Write one JSON line per question to this file.")
         parser.add_argument("--json", action="store_true", help="Print the summary as one JSON object.")
+        parser.add_argument("--compare", nargs=2, metavar=("A", "B"),
+                            help="Run the questions under two settings specs, each `default` or NAME=VALUE[,...] "
+                                 "(e.g. --compare default FUSION=rrf,TOP_K=3), and print them side by side.")
 
     def handle(self, *args, **options) -> None:
         path = options["questions"] or options["questions_file"]
@@ -34,9 +40,13 @@ class Command(BaseCommand):
                 raise BookchatError("give the questions file: evaluate --questions FILE.jsonl", code="usage")
             if options["limit"] is not None and options["limit"] < 1:
                 raise BookchatError("--limit must be 1 or more", code="usage")
+            specs = [parse_settings_spec(spec) for spec in options["compare"]] if options["compare"] else None
             questions = load_questions(path, limit=options["limit"])
             progress = _Progress(sys.stderr) if sys.stderr.isatty() else None
-            summary, records = run_evaluation(questions, book_slug=options["book"], progress=progress)
+            if specs:
+                summary, records = run_comparison(questions, *specs, book_slug=options["book"], progress=progress)
+            else:
+                summary, records = run_evaluation(questions, book_slug=options["book"], progress=progress)
             if progress:
                 progress.close()
         except BookchatError as exc:
@@ -51,6 +61,8 @@ class Command(BaseCommand):
                     fh.write(json.dumps(record, ensure_ascii=False) + "\n")
         if options["json"]:
             self.stdout.write(json.dumps(summary, ensure_ascii=False))
+        elif specs:
+            self.stdout.write(render_comparison(summary, *(describe(spec) for spec in specs)))
         else:
             self.stdout.write(render_summary(summary))
 
@@ -105,6 +117,10 @@ LABELS = {
     "latency_ms_p95": "latency p95 (ms)", "scope_threshold": "scope threshold", "top_k": "top k",
 }
 KIND_METRICS = ("n", *ANSWER_KIND_METRICS, "refused_rate")
+TOP_LEVEL = ("questions", "errors", "hit_at_1", "hit_at_3", "hit_at_5", "mrr_at_10", "answer_contains_rate",
+             "citation_precision", "refusal_rate", "refusal_rate_out_of_scope", "refusal_rate_unanswerable",
+             "false_refusal_rate", "withheld_rate", "latency_ms_p50", "latency_ms_p95", "scope_threshold",
+             "generator", "fusion", "top_k")
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -120,3 +136,36 @@ def render_by_kind(by_kind: dict) -> str:
     rows = [[LABELS[m], *(_fmt(by_kind[k].get(m)) for k in kinds)] for m in KIND_METRICS
             if any(m in by_kind[k] for k in kinds)]
     return _table(["by kind", *kinds], rows)
+
+
+def _difference(a, b) -> str:
+    numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (a, b))
+    if not numbers:
+        return "—" if a is None or b is None else ""
+    diff = b - a
+    return f"{diff:+.3f}" if isinstance(diff, float) else f"{diff:+d}"
+
+
+def render_comparison(result: dict, a_name: str, b_name: str) -> str:
+    """``metric | A | B | B − A``: the settings compared, the top-level metrics, then each kind's."""
+    a, b = result["a"]["summary"], result["b"]["summary"]
+    rows = [[name, _fmt(value), _fmt(result["b"]["settings"][name]), _difference(value, result["b"]["settings"][name])]
+            for name, value in result["a"]["settings"].items()]
+    for key in TOP_LEVEL:
+        rows.append([LABELS.get(key, key), _fmt(a[key]), _fmt(b[key]), _difference(a[key], b[key])])
+    for level in ("high", "medium", "low"):
+        va, vb = a["confidence_levels"][level], b["confidence_levels"][level]
+        rows.append([f"confidence {level}", _fmt(va), _fmt(vb), _difference(va, vb)])
+    kinds = [k for k in KINDS if k in a["by_kind"] or k in b["by_kind"]]
+    for kind in kinds:
+        metrics = ("n", "refused_rate") if kind in SHOULD_REFUSE else ("n", *ANSWER_KIND_METRICS)
+        for metric in metrics:
+            va, vb = a["by_kind"].get(kind, {}).get(metric), b["by_kind"].get(kind, {}).get(metric)
+            rows.append([f"{kind}: {LABELS[metric]}", _fmt(va), _fmt(vb), _difference(va, vb)])
+    lines = [f"A: {a_name}", f"B: {b_name}", f"book: {a['book']}", "", _table(["metric", "A", "B", "B − A"], rows)]
+    stale = [run for run, s in (("A", a), ("B", b)) if stale_calibration(s)]
+    if stale:
+        lines += ["", f"note: the book's scope threshold was calibrated under other settings than run "
+                      f"{' and '.join(stale)}, so its refusals use a mismatched threshold; run `manage.py calibrate` "
+                      "with those settings to judge refusals fairly."]
+    return "\n".join(lines)
