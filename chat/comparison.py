@@ -4,6 +4,8 @@ A *spec* is ``default`` or ``NAME=VALUE[,NAME=VALUE...]`` over bookchat's settin
 come from ``bookchat.conf.SETTINGS`` at call time (settings are added often, so none is named here).
 Each side runs under ``override_settings(BOOKCHAT=current | overrides)`` with the settings cache
 reset on the way in and out, so nothing leaks into the other side or into the process afterwards.
+Before each side's timed run its first question is asked once, untimed: one-time loads (the
+embedder's weights, a model only one side uses) would otherwise land in one side's latency.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from django.test.utils import override_settings
 
 from bookchat import conf
 from bookchat.errors import BookchatError, ConfigurationError
-from chat.evaluation import Question, run_evaluation
+from chat.answering import resolve_book
+from chat.evaluation import Question, evaluate_question, run_evaluation
 
 SECRET_SUFFIXES = ("API_KEY", "PASSWORD", "SECRET_KEY")  # shown as "***" in reports
 
@@ -82,6 +85,7 @@ def run_comparison(questions: list[Question], a: dict[str, Any], b: dict[str, An
                 progress(offset * len(questions) + done, total)
 
         with settings_applied(overrides):
+            evaluate_question(questions[0], book=resolve_book(book_slug).slug, top_k=conf.setting("TOP_K"))
             summary, run_records = run_evaluation(questions, book_slug=book_slug, progress=step)
             used = {name: conf.setting(name) for name in compared}
         result[run] = {"settings": shown(used), "summary": summary}
