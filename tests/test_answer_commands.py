@@ -277,7 +277,18 @@ def test_evaluate_compare_runs_both_settings_on_the_same_questions(tmp_path, man
     assert next(line for line in out.splitlines() if line.startswith("TOP_K")).split() == [
         "TOP_K", str(default_top_k), "1", f"{1 - default_top_k:+d}"]
     assert any(line.startswith("answerable: hit@1") for line in out.splitlines())
+    assert "manage.py calibrate" not in out  # TOP_K plays no part in the scope threshold
     assert conf.setting("TOP_K") == default_top_k
+
+
+def test_evaluate_compare_notes_a_threshold_calibrated_under_other_settings(tmp_path, manual_book):
+    questions = write_questions(tmp_path, ONE_OF_EACH_KIND[:1])
+    code, out, _ = run_command("evaluate", questions, "--book", "bookchat-manual", "--compare", "default",
+                               "FUSION=rrf")
+    assert code == 0  # the manual was calibrated with the default fusion, which run B does not use
+    assert [line for line in out.splitlines() if "manage.py calibrate" in line] == [
+        "note: the scope threshold was calibrated under other settings than run B used; to judge refusals fairly, "
+        "run `manage.py calibrate` with those settings."]
 
 
 @pytest.mark.parametrize(("spec", "error", "message"), [

@@ -165,7 +165,7 @@ def render_comparison(result: dict, a_name: str, b_name: str) -> str:
     lines = [f"A: {a_name}", f"B: {b_name}", f"book: {a['book']}", "", _table(["metric", "A", "B", "B − A"], rows)]
     stale = [run for run, s in (("A", a), ("B", b)) if stale_calibration(s)]
     if stale:
-        lines += ["", f"note: the book's scope threshold was calibrated under other settings than run "
-                      f"{' and '.join(stale)}, so its refusals use a mismatched threshold; run `manage.py calibrate` "
-                      "with those settings to judge refusals fairly."]
+        runs = "runs A and B" if len(stale) == 2 else f"run {stale[0]}"
+        lines += ["", f"note: the scope threshold was calibrated under other settings than {runs} used; to judge "
+                      "refusals fairly, run `manage.py calibrate` with those settings."]
     return "\n".join(lines)
