@@ -5,7 +5,8 @@ Each question is validated and prepared exactly as an API request; retrieval is 
 10 passages so that MRR@10 can be measured, and the answer is then generated from the first
 ``top_k`` of them, which are the passages a plain request gets. A *hit* is a retrieved
 passage that contains one of the question's evidence strings (both sides normalised: NFKC,
-case-folded, ``*``/``_``/backtick markers dropped, whitespace collapsed).
+case-folded, ``*``/``_``/backtick markers dropped, whitespace collapsed). The summary gives the
+figures over all questions and, under ``by_kind``, each kind's own (the ones that apply to it).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from chat.validation import has_lone_surrogate, validate_ask
 
 KINDS = ("answerable", "unanswerable", "out_of_scope", "selected_text", "follow_up")
 SHOULD_REFUSE = ("unanswerable", "out_of_scope")
+ANSWER_KIND_METRICS = ("hit_at_1", "hit_at_5", "mrr_at_10", "answer_contains_rate", "citation_precision",
+                       "false_refusal_rate", "withheld_rate")
 RANKED = 10
 
 
@@ -136,22 +139,54 @@ def evaluate_question(q: Question, *, book: str, top_k: int) -> dict:
     return record
 
 
-def summarise(records: list[dict], *, book, top_k: int) -> dict:
-    """The summary object ``evaluate --json`` prints."""
-    ok = [r for r in records if "error" not in r]
+def _rate(items: list[dict], predicate) -> float | None:
+    return round(sum(1 for r in items if predicate(r)) / len(items), 4) if items else None
+
+
+def _answer_quality(ok: list[dict]) -> dict:
+    """Retrieval and answer figures over records that were evaluated without error (any mix of kinds)."""
     graded = [r for r in ok if r.get("_has_evidence")]  # should be answered, and has evidence to find
 
-    def rate(items, predicate):
-        return round(sum(1 for r in items if predicate(r)) / len(items), 4) if items else None
-
     def hit_at(k):
-        return rate(graded, lambda r: r["hit_rank"] is not None and r["hit_rank"] <= k)
+        return _rate(graded, lambda r: r["hit_rank"] is not None and r["hit_rank"] <= k)
 
     answered = [r for r in graded if not r["refused"] and not r["withheld"] and r["cited"]]
     cited_total = sum(len(r["cited"]) for r in answered)
     contains = [r for r in ok if r.get("answer_contains") is not None and r["kind"] not in SHOULD_REFUSE]
+    return {
+        "hit_at_1": hit_at(1),
+        "hit_at_3": hit_at(3),
+        "hit_at_5": hit_at(5),
+        "mrr_at_10": round(sum(1 / r["hit_rank"] for r in graded if r["hit_rank"]) / len(graded), 4) if graded
+        else None,
+        "answer_contains_rate": _rate(contains, lambda r: r["answer_contains"]),
+        "citation_precision": round(sum(r["cited_hits"] for r in answered) / cited_total, 4) if cited_total else None,
+        "false_refusal_rate": _rate([r for r in ok if r["kind"] not in SHOULD_REFUSE], lambda r: r["refused"]),
+        "withheld_rate": _rate(ok, lambda r: r["withheld"]),
+    }
+
+
+def by_kind(records: list[dict]) -> dict:
+    """Per kind present: ``n`` and the figures that apply to it (``ANSWER_KIND_METRICS`` or ``refused_rate``)."""
+    figures = {}
+    for kind in KINDS:
+        of_kind = [r for r in records if r["kind"] == kind]
+        if not of_kind:
+            continue
+        ok = [r for r in of_kind if "error" not in r]
+        if kind in SHOULD_REFUSE:
+            figures[kind] = {"n": len(of_kind), "refused_rate": _rate(ok, lambda r: r["refused"])}
+        else:
+            quality = _answer_quality(ok)
+            figures[kind] = {"n": len(of_kind), **{m: quality[m] for m in ANSWER_KIND_METRICS}}
+    return figures
+
+
+def summarise(records: list[dict], *, book, top_k: int) -> dict:
+    """The summary object ``evaluate --json`` prints."""
+    ok = [r for r in records if "error" not in r]
+    quality = _answer_quality(ok)
     refuse = [r for r in ok if r["kind"] in SHOULD_REFUSE]
-    keep = [r for r in ok if r["kind"] not in SHOULD_REFUSE]
     latencies = [r["latency_ms"] for r in records]
     kinds = {k: sum(1 for r in records if r["kind"] == k) for k in KINDS if any(r["kind"] == k for r in records)}
     levels = {lvl: sum(1 for r in ok if r["confidence_level"] == lvl) for lvl in ("high", "medium", "low")}
@@ -161,18 +196,14 @@ def summarise(records: list[dict], *, book, top_k: int) -> dict:
         "questions": len(records),
         "kinds": kinds,
         "errors": len(records) - len(ok),
-        "hit_at_1": hit_at(1),
-        "hit_at_3": hit_at(3),
-        "hit_at_5": hit_at(5),
-        "mrr_at_10": round(sum(1 / r["hit_rank"] for r in graded if r["hit_rank"]) / len(graded), 4) if graded
-        else None,
-        "answer_contains_rate": rate(contains, lambda r: r["answer_contains"]),
-        "citation_precision": round(sum(r["cited_hits"] for r in answered) / cited_total, 4) if cited_total else None,
-        "refusal_rate": rate(refuse, lambda r: r["refused"]),
-        "refusal_rate_out_of_scope": rate([r for r in refuse if r["kind"] == "out_of_scope"], lambda r: r["refused"]),
-        "refusal_rate_unanswerable": rate([r for r in refuse if r["kind"] == "unanswerable"], lambda r: r["refused"]),
-        "false_refusal_rate": rate(keep, lambda r: r["refused"]),
-        "withheld_rate": rate(ok, lambda r: r["withheld"]),
+        **{k: quality[k] for k in ("hit_at_1", "hit_at_3", "hit_at_5", "mrr_at_10", "answer_contains_rate",
+                                   "citation_precision")},
+        "refusal_rate": _rate(refuse, lambda r: r["refused"]),
+        "refusal_rate_out_of_scope": _rate([r for r in refuse if r["kind"] == "out_of_scope"], lambda r: r["refused"]),
+        "refusal_rate_unanswerable": _rate([r for r in refuse if r["kind"] == "unanswerable"], lambda r: r["refused"]),
+        "false_refusal_rate": quality["false_refusal_rate"],
+        "withheld_rate": quality["withheld_rate"],
+        "by_kind": by_kind(records),
         "confidence_levels": levels,
         "latency_ms_p50": int(np.percentile(latencies, 50)) if latencies else None,
         "latency_ms_p95": int(np.percentile(latencies, 95)) if latencies else None,

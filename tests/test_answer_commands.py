@@ -197,6 +197,135 @@ def test_evaluate_missing_file_and_bad_limit_exit_2(tmp_path, manual_book):
     assert run_command("evaluate")[0] == 2
 
 
+# One question of each kind about the bundled manual (docs/).
+ONE_OF_EACH_KIND = [
+    {"id": "a", "question": "How do I ingest a folder?", "kind": "answerable",
+     "evidence": ["pass the folder that holds the book's pages"], "answers": ["ingest"]},
+    {"id": "u", "question": "Can bookchat print the book as a PDF?", "kind": "unanswerable", "evidence": []},
+    {"id": "o", "question": OFF_TOPIC, "kind": "out_of_scope", "evidence": []},
+    {"id": "s", "question": "what does this mean?", "kind": "selected_text",
+     "evidence": ["Some files failed. The rest are indexed and searchable"],
+     "selected_text": "Some files failed. The rest are indexed and searchable; see `errors`."},
+    {"id": "f", "question": "and how do I remove deleted pages?", "kind": "follow_up",
+     "previous": "How do I ingest a folder?", "evidence": ["--prune"]},
+]
+ANSWER_KIND_FIGURES = {"n", "hit_at_1", "hit_at_5", "mrr_at_10", "answer_contains_rate", "citation_precision",
+                       "false_refusal_rate", "withheld_rate"}
+
+
+def test_evaluate_reports_figures_per_kind(tmp_path, manual_book):
+    questions = write_questions(tmp_path, ONE_OF_EACH_KIND)
+    details = tmp_path / "details.jsonl"
+    code, out, _ = run_command("evaluate", questions, "--book", "bookchat-manual", "--json", "--details", str(details))
+    assert code == 0
+    summary = json.loads(out)
+    by_kind = summary["by_kind"]
+    assert list(by_kind) == ["answerable", "unanswerable", "out_of_scope", "selected_text", "follow_up"]
+    records = {r["id"]: r for r in map(json.loads, details.read_text().splitlines())}
+    for question in ONE_OF_EACH_KIND:
+        figures, record = by_kind[question["kind"]], records[question["id"]]
+        assert figures["n"] == 1
+        if question["kind"] in ("unanswerable", "out_of_scope"):
+            assert set(figures) == {"n", "refused_rate"}
+            assert figures["refused_rate"] == (1.0 if record["refused"] else 0.0)
+        else:  # one question: each rate is that question's own outcome
+            assert set(figures) == ANSWER_KIND_FIGURES
+            assert figures["hit_at_1"] == (1.0 if record["hit_rank"] == 1 else 0.0)
+            assert figures["hit_at_5"] == (1.0 if record["hit_rank"] and record["hit_rank"] <= 5 else 0.0)
+            assert figures["false_refusal_rate"] == (1.0 if record["refused"] else 0.0)
+    assert by_kind["out_of_scope"]["refused_rate"] == summary["refusal_rate_out_of_scope"] == 1.0
+    assert by_kind["unanswerable"]["refused_rate"] == summary["refusal_rate_unanswerable"]
+    assert by_kind["answerable"]["answer_contains_rate"] == 1.0
+    assert by_kind["selected_text"]["answer_contains_rate"] is None  # it has no answers to look for
+
+    code, out, _ = run_command("evaluate", questions, "--book", "bookchat-manual")
+    assert code == 0
+    kinds_header = next(line for line in out.splitlines() if line.startswith("by kind"))
+    assert kinds_header.split() == ["by", "kind", "answerable", "unanswerable", "out_of_scope", "selected_text",
+                                    "follow_up"]
+    refused_row = next(line for line in out.splitlines() if line.startswith("refused "))
+    assert refused_row.split()[1:] == ["—", "1.000" if records["u"]["refused"] else "0.000", "1.000", "—", "—"]
+
+
+def test_evaluate_compare_runs_both_settings_on_the_same_questions(tmp_path, manual_book):
+    from bookchat import conf
+
+    questions = write_questions(tmp_path, ONE_OF_EACH_KIND)
+    details = tmp_path / "details.jsonl"
+    code, out, _ = run_command("evaluate", questions, "--book", "bookchat-manual", "--compare", "default",
+                               "TOP_K=1", "--json", "--details", str(details))
+    assert code == 0
+    result = json.loads(out)
+    default_top_k = next(s.default for s in conf.SETTINGS if s.name == "TOP_K")
+    assert result["a"]["settings"] == {"TOP_K": default_top_k} and result["b"]["settings"] == {"TOP_K": 1}
+    assert (result["a"]["summary"]["top_k"], result["b"]["summary"]["top_k"]) == (default_top_k, 1)
+    assert result["a"]["summary"]["questions"] == result["b"]["summary"]["questions"] == 5
+    records = [json.loads(line) for line in details.read_text().splitlines()]
+    assert [(r["run"], r["id"]) for r in records] == [(run, q["id"]) for run in "ab" for q in ONE_OF_EACH_KIND]
+    # An answer is written from the first TOP_K passages: under B no answer can cite two of them.
+    cited = {run: max(len(r["cited"]) for r in records if r["run"] == run) for run in "ab"}
+    assert cited["a"] >= 2 and cited["b"] == 1
+    assert conf.setting("TOP_K") == default_top_k  # nothing leaks out of the run
+    assert conf.setting("DEADLINE_SECONDS") == 60.0  # and the settings it ran under are back
+
+    code, out, _ = run_command("evaluate", questions, "--book", "bookchat-manual", "--compare", "default",
+                               "top_k=1", "--limit", "1")
+    assert code == 0
+    assert "A: default" in out and "B: TOP_K=1" in out
+    assert next(line for line in out.splitlines() if line.startswith("metric")).split() == ["metric", "A", "B", "B",
+                                                                                             "−", "A"]
+    assert next(line for line in out.splitlines() if line.startswith("TOP_K")).split() == [
+        "TOP_K", str(default_top_k), "1", f"{1 - default_top_k:+d}"]
+    assert any(line.startswith("answerable: hit@1") for line in out.splitlines())
+    assert "manage.py calibrate" not in out  # TOP_K plays no part in the scope threshold
+    assert conf.setting("TOP_K") == default_top_k
+
+
+def test_evaluate_compare_notes_a_threshold_calibrated_under_other_settings(tmp_path, manual_book):
+    questions = write_questions(tmp_path, ONE_OF_EACH_KIND[:1])
+    code, out, _ = run_command("evaluate", questions, "--book", "bookchat-manual", "--compare", "default",
+                               "FUSION=rrf")
+    assert code == 0  # the manual was calibrated with the default fusion, which run B does not use
+    assert [line for line in out.splitlines() if "manage.py calibrate" in line] == [
+        "note: the scope threshold was calibrated under other settings than run B used; to judge refusals fairly, "
+        "run `manage.py calibrate` with those settings."]
+
+
+@pytest.mark.parametrize(("spec", "error", "message"), [
+    ("NO_SUCH_SETTING=1", "unknown_setting", "unknown setting 'NO_SUCH_SETTING'"),
+    ("TOP_K", "bad_compare_spec", "'TOP_K' is not NAME=VALUE"),
+    ("TOP_K=3,", "bad_compare_spec", "'' is not NAME=VALUE"),
+    ("TOP_K=1,top_k=2", "bad_compare_spec", "TOP_K is given twice"),
+    ("TOP_K=three", "bad_setting", "BOOKCHAT_TOP_K='three' is not a valid int"),
+    ("DEBUG=maybe", "bad_setting", "BOOKCHAT_DEBUG='maybe' is not a valid bool"),
+])
+def test_evaluate_compare_refuses_a_bad_spec_with_exit_2(tmp_path, spec, error, message):
+    questions = write_questions(tmp_path, [{"id": "1", "question": "How do I ingest a folder?"}])
+    code, _, err = run_command("evaluate", questions, "--compare", "default", spec)
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+    code, out, _ = run_command("evaluate", questions, "--compare", spec, "default", "--json")
+    assert code == 2 and json.loads(out)["error"] == error and message in json.loads(out)["message"]
+
+
+def test_compare_spec_takes_names_in_any_case_with_or_without_prefix_and_types_values():
+    from chat.comparison import parse_settings_spec
+
+    assert parse_settings_spec("Default") == {}
+    assert parse_settings_spec("bookchat_top_k=3, fusion=rrf,BOOKCHAT_DEBUG=on,dense_weight=0.7") == {
+        "TOP_K": 3, "FUSION": "rrf", "DEBUG": True, "DENSE_WEIGHT": 0.7}
+
+
+def test_evaluate_compare_restores_settings_when_a_run_fails(tmp_path, manual_book):
+    from bookchat import conf
+
+    questions = write_questions(tmp_path, [{"id": "1", "question": "How do I ingest a folder?"}])
+    code, _, err = run_command("evaluate", questions, "--book", "bookchat-manual", "--compare", "default",
+                               "EMBEDDING_BACKEND=nope")
+    assert code == 2 and "EMBEDDING_BACKEND='nope'" in err
+    assert conf.setting("EMBEDDING_BACKEND") == next(s.default for s in conf.SETTINGS if s.name == "EMBEDDING_BACKEND")
+    assert conf.setting("DEADLINE_SECONDS") == 60.0
+
+
 @pytest.mark.shared_data
 @pytest.mark.slow
 @pytest.mark.parametrize("corpus", ["squad2-dev", "docusaurus-docs"])

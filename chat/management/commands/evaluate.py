@@ -1,7 +1,9 @@
 """``manage.py evaluate --questions FILE.jsonl``: retrieval and answer quality on a question set.
 
-Prints a table, or with ``--json`` one summary object; ``--details FILE`` writes one JSON
-line per question. Exit status: 0 evaluated, 2 bad file or options (unknown book, bad line).
+Prints a table (overall, then per kind), or with ``--json`` one summary object; ``--details FILE``
+writes one JSON line per question. ``--compare A B`` runs the questions under two settings specs
+(``default`` or ``NAME=VALUE,...``) and prints them side by side. Exit status: 0 evaluated, 2 bad
+file or options (unknown book, bad line, bad compare spec).
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ import sys
 from django.core.management.base import BaseCommand, CommandParser
 
 from bookchat.errors import BookchatError
-from chat.evaluation import load_questions, run_evaluation
+from chat.comparison import describe, parse_settings_spec, run_comparison, stale_calibration
+from chat.evaluation import ANSWER_KIND_METRICS, KINDS, SHOULD_REFUSE, load_questions, run_evaluation
 
 
 class Command(BaseCommand):
@@ -26,6 +29,9 @@ class Command(BaseCommand):
         parser.add_argument("--limit", type=int, help="Evaluate only the first N questions.")
         parser.add_argument("--details", help="Write one JSON line per question to this file.")
         parser.add_argument("--json", action="store_true", help="Print the summary as one JSON object.")
+        parser.add_argument("--compare", nargs=2, metavar=("A", "B"),
+                            help="Run the questions under two settings specs, each `default` or NAME=VALUE[,...] "
+                                 "(e.g. --compare default FUSION=rrf,TOP_K=3), and print them side by side.")
 
     def handle(self, *args, **options) -> None:
         path = options["questions"] or options["questions_file"]
@@ -34,9 +40,13 @@ class Command(BaseCommand):
                 raise BookchatError("give the questions file: evaluate --questions FILE.jsonl", code="usage")
             if options["limit"] is not None and options["limit"] < 1:
                 raise BookchatError("--limit must be 1 or more", code="usage")
+            specs = [parse_settings_spec(spec) for spec in options["compare"]] if options["compare"] else None
             questions = load_questions(path, limit=options["limit"])
             progress = _Progress(sys.stderr) if sys.stderr.isatty() else None
-            summary, records = run_evaluation(questions, book_slug=options["book"], progress=progress)
+            if specs:
+                summary, records = run_comparison(questions, *specs, book_slug=options["book"], progress=progress)
+            else:
+                summary, records = run_evaluation(questions, book_slug=options["book"], progress=progress)
             if progress:
                 progress.close()
         except BookchatError as exc:
@@ -51,6 +61,8 @@ class Command(BaseCommand):
                     fh.write(json.dumps(record, ensure_ascii=False) + "\n")
         if options["json"]:
             self.stdout.write(json.dumps(summary, ensure_ascii=False))
+        elif specs:
+            self.stdout.write(render_comparison(summary, *(describe(spec) for spec in specs)))
         else:
             self.stdout.write(render_summary(summary))
 
@@ -92,4 +104,68 @@ def render_summary(s: dict) -> str:
         ("generator / fusion / top k", f"{s['generator']} / {s['fusion']} / {s['top_k']}"),
     ]
     width = max(len(name) for name, _ in rows)
-    return "\n".join(f"{name.ljust(width)}  {value}" for name, value in rows)
+    lines = [f"{name.ljust(width)}  {value}" for name, value in rows]
+    return "\n".join([*lines, "", render_by_kind(s["by_kind"])])
+
+
+LABELS = {
+    "n": "questions", "hit_at_1": "hit@1", "hit_at_3": "hit@3", "hit_at_5": "hit@5", "mrr_at_10": "MRR@10",
+    "answer_contains_rate": "answer contains", "citation_precision": "citation precision",
+    "refusal_rate": "refusal rate", "refusal_rate_out_of_scope": "refusal rate: out of scope",
+    "refusal_rate_unanswerable": "refusal rate: unanswerable", "false_refusal_rate": "false refusal rate",
+    "withheld_rate": "withheld", "refused_rate": "refused", "latency_ms_p50": "latency p50 (ms)",
+    "latency_ms_p95": "latency p95 (ms)", "scope_threshold": "scope threshold", "top_k": "top k",
+}
+KIND_METRICS = ("n", *ANSWER_KIND_METRICS, "refused_rate")
+TOP_LEVEL = ("questions", "errors", "hit_at_1", "hit_at_3", "hit_at_5", "mrr_at_10", "answer_contains_rate",
+             "citation_precision", "refusal_rate", "refusal_rate_out_of_scope", "refusal_rate_unanswerable",
+             "false_refusal_rate", "withheld_rate", "latency_ms_p50", "latency_ms_p95", "scope_threshold",
+             "generator", "fusion", "top_k")
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    """Columns aligned: the first to the left, the others to the right."""
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    return "\n".join("  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w)
+                               in enumerate(zip(row, widths, strict=True))).rstrip() for row in [header, *rows])
+
+
+def render_by_kind(by_kind: dict) -> str:
+    """Per-kind figures: a column per kind present, a row per metric, ``—`` where it does not apply."""
+    kinds = list(by_kind)
+    rows = [[LABELS[m], *(_fmt(by_kind[k].get(m)) for k in kinds)] for m in KIND_METRICS
+            if any(m in by_kind[k] for k in kinds)]
+    return _table(["by kind", *kinds], rows)
+
+
+def _difference(a, b) -> str:
+    numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (a, b))
+    if not numbers:
+        return "—" if a is None or b is None else ""
+    diff = b - a
+    return f"{diff:+.3f}" if isinstance(diff, float) else f"{diff:+d}"
+
+
+def render_comparison(result: dict, a_name: str, b_name: str) -> str:
+    """``metric | A | B | B − A``: the settings compared, the top-level metrics, then each kind's."""
+    a, b = result["a"]["summary"], result["b"]["summary"]
+    rows = [[name, _fmt(value), _fmt(result["b"]["settings"][name]), _difference(value, result["b"]["settings"][name])]
+            for name, value in result["a"]["settings"].items()]
+    for key in TOP_LEVEL:
+        rows.append([LABELS.get(key, key), _fmt(a[key]), _fmt(b[key]), _difference(a[key], b[key])])
+    for level in ("high", "medium", "low"):
+        va, vb = a["confidence_levels"][level], b["confidence_levels"][level]
+        rows.append([f"confidence {level}", _fmt(va), _fmt(vb), _difference(va, vb)])
+    kinds = [k for k in KINDS if k in a["by_kind"] or k in b["by_kind"]]
+    for kind in kinds:
+        metrics = ("n", "refused_rate") if kind in SHOULD_REFUSE else ("n", *ANSWER_KIND_METRICS)
+        for metric in metrics:
+            va, vb = a["by_kind"].get(kind, {}).get(metric), b["by_kind"].get(kind, {}).get(metric)
+            rows.append([f"{kind}: {LABELS[metric]}", _fmt(va), _fmt(vb), _difference(va, vb)])
+    lines = [f"A: {a_name}", f"B: {b_name}", f"book: {a['book']}", "", _table(["metric", "A", "B", "B − A"], rows)]
+    stale = [run for run, s in (("A", a), ("B", b)) if stale_calibration(s)]
+    if stale:
+        runs = "runs A and B" if len(stale) == 2 else f"run {stale[0]}"
+        lines += ["", f"note: the scope threshold was calibrated under other settings than {runs} used; to judge "
+                      "refusals fairly, run `manage.py calibrate` with those settings."]
+    return "\n".join(lines)
