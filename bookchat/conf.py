@@ -103,6 +103,9 @@ SETTINGS: list[Setting] = [
             "threshold, calibrated when it is indexed.", float),
     Setting("SCOPE_COVERAGE_WEIGHT", 0.08, "Weight of lexical coverage (share of the question's words found in "
             "the top passages) added to the best cosine to make the scope score.", float),
+    Setting("ANSWERABILITY", "auto", "Refuse an on-topic question whose names and figures no passage to be cited "
+            "holds (`chat/answerability.py`): `auto` (where the book's calibration found it safe: it refuses at most "
+            "5 % of the book's own probe questions), `on` or `off`."),
     Setting("SCOPE_SUGGESTIONS", 3, "Nearest sections suggested with a \"not covered\" answer.", int),
     # Answering: generation, grounding, confidence
     Setting("LLM_BASE_URL", "", "Base URL of an OpenAI-compatible chat server; with `_API_KEY` and `_MODEL` it "

@@ -11,8 +11,13 @@ A specific term is a word of the question written like a name (capitalised in mi
 all capitals, mixed case like ``ePub``, or with inner dots, slashes or underscores like
 ``.ipynb`` or ``A/B``) or a number of two or more digits. It is *found* when a passage to
 be cited (or the reader's selected passage) holds it, compared case-insensitively, as the
-same word or with the same light stem (``notebooks`` ~ ``notebook``). Words the book uses
-in many passages are never specific (the book's own name, "Markdown" in a Markdown book).
+same word, with the same light stem (``notebooks`` ~ ``notebook``) or misspelt by a letter or
+two ("Primier League" finds "Premier League": readers mistype names).
+
+Calibrated per book (``chat.calibration``): the book's own pseudo-questions, cut from its
+sentences with their capitals kept, go through the check too, and a book where it refuses
+more than ``MAX_PROBE_REFUSALS`` of them (a book whose prose capitalises everything, say)
+gets the check switched off (``ANSWERABILITY=auto``).
 
 Decisions: shape, not a dictionary of rare words (nothing to ship or download, and a
 lower-case paraphrase such as "exchange" or "complain" is never mistaken for a name); one
@@ -21,6 +26,7 @@ missing term is enough, because a question names few things and each is what it 
 
 from __future__ import annotations
 
+import difflib
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -30,7 +36,8 @@ from chat.terms import STOP_WORDS, stem
 _TOKEN = re.compile(r"\d{1,3}(?:,\d{3})+|[^\s\"'“”‘’(),;:!?]+")
 _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+|\n\s*)$")
 _EDGE = ".,;:!?'\"“”‘’()[]{}<>*`"
-COMMON_SHARE = 0.05  # a term in more than this share of the book's passages is the book's own vocabulary
+MAX_PROBE_REFUSALS = 0.05
+TYPO_SIMILARITY = 0.8  # difflib ratio from which a passage word counts as the term misspelt
 
 
 @dataclass
@@ -69,25 +76,25 @@ def specific_terms(question: str) -> list[str]:
     return found
 
 
-def _holds(text: str, term: str) -> bool:
+def _holds(text: str, words: list[str], term: str) -> bool:
     if re.search(r"(?<![^\W_])" + re.escape(term) + r"(?![^\W_])", text):
         return True
-    words = re.findall(r"[^\W_]+", term)
-    return bool(words) and all(stem(w) in text for w in words if len(w) > 2)
+    parts = re.findall(r"[^\W_]+", term)
+    if parts and all(stem(w) in text for w in parts if len(w) > 2) and any(len(w) > 2 for w in parts):
+        return True
+    if len(term) >= 5 and term.isalpha():
+        return bool(difflib.get_close_matches(term, words, n=1, cutoff=TYPO_SIMILARITY))
+    return False
 
 
-def check_answerability(question: str, passages: list[str], *, selected_text: str = "",
-                        book_share=None) -> Answerability:
+def check_answerability(question: str, passages: list[str], *, selected_text: str = "") -> Answerability:
     """Whether ``passages`` (the texts to be cited, headings included) hold every specific term of
-    ``question``. ``book_share(term)``: the share of the book's passages holding a term, when known (terms
-    in more than ``COMMON_SHARE`` of them are the book's own vocabulary, not specific)."""
-    terms = specific_terms(question)
-    if book_share is not None:
-        terms = [t for t in terms if book_share(t) <= COMMON_SHARE]
-    result = Answerability(specific=terms)
-    if not terms:
+    ``question``."""
+    result = Answerability(specific=specific_terms(question))
+    if not result.specific:
         return result
     text = _fold(" ".join([*passages, selected_text]))
-    result.missing = [t for t in terms if not _holds(text, t)]
+    words = sorted(set(re.findall(r"[^\W\d_]{4,}", text)))
+    result.missing = [t for t in result.specific if not _holds(text, words, t)]
     result.answerable = not result.missing
     return result

@@ -21,6 +21,7 @@ from urllib.parse import quote
 from bookchat.conf import setting
 from bookchat.errors import BookchatError, NotFound, RequestError
 from chat import conversations
+from chat.answerability import Answerability, check_answerability
 from chat.calibration import scope_score
 from chat.deadline import Deadline
 from chat.generation import (
@@ -80,6 +81,7 @@ class Prepared:
     deadline: Deadline
     scope_score: float = 0.0
     calibration: dict = field(default_factory=dict)
+    answerability: Answerability | None = None  # checked for questions in scope
     answer_id: uuid.UUID = field(default_factory=uuid.uuid4)
 
 
@@ -135,6 +137,12 @@ def _prepare(request: AskRequest, deadline: Deadline) -> Prepared:
                     scope_score=score, calibration=calibration)
 
 
+def answerability_on(calibration: dict) -> bool:
+    """Whether the answerability check runs: the setting, or with ``auto`` the book's calibration."""
+    mode = setting("ANSWERABILITY")
+    return mode == "on" or (mode == "auto" and bool(calibration.get("answerability")))
+
+
 def answer_events(prepared: Prepared) -> Iterator[tuple[str, dict]]:
     """Run generation for a prepared question: token events, then one final event with the response."""
     with audit_failures(prepared.request, prepared.deadline, book=prepared.book, session=prepared.conversation.id):
@@ -144,8 +152,14 @@ def answer_events(prepared: Prepared) -> Iterator[tuple[str, dict]]:
 def _answer_events(p: Prepared) -> Iterator[tuple[str, dict]]:
     generation_started = time.monotonic()
     generator_name, notice, refused = "extractive", None, False
+    if p.in_scope and answerability_on(p.calibration):  # on the passages the answer will cite
+        p.answerability = check_answerability(p.resolved_question,
+                                              [f"{c.heading_path}\n{c.text}" for c in p.retrieval.chunks],
+                                              selected_text=p.request.selected_text)
     if not p.in_scope:
         answer, refused = _not_covered_message(p.book), True
+    elif p.answerability is not None and not p.answerability.answerable:
+        answer, refused = _unanswerable_message(p.book, p.answerability.missing), True
     else:
         generator = get_generator()
         generator_name = generator.name
@@ -236,7 +250,8 @@ def _respond(p: Prepared, *, answer: str, refused: bool, generator_name: str, no
         "resolved_question": p.resolved_question,
         "retrieval": {"best_cosine": round(p.retrieval.best_cosine, 4), "scope_score": round(p.scope_score, 4),
                       "threshold": round(p.threshold, 4), "lexical_coverage": round(p.retrieval.lexical_coverage, 3),
-                      "candidates": p.retrieval.candidates},
+                      "candidates": p.retrieval.candidates,
+                      "answerability": p.answerability.as_dict() if p.answerability else None},
         "timings_ms": {"retrieval": round(p.retrieval.seconds * 1000, 2), **p.retrieval.timings_ms,
                        "generation": round(generation_seconds * 1000, 2),
                        "grounding": round((time.monotonic() - grounding_started) * 1000, 2)},
@@ -323,6 +338,12 @@ def _coverage(p: Prepared, answer: str, grounding: GroundingReport) -> float:
     for n in grounding.cited:
         seen |= set(content_terms(chunks[n - 1].heading_path))
     return len(asked & seen) / len(asked)
+
+
+def _unanswerable_message(book: Book, missing: list[str]) -> str:
+    named = ", ".join(f"“{term}”" for term in missing[:3])
+    return (f"“{book.title}” doesn't mention {named} where it discusses this, so I can't answer it from the "
+            "book. The sections below came closest.")
 
 
 def _not_covered_message(book: Book) -> str:

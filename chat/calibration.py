@@ -16,6 +16,10 @@ of a book's rarer words, so this separates the two sets more than cosine alone).
 threshold sits just above the off-topic set's ``OFF_QUANTILE`` quantile, but never above the
 in-scope probes' ``IN_QUANTILE`` quantile: false refusals are worse than a missed refusal.
 
+The same probes (their capitals kept) also go through the answerability check
+(``chat.answerability``): the share it refuses is stored, and decides whether the check runs
+for this book.
+
 Coverage is measured on the top fused passages, so the threshold belongs to the fusion mode
 (and coverage weight) it was measured with: ``manage.py calibrate`` re-measures after a change.
 """
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import random
+import re
 import time
 from pathlib import Path
 
@@ -32,11 +37,14 @@ from django.utils import timezone
 
 from bookchat.conf import setting
 from chat.deadline import Deadline
-from chat.terms import STOP_WORDS, plain_text, split_sentences, words
+from chat.answerability import MAX_PROBE_REFUSALS, check_answerability
+from chat.terms import STOP_WORDS, plain_text, split_sentences
+
+_CASED_WORD = re.compile(r"[^\W_]+(?:[-'.][^\W_]+)*")
 
 logger = logging.getLogger(__name__)
 
-METHOD = "off-topic q95 + 0.005, capped at kw4 probes q05; score = cosine + w * coverage (v1)"
+METHOD = "off-topic q95 + 0.005, capped at kw4 probes q05; score = cosine + w * coverage; cased probes (v2)"
 OFF_TOPIC_FILE = Path(__file__).resolve().parent / "data" / "off_topic_questions.txt"
 PROBES = 80
 OFF_QUANTILE = 0.95
@@ -80,7 +88,8 @@ def in_scope_probes(book, count: int = PROBES) -> list[str]:
         keywords = []
         if sentences:
             sentence = rng.choice(sentences)
-            keywords = [w for w in words(sentence) if w not in STOP_WORDS and len(w) > 2]
+            # Capitals kept: the answerability check reads names from them (the scope score ignores case).
+            keywords = [w for w in _CASED_WORD.findall(sentence) if w.casefold() not in STOP_WORDS and len(w) > 2]
         if len(keywords) >= 4:
             start = rng.randrange(0, len(keywords) - 3)
             probes.append(" ".join(keywords[start:start + 4]))
@@ -104,15 +113,23 @@ def calibrate_book(book) -> dict:
 
     started = time.monotonic()
 
-    def scores(questions: list[str], vectors=None) -> np.ndarray:
+    unanswerable: list[bool] = []
+
+    def scores(questions: list[str], vectors=None, *, check: bool = False) -> np.ndarray:
         vectors = vectors if vectors is not None else [None] * len(questions)
-        return np.asarray([scope_score(retrieve(book=book, question=q, deadline=Deadline(60.0), query_vector=v,
-                                                stage_seconds=60.0))
-                           for q, v in zip(questions, vectors, strict=True)], dtype=np.float64)
+        out = []
+        for q, v in zip(questions, vectors, strict=True):
+            retrieval = retrieve(book=book, question=q, deadline=Deadline(60.0), query_vector=v, stage_seconds=60.0)
+            out.append(scope_score(retrieval))
+            if check:
+                passages = [f"{c.heading_path}\n{c.text}" for c in retrieval.chunks]
+                unanswerable.append(not check_answerability(q, passages).answerable)
+        return np.asarray(out, dtype=np.float64)
 
     off = scores(off_topic_questions(), _off_topic_vectors())
     probes = in_scope_probes(book)
-    inside = scores(probes) if probes else np.asarray([], dtype=np.float64)
+    inside = scores(probes, check=True) if probes else np.asarray([], dtype=np.float64)
+    probe_refusals = sum(unanswerable) / len(unanswerable) if unanswerable else 0.0
     off_level = float(np.quantile(off, OFF_QUANTILE)) + MARGIN
     threshold = off_level
     if len(inside):
@@ -127,6 +144,9 @@ def calibrate_book(book) -> dict:
         "in_scope_median": round(float(np.median(inside)), 4) if len(inside) else None,
         "off_topic_refused": round(float((off < threshold).mean()), 3),
         "probes_refused": round(float((inside < threshold).mean()), 3) if len(inside) else None,
+        # The answerability check, measured on the same probes: off for a book where it refuses too many.
+        "answerability_probes_refused": round(probe_refusals, 3),
+        "answerability": probe_refusals <= MAX_PROBE_REFUSALS,
         "seconds": round(time.monotonic() - started, 2),
         "computed_at": timezone.now().isoformat(),
     }

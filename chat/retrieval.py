@@ -309,6 +309,9 @@ def retrieve(*, book: Book, question: str, selected_text: str = "", chapter: str
             candidate.selected_overlap = len(passage & shingles(candidate.text)) / len(passage) if passage else 0.0
             best_overlap = max(best_overlap, candidate.selected_overlap)
     candidates.sort(key=lambda c: (-(c.score + boost * c.selected_overlap), -c.dense, c.id))
+    # The scope score's coverage reads the fused order: the re-ranker lifts lexical matches, which would lift
+    # off-topic questions' coverage (and so the calibrated threshold) more than on-topic ones'.
+    fused_top = [c.id for c in candidates[:COVERAGE_CHUNKS]]
     if setting("RERANKER") == "features":
         candidates = rerank(candidates, lexical_result, question=question)
     if selected_text:
@@ -321,7 +324,7 @@ def retrieve(*, book: Book, question: str, selected_text: str = "", chapter: str
     timings = {stage: round((end - start) * 1000, 2)
                for stage, start, end in zip(stages, marks[:-1], marks[1:], strict=True)}
     return Retrieval(query=query, chunks=top, best_cosine=max(dense.values(), default=0.0),
-                     lexical_coverage=lexical_result.coverage([c.id for c in top[:COVERAGE_CHUNKS]]),
+                     lexical_coverage=lexical_result.coverage(fused_top),
                      best_selected_overlap=best_overlap, candidates=len(candidates),
                      seconds=time.monotonic() - started, pool=candidates, timings_ms=timings,
                      lexical=lexical_result)
