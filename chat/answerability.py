@@ -58,7 +58,9 @@ def specific_terms(question: str) -> list[str]:
     """The question's words written like names or figures (see the module docstring), in order, once each."""
     found: list[str] = []
     for match in _TOKEN.finditer(question):
-        token = match.group().strip(_EDGE)
+        token = match.group().strip(_EDGE.replace(".", "")).rstrip(".")
+        extension = token.startswith(".") and token[1:].isalnum()  # a file type such as .ipynb
+        token = token if extension else token.lstrip(".")
         if len(token) < 2 or not any(ch.isalnum() for ch in token):
             continue
         letters = [ch for ch in token if ch.isalpha()]
@@ -69,7 +71,7 @@ def specific_terms(question: str) -> list[str]:
         all_caps = len(letters) >= 2 and all(ch.isupper() for ch in letters)
         mixed = len(letters) >= 3 and any(ch.isupper() for ch in letters[1:]) and any(ch.islower() for ch in letters)
         number = digits >= 2 and not letters
-        if (capitalised or all_caps or mixed or inner_mark or number) and _fold(token) not in STOP_WORDS:
+        if (capitalised or all_caps or mixed or inner_mark or number or extension) and _fold(token) not in STOP_WORDS:
             folded = _fold(token)
             if folded not in found:
                 found.append(folded)

@@ -23,6 +23,7 @@ from bookchat.errors import BookchatError, NotFound, RequestError
 from chat import conversations
 from chat.answerability import Answerability, check_answerability
 from chat.calibration import scope_score
+from chat.confidence import answer_confidence, confidence_level, question_coverage, retrieval_strength
 from chat.deadline import Deadline
 from chat.generation import (
     NOT_IN_BOOK,
@@ -37,7 +38,7 @@ from chat.models import ScopeCalibration
 from chat.rendering import render_answer
 from chat.retrieval import Retrieval, RetrievedChunk, nearest_sections, retrieve
 from chat.signals import answered
-from chat.terms import content_terms, plain_text, split_sentences, strip_citations
+from chat.terms import plain_text, split_sentences, strip_citations
 from ingestion.models import Book
 
 logger = logging.getLogger(__name__)
@@ -220,13 +221,11 @@ def _respond(p: Prepared, *, answer: str, refused: bool, generator_name: str, no
         if not grounding.passed:
             logger.info("answer withheld (%s): %r", grounding.reason, p.request.question[:200])
             answer, flagged = WITHHELD_MESSAGE, True
-    retrieval_strength = _retrieval_strength(p)
-    if refused:
-        confidence = round(0.5 * retrieval_strength, 3)
-    else:
-        support = 0.0 if flagged else 0.5 * grounding.supported_share + 0.5 * _coverage(p, answer, grounding)
-        weight = setting("CONFIDENCE_RETRIEVAL_WEIGHT")
-        confidence = round(weight * retrieval_strength + (1 - weight) * support, 3)
+    confidence = answer_confidence(
+        strength=retrieval_strength(scope_score=p.scope_score, threshold=p.threshold, calibration=p.calibration,
+                                    selected_overlap=p.retrieval.best_selected_overlap),
+        refused=refused, flagged=flagged, grounding=grounding,
+        coverage=question_coverage(p.resolved_question, answer, [chunks[n - 1].heading_path for n in grounding.cited]))
     level = confidence_level(confidence)
     suggestions = nearest_sections(p.retrieval) if refused or flagged else []
     sources = [] if refused else [_source(n, c, answer, n in grounding.cited) for n, c in enumerate(chunks, 1)]
@@ -310,34 +309,6 @@ def _audit_failure(request, deadline, code, message, book, session, status) -> N
     _send_audit(request, answer_id=uuid.uuid4(), book_slug=book.slug if book else (request.book or ""),
                 session_id=session, status=status, error_code=code, error_message=message,
                 latency_ms=deadline.elapsed_ms())
-
-
-def confidence_level(confidence: float) -> str:
-    if confidence >= setting("CONFIDENCE_HIGH"):
-        return "high"
-    return "medium" if confidence >= setting("CONFIDENCE_MEDIUM") else "low"
-
-
-def _retrieval_strength(p: Prepared) -> float:
-    """0.5 at the book's threshold, 1.0 at the typical score of its in-scope questions (from calibration)."""
-    typical = p.calibration.get("in_scope_median") or p.threshold + 0.05
-    span = max(typical - p.threshold, 0.02)
-    strength = 0.5 + 0.5 * (p.scope_score - p.threshold) / span
-    if p.retrieval.best_selected_overlap >= 0.5:
-        strength = max(strength, 0.5 + 0.5 * p.retrieval.best_selected_overlap)
-    return min(1.0, max(0.0, strength))
-
-
-def _coverage(p: Prepared, answer: str, grounding: GroundingReport) -> float:
-    """Share of the question's content words found in the answer or in the headings of the sources it cites."""
-    asked = set(content_terms(p.resolved_question))
-    if not asked:
-        return 1.0
-    chunks = p.retrieval.chunks
-    seen = set(content_terms(strip_citations(answer)))
-    for n in grounding.cited:
-        seen |= set(content_terms(chunks[n - 1].heading_path))
-    return len(asked & seen) / len(asked)
 
 
 def _unanswerable_message(book: Book, missing: list[str]) -> str:

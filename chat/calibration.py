@@ -36,8 +36,8 @@ import numpy as np
 from django.utils import timezone
 
 from bookchat.conf import setting
-from chat.deadline import Deadline
 from chat.answerability import MAX_PROBE_REFUSALS, check_answerability
+from chat.deadline import Deadline
 from chat.terms import STOP_WORDS, plain_text, split_sentences
 
 _CASED_WORD = re.compile(r"[^\W_]+(?:[-'.][^\W_]+)*")

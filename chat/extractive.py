@@ -34,7 +34,9 @@ MAX_CODE_LINES = 20
 MAX_LIST_ITEMS = 10
 MAX_UNIT_CHARS = 600
 MAX_SPAN_CHARS = 420  # the lead span grows past its first sentence only up to this length
-ADD_SHARE = 0.75  # a unit from another passage joins when it scores this share of the lead
+ADD_SHARE = 0.6  # a unit from another passage joins when it scores this share of the lead
+HOW_TO_BONUS = 0.25
+RANK_PRIOR = 0.3  # weight of the passage's rank score (the re-ranker's probability) in a unit's score
 _FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})")
 _LIST_ITEM = re.compile(r"^(\s*)([-*+]|\d+[.)])\s+")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
@@ -170,21 +172,23 @@ def compose_extractive(question: str, sources: list, *, max_units: int = 3, sele
     top_score = max((c.score for c in sources), default=1.0) or 1.0
     sections = [set(content_terms(chunk.heading_path.rsplit(" > ", 1)[-1])) for chunk in sources]
     selected = normalise(selected_text) if selected_text else ""
+    how_to = is_how_to(question)
     for unit in units:
         if unit.kind == "code":
             continue
         chunk, section = sources[unit.source - 1], sections[unit.source - 1]
         covered = (sum(idf[t] for t in question_terms & unit.terms)
                    + sum(idf[t] for t in (question_terms & section) - unit.terms)) / weight_total
-        rank_prior = 0.3 * (chunk.score / top_score)
+        rank_prior = RANK_PRIOR * (chunk.score / top_score)
         # Very short units (a label, "Example:") rarely answer anything on their own.
         shape = 0.5 if len(unit.terms) < 3 else 0.9 if unit.kind == "row" else 1.0
         unit.score = covered * shape + rank_prior
+        if how_to and _introduces(passages[unit.source - 1], unit):
+            unit.score += HOW_TO_BONUS  # "how do I…" is answered by the steps or code a sentence introduces
         if selected and len(unit.text) > 20 and normalise(unit.text) in selected:
             unit.score *= 0.5  # the reader has it already: what they ask about is around it
     ranked = sorted((u for u in units if u.kind != "code"), key=lambda u: (-u.score, u.source, u.position))
     lead = ranked[0]
-    how_to = is_how_to(question)
     chosen = _span(passages[lead.source - 1], lead, question_terms, how_to)
     covered_terms = set().union(*(u.terms for u in chosen)) & question_terms
     seen = {normalise(u.text) for u in chosen}
@@ -219,8 +223,7 @@ def _span(blocks: list[Block], lead: Unit, question_terms: set[str], how_to: boo
     span = [lead]
     length = len(lead.text)
     for following in block.units[block.units.index(lead) + 1:]:
-        restates = len(span[-1].terms - question_terms) < 4 or span[-1].text.rstrip().endswith(":")
-        if length + len(following.text) > MAX_SPAN_CHARS or not (restates or following.terms & question_terms):
+        if length + len(following.text) > MAX_SPAN_CHARS:
             break
         span.append(following)
         length += len(following.text)
@@ -230,7 +233,16 @@ def _span(blocks: list[Block], lead: Unit, question_terms: set[str], how_to: boo
         introduces = span[-1].text.rstrip().endswith(":")
         if ends_paragraph and (introduces or (how_to and after.kind in ("code", "list"))):
             span += after.units[:MAX_LIST_ITEMS]
+        elif ends_paragraph and after.kind == "paragraph" and length < MAX_SPAN_CHARS // 2:
+            span.append(after.units[0])  # a short lead: the answer often opens the next paragraph
     return span
+
+
+def _introduces(blocks: list[Block], unit: Unit) -> bool:
+    """Whether ``unit`` is in a paragraph that ends with a colon right before a code block or a list."""
+    block = blocks[unit.block]
+    return (block.kind == "paragraph" and block.units[-1].text.rstrip().endswith(":")
+            and unit.block + 1 < len(blocks) and blocks[unit.block + 1].kind in ("code", "list"))
 
 
 def _intro(blocks: list[Block], index: int) -> list[Unit]:

@@ -262,9 +262,9 @@ def test_evaluate_compare_runs_both_settings_on_the_same_questions(tmp_path, man
     assert result["a"]["summary"]["questions"] == result["b"]["summary"]["questions"] == 5
     records = [json.loads(line) for line in details.read_text().splitlines()]
     assert [(r["run"], r["id"]) for r in records] == [(run, q["id"]) for run in "ab" for q in ONE_OF_EACH_KIND]
-    # An answer is written from the first TOP_K passages: under B no answer can cite two of them.
-    cited = {run: max(len(r["cited"]) for r in records if r["run"] == run) for run in "ab"}
-    assert cited["a"] >= 2 and cited["b"] == 1
+    # An answer is written from the first TOP_K passages: under B every answer cites the first one only.
+    answered_b = [r for r in records if r["run"] == "b" and r.get("cited")]
+    assert answered_b and all(r["cited"] == [r["retrieved"][0]["chunk_id"]] for r in answered_b)
     assert conf.setting("TOP_K") == default_top_k  # nothing leaks out of the run
     assert conf.setting("DEADLINE_SECONDS") == 60.0  # and the settings it ran under are back
 
