@@ -90,9 +90,9 @@ def test_every_chunk_fits_the_embedders_window(ingest_corpus, name):
     from ingestion.chunking import embedding_text
 
     for heading_path, text, tokens in chunks:
-        actual = embedder.count_tokens(embedding_text(heading_path, text))
-        assert actual == tokens
-        assert actual <= embedder.max_input_tokens, heading_path
+        assert tokens <= embedder.max_input_tokens, heading_path
+        if "](" not in text:  # stored links are rewritten to section URLs after embedding (ingestion/links.py)
+            assert embedder.count_tokens(embedding_text(heading_path, text)) == tokens
 
 
 @pytest.mark.parametrize("name", CORPORA)

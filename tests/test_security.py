@@ -58,11 +58,14 @@ DANGEROUS_TAGS = {"script", "iframe", "img", "svg", "style", "object", "embed", 
 @pytest.fixture
 def llm(settings, openai_server, manual_book):
     """The LLM path against the test server playing a model that obeys every injection. Every question is in
-    scope (a tiny threshold), so every attack reaches the model; time budgets are generous."""
+    scope (a tiny threshold) and the answerability check is off (it would refuse many of them before any model
+    call: their all-capital words are in no passage), so every attack reaches the model; time budgets are
+    generous."""
     openai_server.reset()
     openai_server.chat_mode = "template"
     settings.BOOKCHAT = {**settings.BOOKCHAT, "LLM_BASE_URL": openai_server.base_url, "LLM_API_KEY": "test",
-                         "LLM_MODEL": "test-model", "SCOPE_THRESHOLD": 0.0001, "DEADLINE_SECONDS": 60.0,
+                         "LLM_MODEL": "test-model", "SCOPE_THRESHOLD": 0.0001, "ANSWERABILITY": "off",
+                         "DEADLINE_SECONDS": 60.0,
                          "RETRIEVAL_SECONDS": 30.0, "GENERATION_SECONDS": 30.0}
     yield openai_server
     openai_server.reset()
