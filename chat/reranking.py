@@ -20,12 +20,14 @@ from data retrieval already has (no second embedding, no extra query):
 
 Word positions come from the passages' ``tsvector`` s (heading first, then text; Postgres keeps
 stop words' positions, so "swizzle a component" is still a pair). The weights are fitted by
-``bench/fit_reranker.py`` on squad2-dev and docusaurus-docs ``questions.jsonl`` and checked on
-``questions-2.jsonl``; they ship here as constants (BENCHMARKS.md has the figures).
+``bench/fit_reranker.py`` on squad2-dev and docusaurus-docs ``questions.jsonl`` (each set weighing
+the same) and checked on ``questions-2.jsonl``; they ship here as constants (BENCHMARKS.md has the
+figures). Every candidate past the first ``POOL`` stays below them, in fused order.
 
 Decisions: a pointwise logistic model, because its output is a probability that answer
 composition and confidence can read, and 10 weights fit in a file; ``POOL`` = 30, because the
-evidence is in the fused top 30 for >99 % of the development questions that it is in at all.
+fused top 30 holds the evidence for 99.9 % of squad2-dev's answerable questions and 97–100 % of
+docusaurus-docs' (the rest are past the pool altogether).
 """
 
 from __future__ import annotations

@@ -11,6 +11,9 @@ fusion compares like with like.
 The raw cosine of the best candidate is kept apart from the fused score: fused scores are
 relative to the pool, while the scope decision needs an absolute measure, in either fusion mode.
 
+The fused pool's best 30 are then re-ordered by the re-ranker (``chat.reranking``, unless
+``RERANKER=off``); a candidate's ``score`` becomes its probability, the fused score stays in ``fused``.
+
 Selected-text mode: the passage joins the question in both searches, and every candidate's
 share of the passage's word 4-grams (``selected_overlap``) adds ``SELECTED_TEXT_BOOST`` times
 that share to its fused score, so the chunks that contain the passage come first.
