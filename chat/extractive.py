@@ -149,11 +149,6 @@ def blocks_of(text: str, source: int) -> list[Block]:
     return blocks
 
 
-def units_of(text: str, source: int) -> list[Unit]:
-    """A passage's answer units, in order."""
-    return [u for block in blocks_of(text, source) for u in block.units]
-
-
 def is_how_to(question: str) -> bool:
     return bool(_HOW_TO.match(question))
 
