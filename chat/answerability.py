@@ -100,3 +100,8 @@ def check_answerability(question: str, passages: list[str], *, selected_text: st
     result.missing = [t for t in result.specific if not _holds(text, words, t)]
     result.answerable = not result.missing
     return result
+
+
+def check_retrieved(question: str, chunks: list, *, selected_text: str = "") -> Answerability:
+    """:func:`check_answerability` on retrieved chunks (their heading paths count as their text)."""
+    return check_answerability(question, [f"{c.heading_path}\n{c.text}" for c in chunks], selected_text=selected_text)

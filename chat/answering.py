@@ -21,7 +21,7 @@ from urllib.parse import quote
 from bookchat.conf import setting
 from bookchat.errors import BookchatError, NotFound, RequestError
 from chat import conversations
-from chat.answerability import Answerability, check_answerability
+from chat.answerability import Answerability, check_retrieved
 from chat.calibration import scope_score
 from chat.confidence import answer_confidence, confidence_level, question_coverage, retrieval_strength
 from chat.deadline import Deadline
@@ -154,9 +154,8 @@ def _answer_events(p: Prepared) -> Iterator[tuple[str, dict]]:
     generation_started = time.monotonic()
     generator_name, notice, refused = "extractive", None, False
     if p.in_scope and answerability_on(p.calibration):  # on the passages the answer will cite
-        p.answerability = check_answerability(p.resolved_question,
-                                              [f"{c.heading_path}\n{c.text}" for c in p.retrieval.chunks],
-                                              selected_text=p.request.selected_text)
+        p.answerability = check_retrieved(p.resolved_question, p.retrieval.chunks,
+                                          selected_text=p.request.selected_text)
     if not p.in_scope:
         answer, refused = _not_covered_message(p.book), True
     elif p.answerability is not None and not p.answerability.answerable:

@@ -36,7 +36,7 @@ import numpy as np
 from django.utils import timezone
 
 from bookchat.conf import setting
-from chat.answerability import MAX_PROBE_REFUSALS, check_answerability
+from chat.answerability import MAX_PROBE_REFUSALS, check_retrieved
 from chat.deadline import Deadline
 from chat.terms import STOP_WORDS, plain_text, split_sentences
 
@@ -122,8 +122,7 @@ def calibrate_book(book) -> dict:
             retrieval = retrieve(book=book, question=q, deadline=Deadline(60.0), query_vector=v, stage_seconds=60.0)
             out.append(scope_score(retrieval))
             if check:
-                passages = [f"{c.heading_path}\n{c.text}" for c in retrieval.chunks]
-                unanswerable.append(not check_answerability(q, passages).answerable)
+                unanswerable.append(not check_retrieved(q, retrieval.chunks).answerable)
         return np.asarray(out, dtype=np.float64)
 
     off = scores(off_topic_questions(), _off_topic_vectors())

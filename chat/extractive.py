@@ -135,7 +135,7 @@ def blocks_of(text: str, source: int) -> list[Block]:
                 cells = [c.strip() for c in lines[i].strip().strip("|").split("|")]
                 if _TABLE_RULE.match(lines[i]):
                     if not block.header and block.units:  # the row above the rule held the column names
-                        block.header = [c for c in re.split(r"\s+—\s+", block.units.pop().text)]
+                        block.header = re.split(r"\s+—\s+", block.units.pop().text)
                 elif (u := unit(" — ".join(c for c in cells if c)[:MAX_UNIT_CHARS], "row")) is not None:
                     block.units.append(u)
                 i += 1
