@@ -9,7 +9,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from django.db import connection
 from audit import recording
 from bench import machine
 from bench.stats import summary
+from bookchat.management.commands.serve import gunicorn_command, gunicorn_environment
 from chat.answering import answer_question
 from chat.retrieval import vector_literal
 from chat.validation import validate_ask
@@ -77,7 +77,8 @@ def raw_topk_ms(book: Book, question: str) -> float:
 
 # -- over HTTP -----------------------------------------------------------------------------------------------
 class Gunicorn:
-    """bookchat under gunicorn on a free loopback port, as `make run` starts it (anonymous API, no rate limits);
+    """bookchat under gunicorn on a free loopback port, started as `make run` starts it (``serve.gunicorn_command``:
+    the same worker class, threads and timeouts), with the anonymous API, no rate limits and no access log;
     ``env`` adds or overrides environment variables (tests point the LLM at their server)."""
 
     def __init__(self, workers: int = 2, env: dict[str, str] | None = None):
@@ -85,16 +86,15 @@ class Gunicorn:
         self.url = f"http://127.0.0.1:{self.port}"
         db = connection.settings_dict
         env = os.environ | {
-            "DJANGO_SETTINGS_MODULE": "bookchat.settings", "OMP_WAIT_POLICY": "PASSIVE",
+            "DJANGO_SETTINGS_MODULE": "bookchat.settings",
             "DATABASE_URL": f"postgresql://{db['USER']}@/{db['NAME']}?host={db['HOST']}",
             "BOOKCHAT_SECRET_KEY": settings.SECRET_KEY, "BOOKCHAT_DEBUG": "false",
             "BOOKCHAT_ALLOWED_HOSTS": "127.0.0.1", "BOOKCHAT_ANONYMOUS_API": "true", "BOOKCHAT_RATE_ANONYMOUS": "",
             "BOOKCHAT_LOG_LEVEL": "WARNING", "BOOKCHAT_DATA_DIR": str(settings.DATA_DIR),
         } | (env or {})
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "bookchat.wsgi:application", "--bind", f"127.0.0.1:{self.port}",
-             "--workers", str(workers), "--timeout", "60", "--log-level", "warning"],
-            cwd=Path(settings.BASE_DIR), env=env, start_new_session=True)
+        command = gunicorn_command(bind=f"127.0.0.1:{self.port}", workers=workers, access_log=False)
+        self.proc = subprocess.Popen([*command, "--log-level", "warning"], cwd=Path(settings.BASE_DIR),
+                                     env=gunicorn_environment(env), start_new_session=True)
 
     def __enter__(self) -> Gunicorn:
         deadline = time.monotonic() + 60

@@ -40,6 +40,8 @@ SETTINGS: list[Setting] = [
     Setting("ADMIN_USER", "admin", "User name of the admin login `make run` creates when no superuser exists."),
     Setting("ADMIN_PASSWORD", "", "Its password; unset → a random one, printed once."),
     Setting("WEB_WORKERS", 2, "gunicorn worker processes started by `make run`.", int),
+    Setting("WEB_THREADS", 32, "Threads per gunicorn worker (gthread): requests, open answer streams included, "
+            "that one worker serves at once. Each thread may hold a database connection.", int),
     Setting("TASK_WORKERS", 1, "django-q2 worker processes started by `make run`.", int),
     Setting("TASK_NICENESS", 10, "CPU niceness `make run` gives its django-q2 worker (0: none), so that "
             "indexing in the background yields the cores to answers.", int),

