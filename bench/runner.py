@@ -11,7 +11,7 @@ from pathlib import Path
 from django.conf import settings
 
 from audit.models import AuditLog
-from bench import latency, machine, quality, scale
+from bench import latency, machine, quality, scale, streams
 from bench.ingestion_bench import bench_corpus
 from bench.stats import over_runs
 from bookchat.conf import setting
@@ -28,11 +28,12 @@ def plan(quick: bool) -> dict:
     if quick:
         return {"corpora": ["squad2-dev"], "books": ["squad2-dev"], "questions": 60, "runs": 1, "http_questions": 40,
                 "load": [(1, 8.0), (4, 8.0)], "sizes": [1000], "scale_questions": 40, "qdrant": True,
-                "quality_limit": 150, "reindex_repeats": 2}
+                "quality_limit": 150, "reindex_repeats": 2, "streams": [5, 10, 20, 40]}
     return {"corpora": ["squad2-dev", "docusaurus-docs", "physical-ai-book", "physical-ai-book-2"],
             "books": list(ANSWERED_BOOKS), "questions": 300, "runs": 3, "http_questions": 200,
             "load": [(1, 60.0), (4, 60.0), (8, 60.0), (16, 60.0)], "sizes": [1000, 10000, 50000],
-            "scale_questions": 200, "qdrant": True, "quality_limit": None, "reindex_repeats": 3}
+            "scale_questions": 200, "qdrant": True, "quality_limit": None, "reindex_repeats": 3,
+            "streams": [5, 10, 20, 40, 80]}
 
 
 def run(*, data: Path, quick: bool, log, save_to: Path | None = None) -> dict:
@@ -42,7 +43,8 @@ def run(*, data: Path, quick: bool, log, save_to: Path | None = None) -> dict:
     started_at = datetime.now(UTC)
     results: dict = {"quick": quick, "plan": dict(p), "machine": machine.describe(),
                      "started": started_at.isoformat(timespec="seconds"), "failures": {}, "ingestion": [],
-                     "in_process": None, "http": None, "load": [], "scale": [], "quality": {}}
+                     "in_process": None, "http": None, "load": [], "streams": [], "scale": [], "quality": {},
+                     "serving": {"workers": setting("WEB_WORKERS"), "threads": setting("WEB_THREADS")}}
 
     def section(name: str, key: str, measure) -> None:
         log(f"== {name}")
@@ -79,6 +81,25 @@ def run(*, data: Path, quick: bool, log, save_to: Path | None = None) -> dict:
         return results["http"]
 
     section("over HTTP (gunicorn, 2 workers, loopback) and under load", "http", over_http)
+
+    def held_open():
+        # The tests' OpenAI-compatible server plays an LLM writing streams.TOKEN_SECONDS a token.
+        from tests.support.openai_server import FakeOpenAIServer
+
+        answerable = [(q.question, p["books"][0]) for q in load_questions(data / p["books"][0] / "questions.jsonl")
+                      if q.kind == "answerable"][:100]
+        with FakeOpenAIServer() as llm:
+            llm.token_delay = streams.TOKEN_SECONDS
+            env = {"BOOKCHAT_LLM_BASE_URL": llm.base_url, "BOOKCHAT_LLM_API_KEY": "bench",
+                   "BOOKCHAT_LLM_MODEL": "bench-llm"}
+            with latency.Gunicorn(workers=setting("WEB_WORKERS"), env=env) as server:
+                latency.warm_up(server, answerable)
+                for count in p["streams"]:
+                    log(f"  {count} streams at once …")
+                    results["streams"].append(streams.held_streams(server.url, answerable, streams=count))
+        return results["streams"]
+
+    section("streams held open at once (LLM at 0.1 s a token)", "streams", held_open)
 
     def scaled():
         squad = [q for q in load_questions(data / "squad2-dev" / "questions.jsonl")

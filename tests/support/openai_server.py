@@ -165,6 +165,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 class FakeOpenAIServer(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 128  # many answers streaming at once connect together (socketserver's default: 5)
 
     def __init__(self, dimensions: int = DEFAULT_DIMENSIONS):
         super().__init__(("127.0.0.1", 0), _Handler)

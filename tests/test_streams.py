@@ -1,0 +1,48 @@
+"""A stream doesn't hold a worker: on gunicorn started as `make run` starts it (``serve.gunicorn_command``), twenty
+readers streaming answers from an LLM that writes 0.1 s a token all get their ``final`` event, and
+``/api/v1/health`` keeps answering within a second meanwhile. With sync workers (one request per process) the
+streams queued two at a time and health waited behind them."""
+
+from __future__ import annotations
+
+import pytest
+from django.utils import timezone
+
+from bench.latency import Gunicorn
+from bench.streams import TOKEN_SECONDS, held_streams
+from bookchat.conf import setting
+from tests.support.served import forget_answers_since
+
+pytestmark = pytest.mark.slow
+
+BOOK = "bookchat-manual"
+QUESTION = "How do I ingest a folder?"
+STREAMS = 20
+
+
+@pytest.fixture
+def served(django_db_blocker):
+    """Forget, after the test, the answers a real server committed during it."""
+    since = timezone.now()
+    yield
+    with django_db_blocker.unblock():
+        forget_answers_since(since)
+
+
+def test_twenty_streams_get_their_answer_while_health_answers_within_a_second(openai_server, manual_book, served):
+    openai_server.reset()
+    openai_server.token_delay = TOKEN_SECONDS
+    llm = {"BOOKCHAT_LLM_BASE_URL": openai_server.base_url, "BOOKCHAT_LLM_API_KEY": "test",
+           "BOOKCHAT_LLM_MODEL": "test-model"}
+    try:
+        with Gunicorn(workers=setting("WEB_WORKERS"), env=llm) as server:
+            measured = held_streams(server.url, [(QUESTION, BOOK)], streams=STREAMS)
+        asked_the_llm = sum(path.startswith("/v1/chat/completions") for path, _ in openai_server.requests)
+    finally:
+        openai_server.reset()
+
+    assert measured["errors"] == [], measured
+    assert measured["completed"] == STREAMS, measured
+    assert asked_the_llm == STREAMS, "every stream waited on the LLM's tokens"
+    assert measured["health_n"] >= 3, measured
+    assert measured["health_max"] < 1000, f"health waited behind the streams: {measured}"
