@@ -13,8 +13,6 @@ from bench.streams import TOKEN_SECONDS, held_streams
 from bookchat.conf import setting
 from tests.support.served import forget_answers_since
 
-pytestmark = pytest.mark.slow
-
 BOOK = "bookchat-manual"
 QUESTION = "How do I ingest a folder?"
 STREAMS = 20
