@@ -158,6 +158,8 @@ Q_CLUSTER = {
     "label": "Tasks",
 }
 
+# A bad BOOKCHAT_LOG_LEVEL would stop Django's setup with a bare ValueError; INFO until the system check names it.
+LOG_LEVEL = BOOKCHAT["LOG_LEVEL"] if BOOKCHAT["LOG_LEVEL"] in conf.choices("LOG_LEVEL") else "INFO"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -165,7 +167,7 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": "WARNING"},
     "loggers": {
-        name: {"handlers": ["console"], "level": BOOKCHAT["LOG_LEVEL"], "propagate": False}
+        name: {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False}
         for name in ("bookchat", "ingestion", "chat", "audit")
     },
 }
