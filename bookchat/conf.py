@@ -3,7 +3,8 @@
 ``SETTINGS`` is the single list of what can be configured (the README table is checked
 against it by a test). ``settings.BOOKCHAT`` is built from the environment by
 ``from_environment()``; code reads values with ``setting("NAME")``, which also honours
-Django's ``override_settings(BOOKCHAT={...})`` in tests.
+Django's ``override_settings(BOOKCHAT={...})`` in tests. A setting's ``choices``, ``minimum`` and
+``rate`` format are checked at start by a system check (``bookchat.checks``), not at first use.
 """
 
 from __future__ import annotations

@@ -128,3 +128,10 @@ def test_the_wsgi_application_refuses_to_start_with_a_bad_setting():
     assert result.returncode != 0
     assert "ImproperlyConfigured: bookchat refuses to start" in result.stderr
     assert "BOOKCHAT_RATE_KEY='lots'" in result.stderr
+
+
+def test_the_readme_names_every_checked_setting():
+    readme = (REPO / "README.md").read_text()
+    section = readme[readme.index("| check | settings | error |"):readme.index("## Deploying")]
+    checked = [s.name for s in SETTINGS if s.choices or s.rate or s.minimum is not None]
+    assert [name for name in checked if f"`{name}`" not in section] == []
