@@ -12,6 +12,7 @@ from pathlib import Path
 from bookchat import conf, embedded_db, security
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+PACKAGE_DIR = Path(__file__).resolve().parent  # templates and static files live in the package, so a wheel has them
 BOOKCHAT = conf.from_environment()
 
 DATA_DIR = Path(BOOKCHAT["DATA_DIR"])
@@ -84,7 +85,9 @@ WSGI_APPLICATION = "bookchat.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        # Searched before the apps' own (as a site's templates should be, to override the admin's); the app
+        # loader finds the folder again as the bookchat app's, which is harmless.
+        "DIRS": [PACKAGE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -116,7 +119,7 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+# bookchat/static is found as the bookchat app's static folder (listing it here too would find every file twice).
 STATIC_ROOT = DATA_DIR / "staticfiles"
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise serves from finders, but wants the folder
 STORAGES = {
@@ -167,6 +170,8 @@ Q_CLUSTER = {
     "label": "Tasks",
 }
 
+# A bad BOOKCHAT_LOG_LEVEL would stop Django's setup with a bare ValueError; INFO until the system check names it.
+LOG_LEVEL = BOOKCHAT["LOG_LEVEL"] if BOOKCHAT["LOG_LEVEL"] in conf.choices("LOG_LEVEL") else "INFO"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -174,7 +179,7 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": "WARNING"},
     "loggers": {
-        name: {"handlers": ["console"], "level": BOOKCHAT["LOG_LEVEL"], "propagate": False}
+        name: {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False}
         for name in ("bookchat", "ingestion", "chat", "audit")
     },
 }
