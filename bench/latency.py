@@ -22,7 +22,7 @@ from bench.stats import summary
 from bookchat.management.commands.serve import gunicorn_command, gunicorn_environment
 from chat.answering import answer_question
 from chat.retrieval import vector_literal
-from chat.validation import validate_ask
+from chat.serializers import validate_ask
 from ingestion.embedders import get_embedder
 from ingestion.models import Book
 

@@ -22,7 +22,7 @@ from bookchat.errors import BookchatError
 from chat.answering import answer_question
 from chat.evaluation import _hit_rank
 from chat.retrieval import retrieve
-from chat.validation import validate_ask
+from chat.serializers import validate_ask
 from ingestion.lexicon import refresh_lexicon
 from ingestion.models import Book, Chunk, Document
 from ingestion.vector_index import sync_book_index

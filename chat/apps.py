@@ -7,4 +7,4 @@ class ChatConfig(AppConfig):
     verbose_name = "Chat"
 
     def ready(self) -> None:
-        from chat import receivers  # noqa: F401  (connects the signal receivers)
+        from chat import openapi, receivers  # noqa: F401  (the schema's auth extensions; the signal receivers)

@@ -23,8 +23,8 @@ from bookchat.conf import setting
 from bookchat.errors import BookchatError, RequestError
 from chat.answering import answer_events, book_calibration, prepare, resolve_book, scope_threshold
 from chat.calibration import is_current
+from chat.serializers import has_lone_surrogate, validate_ask
 from chat.terms import normalise
-from chat.validation import has_lone_surrogate, validate_ask
 
 KINDS = ("answerable", "unanswerable", "out_of_scope", "selected_text", "follow_up")
 SHOULD_REFUSE = ("unanswerable", "out_of_scope")

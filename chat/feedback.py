@@ -9,29 +9,9 @@ from __future__ import annotations
 
 import uuid
 
-from bookchat.conf import setting
 from bookchat.errors import NotFound, RequestError
 from chat.models import Feedback, Turn
 from chat.signals import feedback_given
-from chat.validation import check_fields, clean_text
-
-FIELDS = ("rating", "comment", "session_id")
-
-
-def validate_feedback(data: object) -> tuple[str, str, uuid.UUID | None]:
-    """(rating, comment, session id) from a decoded request, or a RequestError naming the field."""
-    from chat.conversations import parse_session_id
-
-    data = check_fields(data, FIELDS)
-    rating = data.get("rating")
-    if rating not in (Feedback.UP, Feedback.DOWN):
-        raise RequestError('rating must be "up" or "down"', code="invalid_rating", field="rating")
-    comment = clean_text(data.get("comment"), field="comment", max_chars=setting("MAX_SELECTED_CHARS"),
-                         required=False)
-    session = data.get("session_id")
-    if session is not None and not isinstance(session, str):
-        raise RequestError("session_id must be a string", code="invalid_type", field="session_id")
-    return rating, comment, parse_session_id(session)
 
 
 def record_feedback(answer_id: uuid.UUID, *, rating: str, comment: str, session_ids: list[uuid.UUID],

@@ -28,7 +28,7 @@ from django.db import DatabaseError, connection, transaction
 from django.db.models import Q
 
 from bookchat.conf import setting
-from bookchat.errors import DeadlineExceeded, RequestError
+from bookchat.errors import DeadlineExceeded, NotFound, RequestError
 from chat.deadline import Deadline
 from chat.lexical import LexicalResult, bm25_search
 from chat.reranking import rerank
@@ -99,8 +99,9 @@ def chapter_documents(book: Book, chapter: str) -> list[int]:
     )
     ids = list(matches.values_list("id", flat=True))
     if not ids:
-        raise RequestError(f"book {book.slug!r} has no chapter or page {chapter!r}", code="unknown_chapter",
-                           field="chapter")
+        # 404 like an unknown book: the request is well formed, the chapter it names does not exist.
+        raise NotFound(f"book {book.slug!r} has no chapter or page {chapter!r}", code="unknown_chapter",
+                       field="chapter")
     return ids
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from django.db import connection
 from django.utils.crypto import salted_hmac
+from rest_framework.exceptions import Throttled
 from rest_framework.throttling import BaseThrottle
 
 from bookchat.conf import setting
@@ -61,17 +62,19 @@ def parse_rate(name: str) -> Rate | None:
     return Rate(int(match.group(1)), unit * int(match.group(2) or 1))
 
 
-class RateLimited(Exception):
+class RateLimited(Throttled):
+    """Over a limit: DRF answers it 429 with ``Retry-After`` (``chat.errors``), and so does the page form."""
+
     def __init__(self, wait: float, rate: Rate):
-        self.wait, self.rate = wait, rate
+        self.rate = rate
+        retry = max(1, math.ceil(wait))
+        super().__init__(detail=f"too many questions (the limit is {rate.describe()}); try again in {retry} s",
+                         code="rate_limited")
+        self.wait = retry
 
     @property
     def retry_after(self) -> int:
-        return max(1, math.ceil(self.wait))
-
-    @property
-    def message(self) -> str:
-        return (f"too many questions (the limit is {self.rate.describe()}); try again in {self.retry_after} s")
+        return self.wait
 
 
 def _ip_tag(request) -> str:
@@ -111,8 +114,8 @@ def count_request(buckets: list[tuple[str, Rate]], *, now: float | None = None) 
         raise RateLimited(*max(over, key=lambda item: item[0]))
 
 
-def check_rate(request, client: Client | None = None) -> None:
-    count_request(buckets_for(client or client_of(request), request))
+def check_rate(request, client: Client) -> None:
+    count_request(buckets_for(client, request))
 
 
 def purge_old_counters(*, older_than_seconds: int = 86400) -> int:
@@ -123,16 +126,10 @@ def purge_old_counters(*, older_than_seconds: int = 86400) -> int:
 
 
 class QuestionThrottle(BaseThrottle):
-    """DRF's hook for the limits above: a request over a limit is answered 429 with ``Retry-After``."""
+    """DRF's hook for the limits above: a question over a limit raises ``RateLimited`` (429). CORS preflights
+    are not questions."""
 
     def allow_request(self, request, view) -> bool:
-        self.limited = None
-        try:
-            check_rate(request)
-        except RateLimited as exc:
-            self.limited = request.bookchat_rate_limited = exc  # read by chat.api.exception_handler
-            return False
+        if request.method != "OPTIONS":
+            check_rate(request, client_of(request))
         return True
-
-    def wait(self) -> float | None:
-        return self.limited.wait if self.limited else None

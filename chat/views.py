@@ -10,8 +10,6 @@ book lives in the Django session; "New conversation" forgets it.
 
 from __future__ import annotations
 
-import uuid
-
 from django.http import Http404, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
@@ -20,21 +18,15 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from bookchat.conf import setting
 from bookchat.errors import BookchatError, RequestError
-from chat.access import (
-    PAGE_SESSION_FLAG,
-    Client,
-    client_ip,
-    page_conversation_id,
-    page_conversation_ids,
-    remember_page_conversation,
-)
-from chat.answering import answer_question
-from chat.conversations import live_conversation, parse_session_id
-from chat.feedback import record_feedback, validate_feedback
+from chat.access import PAGE_SESSION_FLAG, PageClient
+from chat.asking import Asking
+from chat.conversations import live_conversation
+from chat.errors import error_reply
+from chat.feedback import record_feedback
 from chat.models import Feedback, Turn
 from chat.rendering import render_answer
+from chat.serializers import answer_data, validate_feedback
 from chat.throttling import RateLimited, check_rate
-from chat.validation import validate_ask
 from ingestion.models import Book
 
 LEVEL_LABELS = {"high": "High confidence", "medium": "Medium confidence", "low": "Low confidence"}
@@ -54,7 +46,7 @@ def _current_book(request, books: list[Book], slug: str | None) -> Book | None:
 
 def turn_context(turn: Turn, feedback: str | None) -> dict:
     """What ``_turn.html`` shows of one question and its answer (``feedback``: the reader's vote, if any)."""
-    response = turn.response or {}
+    response = answer_data(turn.response) if turn.response else {}
     sources = response.get("sources", [])
     return {
         "answer_id": str(turn.answer_id),
@@ -81,7 +73,7 @@ def _page(request, *, book: Book | None, books: list[Book], status: int = 200, e
     conversation = None
     if book is not None:
         request.session["bookchat_book"] = book.slug
-        conversation = live_conversation(parse_session_id_or_none(page_conversation_id(request, book.slug)), book)
+        conversation = live_conversation(PageClient(session=request.session).conversation(book.slug), book)
     turns = list(conversation.turns.order_by("created_at", "id")) if conversation else []
     votes = votes_on(turns)
     turns = [turn_context(t, votes.get(t.answer_id)) for t in turns]
@@ -98,13 +90,6 @@ def votes_on(turns: list[Turn]) -> dict:
     return dict(Feedback.objects.filter(answer_id__in=[t.answer_id for t in turns]).values_list("answer_id", "rating"))
 
 
-def parse_session_id_or_none(value: str | None) -> uuid.UUID | None:
-    try:
-        return parse_session_id(value)
-    except RequestError:
-        return None
-
-
 @require_http_methods(["GET", "HEAD", "POST"])
 def chat_page(request):
     books = _books()
@@ -115,25 +100,18 @@ def chat_page(request):
     if book is None:
         return _page(request, book=None, books=books, status=404, form=form,
                      error=RequestError("no book has been indexed yet", code="no_books"))
+    client = PageClient(session=request.session)
     try:
-        check_rate(request, Client("page"))
-    except RateLimited as exc:
-        response = _page(request, book=book, books=books, status=429, form=form,
-                         error=RequestError(exc.message, code="rate_limited", status=429))
-        response["Retry-After"] = str(exc.retry_after)
-        return response
-    try:
-        ask = validate_ask({"question": form["question"], "selected_text": form["selected_text"],
-                            "book": book.slug, "session_id": page_conversation_id(request, book.slug)},
-                           channel="page")
-        ask.client_ip = client_ip(request)
-        response = answer_question(ask)
-    except RequestError as exc:
-        return _page(request, book=book, books=books, status=exc.status, form=form, error=exc)
-    except BookchatError as exc:  # a server-side condition (embedder mismatch, a bad setting): 503, not a 500
-        return _page(request, book=book, books=books, status=503, form=form,
-                     error=RequestError(exc.message, code=exc.code, status=503))
-    remember_page_conversation(request, book.slug, response["session_id"])
+        check_rate(request, client)
+        asking = Asking(client, request)
+        response = asking.answer(asking.validate({**form, "book": book.slug}))
+    except (RequestError, BookchatError, RateLimited) as exc:  # a server-side condition is a 503, not a 500
+        reply = error_reply(exc)
+        error = RequestError(reply.body["message"], code=reply.code, status=reply.status)
+        page = _page(request, book=book, books=books, status=reply.status, form=form, error=error)
+        for header, value in reply.headers.items():
+            page[header] = value
+        return page
     # Post/redirect/get: reloading or going back to the answer never asks the question again.
     return HttpResponseRedirect(f"{reverse('chat')}?{urlencode({'book': book.slug})}#answer-{response['answer_id']}")
 
@@ -141,14 +119,15 @@ def chat_page(request):
 @require_POST
 def new_conversation(request):
     book = request.POST.get("book", "")
-    remember_page_conversation(request, book, None)
+    PageClient(session=request.session).remember(book, None)
     return HttpResponseRedirect(reverse("chat") + ("?" + urlencode({"book": book}) if book else ""))
 
 
 @require_GET
 def answer_fragment(request, answer_id):
     """One answer of this session's conversations as HTML, for chat.js to put in the page."""
-    turn = Turn.objects.filter(answer_id=answer_id, conversation_id__in=page_conversation_ids(request)).first()
+    conversations = PageClient(session=request.session).conversations()
+    turn = Turn.objects.filter(answer_id=answer_id, conversation_id__in=conversations).first()
     if turn is None:
         raise Http404("no such answer in this session")
     context = {"turn": turn_context(turn, votes_on([turn]).get(turn.answer_id))}
@@ -161,8 +140,8 @@ def feedback(request, answer_id):
     try:
         rating, comment, _ = validate_feedback({"rating": request.POST.get("rating"),
                                                 "comment": request.POST.get("comment")})
-        record_feedback(answer_id, rating=rating, comment=comment, session_ids=page_conversation_ids(request),
-                        channel="page")
+        record_feedback(answer_id, rating=rating, comment=comment,
+                        session_ids=PageClient(session=request.session).conversations(), channel="page")
     except RequestError as exc:
         books = _books()
         return _page(request, book=_current_book(request, books, None), books=books, status=exc.status, error=exc)

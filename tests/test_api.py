@@ -210,8 +210,8 @@ def test_question_that_is_not_a_string_is_refused_with_400(client, value):
 
 
 # -- validation: the other fields ----------------------------------------------------------------
-@pytest.mark.parametrize("value", ["5", 5.0, True, [5], {"n": 5}],
-                         ids=["string", "float", "bool", "list", "object"])
+@pytest.mark.parametrize("value", ["5", 5.5, True, [5], {"n": 5}],
+                         ids=["string", "fraction", "bool", "list", "object"])
 def test_max_results_of_the_wrong_type_is_refused_with_400(client, value):
     assert_error(ask(client, "How do I ingest a folder?", max_results=value), 400, "max_results", "invalid_type")
 
@@ -253,8 +253,8 @@ def test_book_that_is_not_a_string_is_refused_with_400(client):
     assert_error(response, 400, "book", "invalid_type")
 
 
-def test_unknown_chapter_is_refused_with_400(client):
-    assert_error(ask(client, "How do I ingest a folder?", chapter="no-such-chapter"), 400, "chapter",
+def test_unknown_chapter_is_refused_with_404(client):
+    assert_error(ask(client, "How do I ingest a folder?", chapter="no-such-chapter"), 404, "chapter",
                  "unknown_chapter")
 
 

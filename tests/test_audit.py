@@ -134,6 +134,9 @@ def test_a_broken_audit_table_never_fails_the_answer(client, caplog):
     failures = recording.write_failures()
     with connection.cursor() as cursor:
         cursor.execute("ALTER TABLE audit_auditlog RENAME TO audit_auditlog_broken")
+    # bookchat's loggers don't propagate to the root logger (settings.LOGGING), where caplog listens.
+    recording_logger = logging.getLogger("audit.recording")
+    recording_logger.addHandler(caplog.handler)
     try:
         with caplog.at_level(logging.ERROR, logger="audit.recording"):
             response = ask(client)
@@ -141,6 +144,7 @@ def test_a_broken_audit_table_never_fails_the_answer(client, caplog):
             final = final_event(streamed)
             code, out, _ = run_command("ask", QUESTION, "--book", BOOK, "--json")
     finally:
+        recording_logger.removeHandler(caplog.handler)
         with connection.cursor() as cursor:
             cursor.execute("ALTER TABLE audit_auditlog_broken RENAME TO audit_auditlog")
     assert response.status_code == 200 and response.json()["sources"]

@@ -53,3 +53,12 @@ def test_readme_table_lists_every_setting_with_its_default():
         shown = row.group(1).strip()
         expected = str(spec.default).lower() if isinstance(spec.default, bool) else str(spec.default)
         assert shown == ("—" if expected == "" else f"`{expected}`"), spec.env
+
+
+def test_readme_table_shows_the_values_of_every_setting_with_choices():
+    readme = (REPO / "README.md").read_text()
+    for spec in (s for s in SETTINGS if s.choices):
+        row = re.search(rf"^\| `{spec.env}` \|.*$", readme, re.MULTILINE).group(0)
+        missing = [choice for choice in spec.choices if f"`{choice}`" not in row]
+        assert not missing, f"{spec.env}: the README row doesn't show {missing}"
+        assert all(f"`{choice}`" in spec.help for choice in spec.choices), f"{spec.env}: its help doesn't either"

@@ -49,7 +49,6 @@ from ingestion.management.commands.ingest import ProgressBar
 
 class Command(BaseCommand):
     help = "Migrate, create the admin login, index the bundled book and serve with gunicorn + a django-q2 worker."
-    requires_system_checks = []
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))

@@ -12,9 +12,10 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from bookchat.errors import BookchatError, RequestError
+from bookchat.errors import BookchatError
 from chat.answering import answer_question
-from chat.validation import validate_ask
+from chat.errors import error_reply
+from chat.serializers import answer_data, validate_ask
 
 
 class Command(BaseCommand):
@@ -36,12 +37,10 @@ class Command(BaseCommand):
                 if options.get(key) not in (None, "")}
         data["question"] = options["question"]
         try:
-            response = answer_question(validate_ask(data, channel="cli"))
+            response = answer_data(answer_question(validate_ask(data, channel="cli")))
         except BookchatError as exc:
             if options["json"]:
-                body = exc.as_response() if isinstance(exc, RequestError) else {"error": exc.code,
-                                                                                 "message": exc.message}
-                self.stdout.write(json.dumps(body, ensure_ascii=False))
+                self.stdout.write(json.dumps(error_reply(exc).body, ensure_ascii=False))
             else:
                 self.stderr.write(f"ask: {exc.message}")
             sys.exit(2)

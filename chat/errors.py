@@ -1,0 +1,72 @@
+"""One mapping from a failure to what a client gets: HTTP status, the JSON error body, extra headers.
+
+The API (DRF's exception handler), the stream's ``error`` event, the chat page's form and the
+audit trail of failed questions all read it, so a failure is the same everywhere:
+
+- ``RequestError``: its own status and code (400 bad input, 403, 404, 504 out of time …);
+- DRF's own exceptions: their status, with our codes for the ones we raise (``RateLimited``
+  429 with ``Retry-After``, 401 ``key_required`` with ``WWW-Authenticate``, 403 from a key check);
+- the database down or unreachable: 503 ``database_unavailable`` (an outage, not a bug);
+- another ``BookchatError`` (embedder mismatch, a bad setting): 503 with its code;
+- anything else: 500 ``internal_error``, logged with its traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from rest_framework import exceptions
+
+from bookchat.errors import BookchatError, RequestError
+from bookchat.outage import DATABASE_ERRORS, log_outage, outage_body
+from chat.access import KEY_REQUIRED
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class ErrorReply:
+    status: int
+    body: dict
+    headers: dict = field(default_factory=dict)
+
+    @property
+    def code(self) -> str:
+        return self.body["error"]
+
+
+def error_body(code: str, message: str, field_name: str | None = None) -> dict:
+    return {"error": code, "message": message, "field": field_name}
+
+
+def error_reply(exc: BaseException, request=None) -> ErrorReply:
+    """What ``exc`` is answered with. With ``request``, outages and unexpected errors are logged."""
+    if isinstance(exc, RequestError):
+        return ErrorReply(exc.status, exc.as_response())
+    if isinstance(exc, exceptions.Throttled):
+        wait = max(1, int(exc.wait or 1))
+        return ErrorReply(429, error_body("rate_limited", _detail(exc)), {"Retry-After": str(wait)})
+    if isinstance(exc, exceptions.NotAuthenticated):
+        return ErrorReply(401, error_body("key_required", KEY_REQUIRED),
+                          {"WWW-Authenticate": 'Bearer realm="bookchat"'})
+    if isinstance(exc, exceptions.APIException):
+        codes = exc.get_codes()
+        code = codes if isinstance(codes, str) else exc.default_code
+        return ErrorReply(exc.status_code, error_body(code, _detail(exc)))
+    if isinstance(exc, DATABASE_ERRORS):
+        if request is not None:
+            log_outage(request, exc)
+        return ErrorReply(503, outage_body())
+    if isinstance(exc, BookchatError):
+        return ErrorReply(503, error_body(exc.code, exc.message))
+    if request is not None:
+        logger.error("unexpected error answering %s %s", request.method, request.path[:200], exc_info=exc)
+    return ErrorReply(500, error_body("internal_error", "bookchat failed unexpectedly; the error was logged"))
+
+
+def _detail(exc: exceptions.APIException) -> str:
+    detail = exc.detail
+    if isinstance(detail, (list, dict)):  # DRF's own validation errors; ours are RequestErrors
+        return str(detail)[:500]
+    return str(detail)

@@ -1,0 +1,87 @@
+"""API keys outside the admin: create one (its value returned once), list them, revoke one by its prefix.
+
+``manage.py apikey`` only translates its options into these. A key is validated by the model's own
+``full_clean`` (origins normalised; a publishable key needs one, a secret key takes none), as in the admin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from bookchat.errors import RequestError
+from chat.models import ApiKey
+from ingestion.models import Book
+
+MIN_PREFIX = 7  # the kind (pk_ or sk_) and 4 of the key's random characters
+
+
+class ApiKeyError(RequestError):
+    code = "invalid_api_key"
+
+
+def api_key_create(*, kind: str, name: str, origins: Sequence[str] = (), book_slug: str | None = None
+                   ) -> tuple[ApiKey, str]:
+    """A new active key and its value, which is not stored (only its hash) and can't be shown again."""
+    book = None
+    if book_slug:
+        book = Book.objects.filter(slug=book_slug).first()
+        if book is None:
+            known = ", ".join(Book.objects.order_by("slug").values_list("slug", flat=True)) or "none yet"
+            raise ApiKeyError(f"unknown book {book_slug!r} (books: {known})", code="unknown_book", field="book")
+    key = ApiKey(kind=kind, name=name.strip(), allowed_origins="\n".join(origins), book=book)
+    raw = key.issue()
+    try:
+        key.full_clean()
+    except ValidationError as exc:
+        raise ApiKeyError(_describe(exc), field=next(iter(exc.message_dict), None)) from None
+    key.save()
+    return key, raw
+
+
+def api_key_list() -> list[ApiKey]:
+    return list(ApiKey.objects.select_related("book").order_by("created_at", "id"))
+
+
+@transaction.atomic
+def api_key_revoke(*, prefix: str) -> ApiKey:
+    """Deactivate the one key whose prefix starts with ``prefix`` (or whose whole value it is)."""
+    prefix = prefix.strip()
+    if len(prefix) < MIN_PREFIX:  # "pk_" alone would pick whichever publishable key is the only one
+        raise ApiKeyError(f"give at least {MIN_PREFIX} characters of the key's prefix, e.g. pk_AbC1 (`apikey list` "
+                          "shows them)", code="unknown_key", field="prefix")
+    exact = ApiKey.find(prefix)
+    matches = [exact] if exact else list(ApiKey.objects.filter(prefix__startswith=prefix).order_by("id"))
+    if not matches:
+        raise ApiKeyError(f"no API key starts with {prefix!r} (`apikey list` shows the prefixes)",
+                          code="unknown_key", status=404)
+    if len(matches) > 1:
+        shown = ", ".join(f"{key.prefix} ({key.name})" for key in matches)
+        raise ApiKeyError(f"{prefix!r} starts {len(matches)} keys: {shown}; give more of the prefix",
+                          code="ambiguous_key")
+    key = matches[0]
+    ApiKey.objects.filter(pk=key.pk).update(active=False)
+    key.active = False
+    return key
+
+
+def api_key_summary(key: ApiKey) -> dict:
+    """What may be shown of a key: everything but its value, which is not stored anyway."""
+    return {
+        "prefix": key.prefix,
+        "kind": key.kind,
+        "name": key.name,
+        "origins": key.allowed_origins.split(),
+        "book": key.book.slug if key.book else None,
+        "active": key.active,
+        "created": key.created_at.isoformat() if key.created_at else None,
+        "last_used": key.last_used_at.isoformat() if key.last_used_at else None,
+    }
+
+
+def _describe(exc: ValidationError) -> str:
+    labels = {field.name: str(field.verbose_name) for field in ApiKey._meta.fields}
+    return "; ".join(f"{labels.get(field, field)}: {' '.join(messages)}" if field != "__all__" else " ".join(messages)
+                     for field, messages in exc.message_dict.items())

@@ -1,0 +1,80 @@
+"""``manage.py apikey create|list|revoke``: API keys from a shell, as the admin makes them (``chat.keys``).
+
+``create`` prints the new key once (only its hash is stored); ``list`` shows every key but never a
+key's value; ``revoke PREFIX`` deactivates one key. Human text, or one JSON object with ``--json``.
+Exit status: 0 done, 2 the options are wrong (unknown kind or book, a publishable key without an
+origin, a secret key with one, a malformed origin, an unknown or ambiguous prefix).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from bookchat.errors import BookchatError
+from chat.keys import api_key_create, api_key_list, api_key_revoke, api_key_summary
+from chat.models import ApiKey
+
+
+class Command(BaseCommand):
+    help = "Create, list or revoke API keys for the REST API and the widget."
+    requires_system_checks = []
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        actions = parser.add_subparsers(dest="action", required=True, metavar="{create,list,revoke}")
+        create = actions.add_parser("create", help="Create a key and print it (shown only this once).")
+        create.add_argument("--kind", required=True, choices=[ApiKey.PUBLISHABLE, ApiKey.SECRET],
+                            help="publishable (pk_…, for the widget in web pages) or secret (sk_…, for servers).")
+        create.add_argument("--name", required=True, help="What the key is for, e.g. the docs site it serves.")
+        create.add_argument("--origin", dest="origins", action="append", default=[], metavar="URL",
+                            help="An origin allowed to use a publishable key, like https://docs.example.org "
+                                 "(repeat for several; a publishable key needs one).")
+        create.add_argument("--book", help="Limit the key to this book (default: every book).")
+        listing = actions.add_parser("list", help="List the keys (never their values).")
+        revoke = actions.add_parser("revoke", help="Revoke the key whose prefix starts with PREFIX.")
+        revoke.add_argument("prefix", metavar="PREFIX", help="The key's prefix as `list` shows it (e.g. pk_AbC12).")
+        for sub in (create, listing, revoke):
+            sub.add_argument("--json", action="store_true", help="Print one JSON object.")
+
+    def handle(self, *args, **options) -> None:
+        action, as_json = options["action"], options["json"]
+        try:
+            if action == "create":
+                key, raw = api_key_create(kind=options["kind"], name=options["name"], origins=options["origins"],
+                                          book_slug=options["book"])
+                result = {"key": raw} | api_key_summary(key)
+                text = _created(result)
+            elif action == "list":
+                keys = [api_key_summary(key) for key in api_key_list()]
+                result, text = {"keys": keys}, _table(keys)
+            else:
+                result = api_key_summary(api_key_revoke(prefix=options["prefix"]))
+                text = f"Revoked the {result['kind']} key {result['prefix']}… ({result['name']})."
+        except BookchatError as exc:
+            if as_json:
+                self.stdout.write(json.dumps({"error": exc.code, "message": exc.message}, ensure_ascii=False))
+            else:
+                self.stderr.write(f"apikey {action}: {exc.message}")
+            sys.exit(2)
+        self.stdout.write(json.dumps(result, ensure_ascii=False) if as_json else text)
+
+
+def _created(key: dict) -> str:
+    scope = f"book {key['book']}" if key["book"] else "every book"
+    origins = f", from {', '.join(key['origins'])}" if key["origins"] else ""
+    return (f"Created the {key['kind']} key {key['prefix']}… ({key['name']}) for {scope}{origins}.\n"
+            f"Copy it now; it is shown only this once:\n\n{key['key']}")
+
+
+def _table(keys: list[dict]) -> str:
+    if not keys:
+        return "No API keys. Create one with `manage.py apikey create`."
+    header = ("prefix", "kind", "name", "book", "active", "created", "last used", "origins")
+    rows = [(k["prefix"], k["kind"], k["name"], k["book"] or "(every book)", "yes" if k["active"] else "revoked",
+             k["created"][:16].replace("T", " "), (k["last_used"] or "never")[:16].replace("T", " "),
+             " ".join(k["origins"]) or "-") for k in keys]
+    widths = [max(len(str(row[i])) for row in (header, *rows)) for i in range(len(header) - 1)]
+    return "\n".join("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=False)) +
+                     "  " + str(row[-1]) for row in (header, *rows))

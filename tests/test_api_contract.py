@@ -1,0 +1,109 @@
+"""The API contract is the code: the schema states what the serializers enforce, and a third-party fuzzer
+(Schemathesis) finds nothing between them on a real gunicorn.
+
+The fuzzer runs as a user would run it (its CLI against ``/api/v1/schema``), with a secret key for the
+bundled manual, rate limits off and a generous time budget on that server, and the checks the issue
+names. A longer campaign: README, "Fuzzing the API".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+
+from bench.latency import Gunicorn
+from chat.models import ApiKey
+from ingestion.models import Book
+from tests.conftest import committed
+from tests.support.served import forget_answers_since
+
+CHECKS = ("not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,"
+          "negative_data_rejection,positive_data_acceptance")
+# Cases per operation: ~1,000 requests in all, about a minute and a half here. BOOKCHAT_FUZZ_EXAMPLES and
+# BOOKCHAT_FUZZ_SEED make a longer or a different run.
+EXAMPLES = int(os.environ.get("BOOKCHAT_FUZZ_EXAMPLES", "100"))
+SEED = os.environ.get("BOOKCHAT_FUZZ_SEED", "20261125")
+
+
+def schema(client) -> dict:
+    response = client.get("/api/v1/schema?format=json")
+    assert response.status_code == 200
+    return json.loads(response.content)
+
+
+def test_the_schema_states_the_limits_the_code_enforces(client, settings):
+    settings.BOOKCHAT = {**settings.BOOKCHAT, "MAX_QUESTION_CHARS": 321, "MAX_SELECTED_CHARS": 654}
+    components = schema(client)["components"]["schemas"]
+    ask = components["AskRequest"]
+    assert ask["additionalProperties"] is False and ask["required"] == ["question"]
+    assert ask["properties"]["question"]["maxLength"] == 321, "read from the settings when the schema is built"
+    assert ask["properties"]["selected_text"]["maxLength"] == 654
+    assert (ask["properties"]["max_results"]["minimum"], ask["properties"]["max_results"]["maximum"]) == (1, 10)
+    assert ask["properties"]["session_id"]["format"] == "uuid"
+    assert "\\u0000" in ask["properties"]["book"]["pattern"], "no NUL, as the code refuses it"
+    assert components["FeedbackRequest"]["additionalProperties"] is False
+    answer = components["Answer"]
+    for key in ("answer_html", "grounding", "retrieval", "timings_ms", "suggestions", "notice", "sources"):
+        assert key in answer["properties"] and key in answer["required"]
+
+
+def test_the_stream_is_described_event_by_event_and_ask_links_to_feedback(client):
+    paths = schema(client)["paths"]
+    stream = paths["/api/v1/ask/stream"]["post"]["responses"]["200"]["content"]["text/event-stream"]["schema"]
+    events = {branch["properties"]["event"]["const"]: branch["properties"]["data"] for branch in stream["oneOf"]}
+    assert set(events) == {"token", "final", "error"}
+    assert all(data["contentMediaType"] == "application/json" for data in events.values())
+    assert events["final"]["contentSchema"] == {"$ref": "#/components/schemas/Answer"}
+    link = paths["/api/v1/ask"]["post"]["responses"]["200"]["links"]["Feedback"]
+    assert link["operationId"] == "feedback" and link["parameters"]["answer_id"] == "$response.body#/answer_id"
+
+
+@pytest.mark.parametrize(("value", "accepted"), [(5, True), (5.0, True), (5.5, False), ("5", False), (None, True)])
+def test_max_results_is_a_json_integer_as_the_schema_reads_it(value, accepted):
+    from bookchat.errors import RequestError
+    from chat.serializers import validate_ask
+
+    try:
+        ask = validate_ask({"question": "How?", "max_results": value})
+    except RequestError as exc:
+        assert not accepted and exc.field == "max_results"
+    else:
+        assert accepted and ask.max_results == (None if value is None else 5)
+
+
+@pytest.fixture
+def fuzz_key(manual_book, django_db_blocker) -> str:
+    def create() -> str:
+        key = ApiKey(name="schemathesis", kind=ApiKey.SECRET, book=Book.objects.get(slug="bookchat-manual"))
+        raw = key.issue()
+        key.save()
+        return raw
+
+    since = timezone.now()
+    with django_db_blocker.unblock():
+        raw = committed(create)
+    yield raw
+    with django_db_blocker.unblock():
+        forget_answers_since(since)
+        committed(lambda: ApiKey.objects.filter(name="schemathesis").delete())
+
+
+@pytest.mark.slow
+def test_schemathesis_finds_no_difference_between_the_schema_and_the_server(fuzz_key, tmp_path):
+    env = {"BOOKCHAT_ANONYMOUS_API": "false", "BOOKCHAT_RATE_KEY": "", "BOOKCHAT_DEADLINE_SECONDS": "30"}
+    st = Path(sys.executable).with_name("st")
+    with Gunicorn(workers=2, env=env) as server:
+        run = subprocess.run(
+            [str(st), "run", f"{server.url}/api/v1/schema", "--checks", CHECKS, "--max-examples", str(EXAMPLES),
+             "--seed", SEED, "--header", f"Authorization: Bearer {fuzz_key}", "--generation-database", "none",
+             "--request-timeout", "30", "--no-color"],
+            cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    report = run.stdout[-6000:] + run.stderr[-2000:]
+    assert run.returncode == 0, report
+    assert "No issues found" in run.stdout, report

@@ -1,0 +1,101 @@
+"""The wheel is the app: built from the checkout, installed with its dependencies into a fresh virtualenv, it
+holds every template, static file, data file and migration, and passes `check` outside the checkout.
+
+Slow (~30 s here, most of it pip installing the dependencies from its wheel cache into the new virtualenv).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.slow
+
+PACKAGES = ("bookchat", "ingestion", "chat", "audit", "bench")
+NOT_SOURCE = ("var", ".venv", ".git", "build", "*.egg-info", "__pycache__", ".pytest_cache", ".ruff_cache",
+              ".hypothesis")
+
+
+def run(*args, **kwargs) -> subprocess.CompletedProcess:
+    result = subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=600, **kwargs)
+    assert result.returncode == 0, f"{args}:\n{result.stdout}\n{result.stderr}"
+    return result
+
+
+def files_the_apps_read() -> set[str]:
+    """Every file in the packages that isn't Python: templates, static files, data (and migrations' .py)."""
+    found = set()
+    for package in PACKAGES:
+        for path in (REPO / package).rglob("*"):
+            relative = path.relative_to(REPO)
+            if path.is_file() and "__pycache__" not in relative.parts and \
+                    (path.suffix not in (".py", ".pyc") or "migrations" in relative.parts):
+                found.add(relative.as_posix())
+    return found
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    """Built from a copy of the checkout, so the build's own folders (build/, *.egg-info) stay out of it."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    source = tmp / "source"
+    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(*NOT_SOURCE))
+    run(sys.executable, "-m", "build", "--wheel", "--outdir", tmp / "dist", source)
+    (built,) = (tmp / "dist").glob("bookchat-*.whl")
+    return built
+
+
+def test_the_wheel_holds_every_template_static_file_data_file_and_migration(wheel):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    expected = files_the_apps_read()
+    assert {"bookchat/static/bookchat/widget.js", "bookchat/templates/bookchat/chat.html",
+            "chat/data/off_topic_questions.txt", "ingestion/templates/admin/ingestion/ingestionjob/change_form.html",
+            "chat/migrations/0001_conversations_and_calibration.py"} <= expected
+    assert not expected - names, f"missing from the wheel: {sorted(expected - names)}"
+    assert not any(name.startswith(("tests/", "docs/")) for name in names)
+
+
+def test_the_installed_wheel_passes_check_outside_the_checkout(wheel, tmp_path):
+    venv = tmp_path / "venv"
+    run(sys.executable, "-m", "venv", venv)
+    python = venv / "bin" / "python"
+    run(python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", wheel)
+
+    # Outside the checkout, with a data folder of its own, and a database that isn't there: settings never
+    # start the embedded server when DATABASE_URL is set, and `check` doesn't connect.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("BOOKCHAT_", "DJANGO_", "PYTHON", "VIRTUAL_ENV"))}
+    env |= {"DJANGO_SETTINGS_MODULE": "bookchat.settings", "BOOKCHAT_DATA_DIR": str(tmp_path / "data"),
+            "DATABASE_URL": "postgresql://bookchat@127.0.0.1:9/bookchat"}
+    checked = run(python, "-m", "django", "check", cwd=elsewhere, env=env)
+    assert "no issues" in checked.stdout
+
+    script = (
+        "import django, bookchat; django.setup()\n"
+        "from django.contrib.staticfiles import finders\n"
+        "from django.template.loader import get_template\n"
+        "from chat.calibration import OFF_TOPIC_FILE\n"
+        "print(bookchat.__file__)\n"
+        "print(finders.find('bookchat/widget.js'))\n"
+        "for name in ('bookchat/chat.html', 'admin/audit/dashboard.html',\n"
+        "             'admin/ingestion/ingestionjob/change_form.html'):\n"
+        "    print(get_template(name).origin.name)\n"
+        "print(OFF_TOPIC_FILE.is_file())\n"
+    )
+    lines = run(python, "-c", script, cwd=elsewhere, env=env).stdout.splitlines()
+    assert all(line.startswith(str(venv)) for line in lines[:-1]), f"read from the installed package: {lines}"
+    assert lines[-1] == "True"
+
+    refused = subprocess.run([python, "-m", "django", "check"], cwd=elsewhere, env=env | {"BOOKCHAT_FUSION": "x"},
+                             capture_output=True, text=True, timeout=120)
+    assert refused.returncode != 0 and "BOOKCHAT_FUSION='x'" in refused.stderr
