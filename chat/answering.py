@@ -16,7 +16,6 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from urllib.parse import quote
 
 from bookchat.conf import setting
 from bookchat.errors import BookchatError, NotFound, RequestError
@@ -37,9 +36,9 @@ from chat.generation import (
 from chat.grounding import GroundingReport, check_grounding
 from chat.models import ScopeCalibration
 from chat.rendering import render_answer
-from chat.retrieval import Retrieval, RetrievedChunk, nearest_sections, retrieve
+from chat.retrieval import Retrieval, nearest_sections, retrieve
 from chat.signals import answered
-from chat.terms import plain_text, split_sentences, strip_citations
+from chat.sources import source_card
 from ingestion.models import Book
 
 logger = logging.getLogger(__name__)
@@ -48,7 +47,6 @@ WITHHELD_MESSAGE = ("I couldn't answer this reliably from the book: the answer I
                     "passages it cited. The sources below are the closest passages; please check them.")
 LOW_CONFIDENCE_DISCLAIMER = ("Low confidence: this answer may be incomplete or not quite what you asked. "
                              "Check the cited sections before relying on it.")
-EXCERPT_CHARS = 300
 # Channels whose answers are not audited: quality evaluation asks hundreds of made-up questions.
 UNAUDITED_CHANNELS = frozenset({"evaluate"})
 
@@ -228,7 +226,7 @@ def _respond(p: Prepared, *, answer: str, refused: bool, generator_name: str, no
         coverage=question_coverage(p.resolved_question, answer, [chunks[n - 1].heading_path for n in grounding.cited]))
     level = confidence_level(confidence)
     suggestions = nearest_sections(p.retrieval) if refused or flagged else []
-    sources = [] if refused else [_source(n, c, answer, n in grounding.cited) for n, c in enumerate(chunks, 1)]
+    sources = [] if refused else [source_card(n, c, answer, n in grounding.cited) for n, c in enumerate(chunks, 1)]
     response = {
         "answer": answer,
         "answer_html": render_answer(answer, sources),
@@ -315,36 +313,3 @@ def _unanswerable_message(book: Book, missing: list[str]) -> str:
 def _not_covered_message(book: Book) -> str:
     return (f"This isn't covered in “{book.title}”, so I can't answer it from the book. "
             "The sections below came closest.")
-
-
-def _source(n: int, chunk: RetrievedChunk, answer: str, cited: bool) -> dict:
-    excerpt = _excerpt(chunk, answer)
-    return {"n": n, "chapter": chunk.chapter, "section": chunk.section, "heading_path": chunk.heading_path,
-            "url": fragment_url(chunk.url, excerpt), "excerpt": excerpt, "score": round(chunk.score, 4),
-            "chunk_id": chunk.id, "cited": cited, "document": chunk.document_path}
-
-
-def _excerpt(chunk: RetrievedChunk, answer: str) -> str:
-    """About EXCERPT_CHARS of the chunk as plain text, starting at the sentence the answer quotes, if any."""
-    text = plain_text(chunk.text)
-    start = 0
-    for sentence in split_sentences(strip_citations(answer)):
-        probe = plain_text(sentence)[:60]
-        if len(probe) >= 20 and probe in text:
-            start = text.index(probe)
-            break
-    excerpt = text[start:start + EXCERPT_CHARS]
-    if start + EXCERPT_CHARS < len(text):
-        excerpt = excerpt.rsplit(" ", 1)[0] + " …"
-    return excerpt
-
-
-def fragment_url(url: str, excerpt: str) -> str:
-    """``url`` with a text fragment (``#anchor:~:text=…``) that highlights the excerpt's first words."""
-    first = split_sentences(excerpt.replace(" …", ""))
-    start_words = (first[0] if first else excerpt).split()[:6]
-    if len(start_words) < 2:
-        return url
-    fragment = quote(" ".join(start_words).rstrip(".,;:"), safe="")
-    fragment = fragment.replace("-", "%2D")
-    return f"{url}:~:text={fragment}" if "#" in url else f"{url}#:~:text={fragment}"
