@@ -1,9 +1,9 @@
 """Indexing a book: discover → map page URLs → read → parse → chunk → embed what is new → store, one page at a time.
 
-Incremental by content: a page whose bytes, URL, chunking settings and link targets are unchanged
-is not even parsed; a changed page keeps every chunk whose id (a hash of book, page and embedded
-text) it already had and embeds only the rest, reusing any vector the book already holds
-for the same embedded text. Each page is replaced in its own transaction, so a crash leaves
+Incremental by content: a page whose bytes (its imported partials' included), URL, chunking settings
+and link targets are unchanged is not even parsed; a changed page keeps every chunk whose id (a hash
+of book, page and embedded text) it already had and embeds only the rest, reusing any vector the
+book already holds for the same embedded text. Each page is replaced in its own transaction, so a crash leaves
 it on its old chunks or its new ones, never half. A failure in one file is reported with its
 file and line and never stops the others. Runs on one book are serialised by an advisory lock.
 Book-relative links in the stored text (not the embedded one) become the book's URLs (ingestion/links.py).
@@ -35,6 +35,7 @@ from ingestion.lexicon import refresh_lexicon
 from ingestion.links import BookLinks, book_links
 from ingestion.models import Book, Chunk, Document, IndexRun, SearchStats, book_slug_validator
 from ingestion.parsing import parse_document
+from ingestion.partials import PartialResolver
 from ingestion.qdrant import OUT_OF_DATE, QdrantError, QdrantMirror, get_mirror
 from ingestion.signals import book_indexed
 from ingestion.sources import Discovery, SourceFile, discover, read_source
@@ -155,6 +156,7 @@ class BookIndexer:
         self._categories: dict[str, str] = {}
         self.links = BookLinks({})
         self._pending: list[_PreparedPage] = []
+        self.partials = PartialResolver(discovery.root, max_bytes=setting("MAX_FILE_BYTES"))
         self.mirror: QdrantMirror | None = None if dry_run else get_mirror()
 
     # -- the run -------------------------------------------------------------------------
@@ -262,14 +264,16 @@ class BookIndexer:
 
     def _index_file(self, file: SourceFile, stored: Document | None) -> None:
         source = read_source(file, max_bytes=setting("MAX_FILE_BYTES"))
-        if stored is not None and self._unchanged(stored, source.content_hash):
+        content_hash = self.partials.page_hash(source.text, source.content_hash, rel_path=file.rel_path)
+        if stored is not None and self._unchanged(stored, content_hash):
             self.report.files_unchanged += 1
             self.report.chunks_kept += stored.chunk_count
             return
         if not source.text.strip():
             self._skip(file, "empty file; skipped", stored)
             return
-        parsed = parse_document(source.text, rel_path=file.rel_path, category=self._category(file.rel_path))
+        parsed = parse_document(source.text, rel_path=file.rel_path, category=self._category(file.rel_path),
+                                partials=self.partials)
         for issue in parsed.warnings:
             self.report.warn(issue)
         drafts = self.chunker.chunk(parsed)
@@ -283,7 +287,7 @@ class BookIndexer:
         for issue in links.issues(source.text):
             self.report.warn(issue)
         fields = {"title": parsed.title[:500], "slug": parsed.slug, "url": url, "category": parsed.category[:300],
-                  "front_matter": parsed.front_matter, "content_hash": source.content_hash,
+                  "front_matter": parsed.front_matter, "content_hash": content_hash,
                   "chunker_version": self.fingerprint, "links_to": links.links_to}
         self._pending.append(self._prepare(file.rel_path, fields, drafts, texts, stored))
         if sum(len(p.drafts) for p in self._pending) >= FLUSH_PASSAGES:

@@ -10,7 +10,10 @@ Decisions:
   its content, ``<Admonition type="tip" title="T">`` becomes ``Tip (T): ``. ``<CodeBlock>{`…`}</CodeBlock>``
   becomes a fenced code block. ``<head>``/``<script>``/``<style>``/``<svg>`` are dropped with content.
 - Lowercase tags that are not HTML elements (``<robot>`` in prose) are text, not JSX.
-- Self-closing components are dropped, with one warning per unknown name per file.
+- Self-closing components keep their prose props as a line ``Name: title — description`` (string props
+  named ``title``, ``description``, ``label``, ``alt``, ``summary``… or whose value has two words of
+  letters and is not a URL; never ``{expressions}``, booleans, ids, classNames or hrefs). Components
+  without such props are dropped, with one warning per unknown name per file.
 - Unbalanced component tags raise ParseError in ``.mdx`` files; in ``.md`` files (which may be read
   as CommonMark) they only warn. Unbalanced lowercase HTML is tolerated.
 - ``{'text'}`` / ``{`text`}`` expressions become their text; other ``{expressions}`` stay literal.
@@ -41,6 +44,15 @@ VOID_TAGS = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input
 DROP_WITH_CONTENT = frozenset({"head", "script", "style", "svg"})
 # Self-closing components that carry no page text worth a warning.
 HARMLESS_COMPONENTS = frozenset({"TOCInline", "DocCardList"})
+# String props of self-closing components that are page text (see component_prose); others count as
+# text only when their value reads like prose, and never when the prop is known to hold a name or a URL.
+PROSE_PROPS = frozenset({"title", "description", "label", "alt", "summary", "caption", "subtitle", "heading",
+                         "text", "content", "question", "answer", "message", "tooltip", "note"})
+NON_PROSE_PROPS = frozenset({"id", "className", "class", "href", "src", "to", "url", "link", "path", "icon",
+                             "image", "img", "type", "variant", "color", "size", "width", "height", "style",
+                             "target", "rel", "key", "value", "language", "lang", "slug", "name", "theme"})
+_PROSE_VALUE = re.compile(r"[^\W\d_]{2,}[ \t]+[^\W\d_]{2,}")  # two words of letters
+_URL_LIKE = re.compile(r"^\S*[/#@][^\s]*$|://")
 ADMONITION_LABELS = {"caution": "Caution", "danger": "Danger", "info": "Info", "important": "Important",
                      "note": "Note", "tip": "Tip", "warning": "Warning", "success": "Tip",
                      "secondary": "Note"}
@@ -275,6 +287,9 @@ class _Scanner:
             self._close(tag.name, line)
             out.append(newlines)
             return tag.end
+        if tag.self_closing and _is_component(tag.name) and (prose := component_prose(tag.name, tag.attrs)):
+            out.append(prose + newlines)
+            return tag.end
         if tag.self_closing or tag.name.lower() in VOID_TAGS:
             if _is_component(tag.name) and tag.name not in HARMLESS_COMPONENTS | self._warned:
                 self._warned.add(tag.name)  # once per name per file
@@ -370,6 +385,18 @@ def _is_component(name: str) -> bool:
 
 _TAB_VALUE = re.compile(r"""\{\s*(?:label:\s*(['"])(?P<l1>.*?)\1\s*,\s*value:\s*(['"])(?P<v1>.*?)\3"""
                         r"""|value:\s*(['"])(?P<v2>.*?)\5\s*,\s*label:\s*(['"])(?P<l2>.*?)\7)""")
+
+
+def component_prose(name: str, attrs: dict[str, str]) -> str:
+    """``<Step title="Install" description="Use apt" />`` → ``"Step: Install — Use apt"`` ("" without prose)."""
+    texts = []
+    for prop, value in attrs.items():
+        value = " ".join(value.split())
+        if not value or value.startswith("{") or prop in NON_PROSE_PROPS or value in ("true", "false"):
+            continue
+        if prop in PROSE_PROPS or (_PROSE_VALUE.search(value) and not _URL_LIKE.search(value)):
+            texts.append(value)
+    return f"{name}: {' — '.join(texts)}" if texts else ""
 
 
 def _tab_labels(tag: _Tag) -> dict[str, str]:

@@ -1,6 +1,7 @@
 """Parse one Docusaurus Markdown/MDX page into a ParsedDocument: metadata, headings, content blocks.
 
-Pipeline: YAML front matter → MDX cleanup that keeps every line in place (``ingestion.mdx``) →
+Pipeline: YAML front matter → imported partials inlined (``ingestion.partials``; each line remembers
+its page line) → MDX cleanup that keeps every line in place (``ingestion.mdx``) →
 markdown-it block structure (``token.map``) → blocks cut from the cleaned lines, whose offsets and
 line numbers point into the original text.
 
@@ -26,7 +27,7 @@ import html
 import math
 import re
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import yaml
@@ -35,9 +36,10 @@ from markdown_it.token import Token
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
 from bookchat.errors import ParseError
-from ingestion.documents import Block, Heading, ParsedDocument
+from ingestion.documents import Block, Heading, Issue, ParsedDocument
 from ingestion.docusaurus import document_slug, heading_anchor, split_explicit_id, title_from_path
 from ingestion.mdx import CleanResult, Label, clean_mdx, fence_for
+from ingestion.partials import PartialResolver
 
 _MD = (
     MarkdownIt("commonmark", {"html": False})
@@ -74,24 +76,38 @@ class _Raw:
     headings: tuple[Heading, ...]
 
 
-def parse_document(text: str, *, rel_path: str, category: str = "") -> ParsedDocument:
-    """Parse a page. Raises ParseError (with file and 1-based line) for content that can't be read."""
+def parse_document(text: str, *, rel_path: str, category: str = "",
+                   partials: PartialResolver | None = None) -> ParsedDocument:
+    """Parse a page. Raises ParseError (with file and 1-based line) for content that can't be read.
+
+    With ``partials``, imported MDX partials are inlined where they are used (``ingestion.partials``)."""
     lines = _LINE_BREAK.split(text)
     front_matter, body_start = _front_matter(lines, rel_path)
     body = [""] * body_start + lines[body_start:]
     body[0] = body[0].removeprefix("\ufeff")
-    cleaned = clean_mdx(body, rel_path=rel_path)
-    env: dict = {}
-    tokens = _MD.parse("\n".join(cleaned.lines), env)
-    _check_fences(tokens, cleaned.lines, rel_path)
-    raws, headings, h1_title = _walk(tokens, cleaned)
+    inlined = partials.inline(body, rel_path=rel_path) if partials is not None else None
+    origins = inlined.origins if inlined is not None else range(len(body))
+    try:
+        cleaned = clean_mdx(inlined.lines if inlined is not None else body, rel_path=rel_path)
+        env: dict = {}
+        tokens = _MD.parse("\n".join(cleaned.lines), env)
+        _check_fences(tokens, cleaned.lines, rel_path)
+    except ParseError as exc:
+        if exc.line is not None and exc.file == rel_path:
+            exc.line = origins[exc.line - 1] + 1  # the page's line (of the <Partial /> when inside one)
+        raise
+    raws, headings, h1_title = _walk(tokens, cleaned, origins)
     raws = _merge_labels(raws, cleaned.labels)
     spans = _line_spans(text)
     blocks = [
-        Block(raw.kind, raw.text, raw.first + 1, raw.last + 1, spans[raw.first][0], spans[raw.last][1],
-              raw.headings)
+        Block(raw.kind, raw.text, origins[raw.first] + 1, origins[raw.last] + 1, spans[origins[raw.first]][0],
+              spans[origins[raw.last]][1], raw.headings)
         for raw in raws
     ]
+    warnings = [Issue(issue.file, origins[issue.line - 1] + 1 if issue.line else issue.line, issue.message)
+                for issue in cleaned.warnings]
+    if inlined is not None:
+        warnings = inlined.warnings + warnings
     return ParsedDocument(
         rel_path=rel_path,
         title=_title(front_matter, h1_title, rel_path),
@@ -100,7 +116,7 @@ def parse_document(text: str, *, rel_path: str, category: str = "") -> ParsedDoc
         category=category,
         blocks=blocks,
         headings=headings,
-        warnings=cleaned.warnings,
+        warnings=warnings,
         link_definitions={label: (ref["href"], ref["title"]) for label, ref in env.get("references", {}).items()},
     )
 
@@ -177,8 +193,9 @@ def _check_fences(tokens: list[Token], lines: list[str], rel_path: str) -> None:
                          line=start + 1)
 
 
-def _walk(tokens: list[Token], cleaned: CleanResult) -> tuple[list[_Raw], list[Heading], str | None]:
-    """Top-level tokens → raw blocks, headings and the first H1's title."""
+def _walk(tokens: list[Token], cleaned: CleanResult,
+          origins: Sequence[int]) -> tuple[list[_Raw], list[Heading], str | None]:
+    """Top-level tokens → raw blocks, headings (at their page lines, ``origins``) and the first H1's title."""
     raws: list[_Raw] = []
     headings: list[Heading] = []
     chain: list[Heading] = []
@@ -192,7 +209,7 @@ def _walk(tokens: list[Token], cleaned: CleanResult) -> tuple[list[_Raw], list[H
             level, inline = int(token.tag[1]), tokens[index + 1]
             title, anchor = _heading_title_anchor(inline, seen)
             if level <= 4:
-                heading = Heading(level, title, anchor, token.map[0] + 1)
+                heading = Heading(level, title, anchor, origins[token.map[0]] + 1)
                 headings.append(heading)
                 while chain and chain[-1].level >= level:
                     chain.pop()
