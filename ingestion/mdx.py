@@ -18,6 +18,8 @@ Decisions:
   as CommonMark) they only warn. Unbalanced lowercase HTML is tolerated.
 - ``{'text'}`` / ``{`text`}`` expressions become their text; other ``{expressions}`` stay literal.
 - Admonitions ``:::type[Title]`` become a label line (``Tip (Title):``) and their content is kept.
+- Other generators' syntax (Liquid/Jinja tags, mdBook includes, MkDocs ``!!!`` admonitions) is rewritten
+  first, by ``ingestion.generators``.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from markdown_it import MarkdownIt
 
 from bookchat.errors import ParseError
 from ingestion.documents import Issue
+from ingestion.generators import clean_generator_syntax
 
 _HTML_TAG_NAMES = """
     a abbr address area article aside audio b bdi bdo blockquote body br button canvas caption
@@ -116,6 +119,7 @@ def clean_mdx(lines: list[str], *, rel_path: str) -> CleanResult:
     original = lines
     lines = list(lines)
     code_lines = _unwrap_mdx_code_blocks(lines)
+    generator_warnings = clean_generator_syntax(lines, code_lines, rel_path=rel_path)
     scanner = _Scanner(rel_path, strict=rel_path.lower().endswith(".mdx"))
     index = 0
     while index < len(lines):
@@ -129,7 +133,7 @@ def clean_mdx(lines: list[str], *, rel_path: str) -> CleanResult:
         lines[index:end] = cleaned
         index = end
     scanner.finish()
-    result = CleanResult(lines, code_lines, scanner.labels, warnings=scanner.warnings)
+    result = CleanResult(lines, code_lines, scanner.labels, warnings=generator_warnings + scanner.warnings)
     _rewrite_admonitions(result, rel_path)
     result.removed = {i for i, line in enumerate(lines) if not line.strip() and original[i].strip()}
     return result

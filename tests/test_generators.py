@@ -1,0 +1,54 @@
+"""Books from other generators (Jekyll, MkDocs, mdBook): their template syntax is not indexed as prose."""
+
+from __future__ import annotations
+
+from ingestion.parsing import parse_document
+
+JEKYLL = """# Setup
+
+{% comment %}
+a draft paragraph nobody should read
+{% endcomment %}
+Install it with {{ site.tool }} and {% include note.html %} then run it.
+Write `{{ page.title }}` in a template to show the title.
+
+```liquid
+{% for post in site.posts %}{{ post.title }}{% endfor %}
+```
+"""
+
+
+def texts(doc) -> list[tuple[str, str]]:
+    return [(block.kind, block.text) for block in doc.blocks]
+
+
+def test_liquid_comments_tags_and_outputs_are_not_prose_but_code_and_inline_code_keep_them():
+    doc = parse_document(JEKYLL, rel_path="guide/setup.md")
+    prose = " ".join(text for kind, text in texts(doc) if kind != "code")
+    assert "draft paragraph" not in prose and "comment" not in prose
+    assert "site.tool" not in prose and "include" not in prose and "Install it with" in prose
+    assert "`{{ page.title }}`" in prose, "a page about Liquid quotes it in inline code"
+    code = [text for kind, text in texts(doc) if kind == "code"]
+    assert code and "{% for post in site.posts %}" in code[0]
+
+
+def test_mdx_pages_keep_their_jsx_object_literals():
+    doc = parse_document("# Colours\n\n<span style={{color: 'red'}}>Red text</span> is red.\n",
+                         rel_path="colours.mdx")
+    assert any("Red text is red." in text for _, text in texts(doc))
+
+
+def test_mkdocs_admonitions_become_a_label_and_their_indented_body_is_read_as_text():
+    page = ('# Install\n\n!!! warning "Careful now"\n    Do not run this as root.\n\n    - first step\n'
+            '    - second step\n\n??? note\n    Folded away.\n\nBack to normal text.\n')
+    blocks = texts(parse_document(page, rel_path="install.md"))
+    assert ("paragraph", "Warning (Careful now):\nDo not run this as root.") in blocks
+    assert ("list", "- first step\n- second step") in blocks
+    assert ("paragraph", "Note:\nFolded away.") in blocks
+    assert not any(kind == "code" for kind, _ in blocks), "not one indented code block"
+
+
+def test_an_mdbook_include_is_named_in_a_warning_and_not_left_as_text():
+    doc = parse_document("# Main\n\nThe program:\n\n{{#include ../src/main.rs:2:10}}\n", rel_path="ch1.md")
+    assert not any("#include" in text for _, text in texts(doc))
+    assert [(w.line, "{{#include ../src/main.rs:2:10}}" in w.message) for w in doc.warnings] == [(5, True)]
