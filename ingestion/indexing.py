@@ -206,7 +206,7 @@ class BookIndexer:
         if book is not None and not self.reindex:
             check_compatible(book, self.embedder)
         if self.dry_run:
-            return book or Book(slug=self.slug, title=self.title or self.slug,
+            return book or Book(slug=self.slug, title=self.title or default_title(self.discovery),
                                 base_url=self._base_url(None), embedder_name=self.embedder.name,
                                 embedder_dimension=self.embedder.dimension)
         fresh = book is None or self.reindex
@@ -219,7 +219,7 @@ class BookIndexer:
                 self.report.chunks_removed += removed
                 book.documents.all().delete()
             if self.title or not book.title:
-                book.title = self.title or self.discovery.root.name.replace("-", " ").replace("_", " ").title()
+                book.title = self.title or default_title(self.discovery)
             book.base_url = self._base_url(book)
             if not self.discovery.single_file:
                 book.source_path = str(self.discovery.root)
@@ -498,6 +498,30 @@ class BookLock:
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_unlock(%s)", [self.key])
 
+
+
+# The pages that stand for a whole folder of Markdown, whichever generator made it.
+INDEX_PAGES = ("index.md", "index.mdx", "README.md", "readme.md", "README.mdx")
+
+
+def default_title(discovery: Discovery) -> str:
+    """A new book's title when none is given: its root index page's or README's title (front matter or H1),
+    else the folder's name ("physical-ai-book" → "Physical Ai Book")."""
+    folder_name = discovery.root.name.replace("-", " ").replace("_", " ").title()
+    if discovery.single_file:
+        return folder_name
+    pages = {file.rel_path: file for file in discovery.files}
+    for name in INDEX_PAGES:
+        if name not in pages:
+            continue
+        try:
+            text = read_source(pages[name], max_bytes=setting("MAX_FILE_BYTES")).text
+            document = parse_document(text, rel_path=name)
+        except BookchatError:  # the page's own error is reported when it is indexed
+            continue
+        if document.front_matter.get("title") or any(heading.level == 1 for heading in document.headings):
+            return document.title
+    return folder_name
 
 def index_book(*, path: Path | str, book_slug: str | None = None, base_url: str | None = None,
                title: str | None = None, prune: bool = False, dry_run: bool = False, reindex: bool = False,

@@ -52,3 +52,15 @@ def test_an_mdbook_include_is_named_in_a_warning_and_not_left_as_text():
     doc = parse_document("# Main\n\nThe program:\n\n{{#include ../src/main.rs:2:10}}\n", rel_path="ch1.md")
     assert not any("#include" in text for _, text in texts(doc))
     assert [(w.line, "{{#include ../src/main.rs:2:10}}" in w.message) for w in doc.warnings] == [(5, True)]
+
+
+def test_a_new_books_title_comes_from_its_index_page_or_readme_before_its_folder_name(book_dir, db):
+    from ingestion.indexing import default_title
+    from ingestion.sources import discover
+
+    book_dir.write("guide/first.md", "# First\n\nText.\n")
+    assert default_title(discover(book_dir.root)) == "Book", "no index page: the folder's name"
+    book_dir.write("README.md", "# Robotics Lecture Notes\n\nWelcome.\n")
+    assert default_title(discover(book_dir.root)) == "Robotics Lecture Notes"
+    book_dir.write("index.md", "---\ntitle: Course Handbook\n---\nWelcome.\n")
+    assert default_title(discover(book_dir.root)) == "Course Handbook", "index.md first, its front matter title"
