@@ -17,7 +17,6 @@ from django.db import transaction
 from django.utils import timezone
 
 from bookchat.conf import setting
-from bookchat.errors import RequestError
 from chat.models import Conversation, Turn
 from chat.terms import content_terms, words
 
@@ -26,16 +25,6 @@ _REFERRING = frozenset(["it", "its", "it's", "this", "that", "these", "those", "
                         "above", "previous"])
 _CONTINUING = re.compile(r"^\s*(?:and|also|or|but|so|then|what about|how about|why not|what if|same for|"
                          r"and what|and how|and why|ok|okay)\b", re.IGNORECASE)
-
-
-def parse_session_id(value: str | None) -> uuid.UUID | None:
-    if value in (None, ""):
-        return None
-    try:
-        return uuid.UUID(str(value))
-    except ValueError:
-        raise RequestError("session_id must be a session id returned by an earlier answer", code="invalid_session",
-                           field="session_id") from None
 
 
 def conversation_for(session_id: uuid.UUID | None, book) -> Conversation:

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.openai_server import FakeOpenAIServer
+from tests.support.served import forget_answers_since
 from tests.support.shared_data import shared_corpus
 
 REPO = Path(__file__).resolve().parent.parent
@@ -126,6 +127,17 @@ def manual_book(django_db_setup, django_db_blocker) -> dict:
     report = json.loads(out)
     assert code == 0, report
     return report
+
+
+@pytest.fixture
+def served(django_db_blocker):
+    """Forget, after the test, the answers a real server committed during it."""
+    from django.utils import timezone
+
+    since = timezone.now()
+    yield
+    with django_db_blocker.unblock():
+        forget_answers_since(since)
 
 
 @pytest.fixture

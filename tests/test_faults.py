@@ -21,11 +21,9 @@ import httpx
 import psycopg
 import pytest
 from django.db import connection
-from django.utils import timezone
 
 from audit import recording
 from bench.latency import Gunicorn
-from tests.support.served import forget_answers_since
 
 BOOK = "bookchat-manual"
 QUESTION = "How do I ingest a folder?"
@@ -59,15 +57,6 @@ def database_outage(name: str):
             yield
         finally:
             admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
-
-
-@pytest.fixture
-def served(django_db_blocker):
-    """Forget, after the test, the answers a real server committed during it."""
-    since = timezone.now()
-    yield
-    with django_db_blocker.unblock():
-        forget_answers_since(since)
 
 
 @pytest.mark.slow

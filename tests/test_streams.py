@@ -5,26 +5,13 @@ streams queued two at a time and health waited behind them."""
 
 from __future__ import annotations
 
-import pytest
-from django.utils import timezone
-
 from bench.latency import Gunicorn
 from bench.streams import TOKEN_SECONDS, held_streams
 from bookchat.conf import setting
-from tests.support.served import forget_answers_since
 
 BOOK = "bookchat-manual"
 QUESTION = "How do I ingest a folder?"
 STREAMS = 20
-
-
-@pytest.fixture
-def served(django_db_blocker):
-    """Forget, after the test, the answers a real server committed during it."""
-    since = timezone.now()
-    yield
-    with django_db_blocker.unblock():
-        forget_answers_since(since)
 
 
 def test_twenty_streams_get_their_answer_while_health_answers_within_a_second(openai_server, manual_book, served):
