@@ -59,6 +59,8 @@ class AskRequest:
     selected_text: str = ""
     session_id: uuid.UUID | None = None
     book: str | None = None
+    version: str | None = None
+    locale: str | None = None
     chapter: str | None = None
     max_results: int | None = None
     channel: str = "api"
@@ -85,26 +87,59 @@ class Prepared:
     answer_id: uuid.UUID = field(default_factory=uuid.uuid4)
 
 
-def resolve_book(slug: str | None) -> Book:
-    """The book a request names, the configured default, or the only one there is."""
+def resolve_book(slug: str | None, *, version: str | None = None, locale: str | None = None) -> Book:
+    """The book a request names, the configured default, or the only one there is; for a site, its edition in
+    ``version`` (default: the latest) and ``locale`` (default, or without a translation: the default locale)."""
     slug = slug or setting("DEFAULT_BOOK") or None
     if slug:
-        book = Book.objects.filter(slug=slug).first()
+        book = Book.objects.filter(slug=slug).select_related("edition_of").first()
         if book is None:
             raise NotFound(f"there is no book {slug!r}; GET /api/v1/books lists them", code="unknown_book",
                            field="book")
-        return book
-    books = list(Book.objects.order_by("slug")[:2])
+        if book.edition_of_id and not (version or locale):
+            return book  # an edition named by its own slug
+        return pick_edition(book.root, version=version, locale=locale)
+    books = list(Book.objects.roots().order_by("slug")[:2])
     if not books:
         raise NotFound("no book has been indexed yet: run `manage.py ingest PATH` first", code="no_books")
     if len(books) > 1:
         raise RequestError("several books are indexed: say which one with `book`", code="book_required",
                            field="book")
-    return books[0]
+    return pick_edition(books[0], version=version, locale=locale)
+
+
+def pick_edition(root: Book, *, version: str | None, locale: str | None) -> Book:
+    """The edition of ``root`` in ``version`` (its name, label or URL path; default: the latest) and ``locale``
+    (or its language, else the default locale); a version not translated answers in the default locale."""
+    editions = [root, *root.editions.all()]
+    if len(editions) == 1 and not version:
+        return root
+    default = root.locale.lower()
+    wanted = (locale or default).lower()
+    present = {e.locale.lower() for e in editions}
+    chosen = next((x for x in (wanted, wanted.split("-")[0]) if x in present), default)
+    named = (version or "").strip().strip("/").lower()
+
+    def matches(edition: Book) -> bool:
+        if not named or named == "latest":
+            return edition.latest
+        return named in {edition.version.lower(), edition.version_label.lower(), edition.version_path.lower()} - {""}
+
+    for language in dict.fromkeys((chosen, default)):
+        found = next((e for e in editions if e.locale.lower() == language and matches(e)), None)
+        if found is not None:
+            return found
+    if not named:
+        return root
+    known = ", ".join(sorted({e.version for e in editions if e.version})) or "none"
+    raise NotFound(f"book {root.slug!r} has no version {version!r} (versions: {known})", code="unknown_version",
+                   field="version")
 
 
 def book_calibration(book: Book) -> dict:
-    calibration = ScopeCalibration.objects.filter(book=book).first()
+    calibration = (ScopeCalibration.objects.filter(book=book).first()
+                   or (ScopeCalibration.objects.filter(book_id=book.edition_of_id).first()
+                       if book.edition_of_id else None))
     return {"threshold": calibration.threshold, **calibration.details} if calibration else {}
 
 
@@ -123,7 +158,7 @@ def prepare(request: AskRequest, *, deadline: Deadline | None = None) -> Prepare
 
 
 def _prepare(request: AskRequest, deadline: Deadline) -> Prepared:
-    book = resolve_book(request.book)
+    book = resolve_book(request.book, version=request.version, locale=request.locale)
     conversation = conversations.conversation_for(request.session_id, book)
     turns = conversations.history(conversation)
     resolved = conversations.resolve_follow_up(request.question, turns)
@@ -237,7 +272,9 @@ def _respond(p: Prepared, *, answer: str, refused: bool, generator_name: str, no
         "session_id": str(p.conversation.id),
         "response_time_ms": p.deadline.elapsed_ms(),
         "answer_id": str(p.answer_id),
-        "book": p.book.slug,
+        "book": p.book.root.slug,
+        "version": p.book.version,
+        "locale": p.book.locale,
         "refused": refused,
         "suggestions": suggestions,
         "disclaimer": LOW_CONFIDENCE_DISCLAIMER if level == "low" and not refused and not flagged else None,

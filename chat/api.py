@@ -180,15 +180,34 @@ class FeedbackView(ClientView):
 class BooksView(ClientView):
     @extend_schema(operation_id="books", responses={200: BooksSerializer, **ERRORS})
     def get(self, request):
-        books = Book.objects.order_by("slug").with_counts()
+        books = list(Book.objects.order_by("version_rank", "locale", "slug").with_counts())
         thresholds = dict(ScopeCalibration.objects.values_list("book_id", "threshold"))
+        editions = {}
+        for b in books:
+            editions.setdefault(b.edition_of_id or b.pk, []).append(b)
         return Response(BooksSerializer({"books": [
-            {"slug": b.slug, "title": b.title, "base_url": b.base_url, "pages": b.document_count,
-             "chunks": b.chunk_count, "embedder": b.embedder_name,
-             "scope_threshold": round(scope_threshold(b, {"threshold": thresholds.get(b.pk)}), 4),
-             "updated_at": b.updated_at}
-            for b in books
+            book_entry(b, editions[b.pk], thresholds) for b in sorted(books, key=lambda b: b.slug)
+            if b.edition_of_id is None
         ]}).data)
+
+
+def book_entry(root: Book, editions: list[Book], thresholds: dict) -> dict:
+    """A book as ``GET /books`` lists it: its root's figures, and its versions and locales when it has them."""
+    latest = next((e for e in editions if e.latest and e.locale == root.locale), root)
+    versioned = len({e.version for e in editions}) > 1
+    return {
+        "slug": root.slug, "title": root.title, "base_url": latest.base_url, "pages": latest.document_count,
+        "chunks": latest.chunk_count, "embedder": root.embedder_name,
+        "scope_threshold": round(scope_threshold(latest, {"threshold": thresholds.get(latest.pk)
+                                                          or thresholds.get(root.pk)}), 4),
+        "updated_at": max(e.updated_at for e in editions),
+        "versions": list(dict.fromkeys(e.version for e in editions if e.version)) if versioned else [],
+        "locales": list(dict.fromkeys(e.locale for e in sorted(editions, key=lambda e: e.locale != root.locale)
+                                      if e.locale)),
+        "editions": [{"version": e.version if versioned else "", "label": e.version_label if versioned else "",
+                      "path": e.version_path, "locale": e.locale, "latest": e.latest, "base_url": e.base_url,
+                      "pages": e.document_count} for e in editions],
+    }
 
 
 class HealthView(APIView):

@@ -24,7 +24,7 @@ def record_feedback(answer_id: uuid.UUID, *, rating: str, comment: str, session_
         raise RequestError("feedback is accepted only from the conversation that got the answer: send its "
                            "session_id", code="not_your_answer", field="session_id", status=403)
     book = turn.conversation.book
-    if book_slug is not None and (book is None or book.slug != book_slug):
+    if book_slug is not None and (book is None or book.root.slug != book_slug):
         raise RequestError("this key can't give feedback on another book's answers", code="key_book", status=403)
     feedback, created = Feedback.objects.update_or_create(
         answer_id=answer_id,

@@ -27,9 +27,9 @@ def api_key_create(*, kind: str, name: str, origins: Sequence[str] = (), book_sl
     """A new active key and its value, which is not stored (only its hash) and can't be shown again."""
     book = None
     if book_slug:
-        book = Book.objects.filter(slug=book_slug).first()
+        book = Book.objects.roots().filter(slug=book_slug).first()
         if book is None:
-            known = ", ".join(Book.objects.order_by("slug").values_list("slug", flat=True)) or "none yet"
+            known = ", ".join(Book.objects.roots().order_by("slug").values_list("slug", flat=True)) or "none yet"
             raise ApiKeyError(f"unknown book {book_slug!r} (books: {known})", code="unknown_book", field="book")
     key = ApiKey(kind=kind, name=name.strip(), allowed_origins="\n".join(origins), book=book)
     raw = key.issue()

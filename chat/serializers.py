@@ -42,7 +42,7 @@ _TAG = re.compile(r"<!--.*?-->|<(?:script|style)\b[^>]*>.*?</(?:script|style)\s*
 _CONTROL = re.compile(r"[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
-ASK_FIELDS = ("question", "selected_text", "max_results", "session_id", "book", "chapter")
+ASK_FIELDS = ("question", "selected_text", "max_results", "session_id", "book", "version", "locale", "chapter")
 FEEDBACK_FIELDS = ("rating", "comment", "session_id")
 
 
@@ -209,7 +209,8 @@ class StrictSerializer(serializers.Serializer):
 
 
 class AskRequestSerializer(StrictSerializer):
-    """``{"question", "selected_text"?, "session_id"?, "book"?, "chapter"?, "max_results"?}``."""
+    """``{"question", "selected_text"?, "session_id"?, "book"?, "version"?, "locale"?, "chapter"?,
+    "max_results"?}``."""
 
     order = ASK_FIELDS
 
@@ -221,6 +222,10 @@ class AskRequestSerializer(StrictSerializer):
             "session_id": SessionIdField(),
             "book": TextField(required=False, max_length=64, help_text="Book slug; optional when only one book is "
                               "indexed or `BOOKCHAT_DEFAULT_BOOK` is set."),
+            "version": TextField(required=False, max_length=100, help_text="A version of a versioned book: its "
+                                 "name, label or URL path (`GET /books` lists them); default: the latest."),
+            "locale": TextField(required=False, max_length=35, help_text="The reader's language (`fr`, `pt-BR`): "
+                                "the book's translation when it has one, else its default locale."),
             "chapter": TextField(required=False, max_length=300, help_text="Limit the search to a chapter: its "
                                  "category label, folder, page path or page slug."),
             "max_results": MaxResultsField(),
@@ -230,6 +235,7 @@ class AskRequestSerializer(StrictSerializer):
         data = self.checked()
         return AskRequest(question=data["question"], selected_text=data.get("selected_text") or "",
                           session_id=data.get("session_id"), book=data.get("book") or None,
+                          version=data.get("version") or None, locale=data.get("locale") or None,
                           chapter=data.get("chapter") or None, max_results=data.get("max_results"), channel=channel)
 
 
@@ -306,7 +312,10 @@ class AnswerSerializer(serializers.Serializer):
     session_id = serializers.UUIDField()
     response_time_ms = serializers.IntegerField()
     answer_id = serializers.UUIDField()
-    book = serializers.CharField()
+    book = serializers.CharField(help_text="The book's slug, as clients name it.")
+    version = serializers.CharField(allow_blank=True, help_text="The version that answered (\"\" for a book "
+                                    "without versions).")
+    locale = serializers.CharField(allow_blank=True, help_text="The locale that answered (\"\" when unknown).")
     refused = serializers.BooleanField()
     suggestions = SuggestionSerializer(many=True)
     disclaimer = serializers.CharField(allow_null=True)
@@ -324,6 +333,16 @@ class FeedbackSerializer(serializers.Serializer):
     comment = serializers.CharField(allow_blank=True)
 
 
+class EditionSerializer(serializers.Serializer):
+    version = serializers.CharField(allow_blank=True, help_text="Name to send as `version` (\"\" without versions).")
+    label = serializers.CharField(allow_blank=True)
+    path = serializers.CharField(allow_blank=True, help_text="The version's URL segment (\"\" for the latest).")
+    locale = serializers.CharField(allow_blank=True)
+    latest = serializers.BooleanField(help_text="Answers when no `version` is sent.")
+    base_url = serializers.CharField(allow_blank=True)
+    pages = serializers.IntegerField()
+
+
 class BookSerializer(serializers.Serializer):
     slug = serializers.CharField()
     title = serializers.CharField()
@@ -333,6 +352,10 @@ class BookSerializer(serializers.Serializer):
     embedder = serializers.CharField(allow_blank=True)
     scope_threshold = serializers.FloatField()
     updated_at = serializers.DateTimeField()
+    versions = serializers.ListField(child=serializers.CharField(), help_text="Version names, newest first "
+                                     "(`current` is the unreleased \"Next\"); empty for a book without versions.")
+    locales = serializers.ListField(child=serializers.CharField())
+    editions = EditionSerializer(many=True, help_text="Every version in every locale, each with its URL.")
 
 
 class BooksSerializer(serializers.Serializer):

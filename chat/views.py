@@ -19,6 +19,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from bookchat.conf import setting
 from bookchat.errors import BookchatError, RequestError
 from chat.access import PAGE_SESSION_FLAG, PageClient
+from chat.answering import pick_edition
 from chat.asking import Asking
 from chat.conversations import live_conversation
 from chat.errors import error_reply
@@ -33,7 +34,7 @@ LEVEL_LABELS = {"high": "High confidence", "medium": "Medium confidence", "low":
 
 
 def _books() -> list[Book]:
-    return list(Book.objects.order_by("title", "slug"))
+    return list(Book.objects.roots().order_by("title", "slug"))
 
 
 def _current_book(request, books: list[Book], slug: str | None) -> Book | None:
@@ -73,7 +74,8 @@ def _page(request, *, book: Book | None, books: list[Book], status: int = 200, e
     conversation = None
     if book is not None:
         request.session["bookchat_book"] = book.slug
-        conversation = live_conversation(PageClient(session=request.session).conversation(book.slug), book)
+        edition = pick_edition(book, version=None, locale=None)  # a versioned book answers from its latest
+        conversation = live_conversation(PageClient(session=request.session).conversation(book.slug), edition)
     turns = list(conversation.turns.order_by("created_at", "id")) if conversation else []
     votes = votes_on(turns)
     turns = [turn_context(t, votes.get(t.answer_id)) for t in turns]

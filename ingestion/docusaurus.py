@@ -115,10 +115,13 @@ def document_slug(rel_path: str, front_matter: dict) -> str:
     return re.sub(r"/{2,}", "/", slug).strip("/")
 
 
-def document_url(base_url: str, slug: str) -> str:
-    """The page's URL: the book's base URL, then the page's slug ("" = the base URL's root)."""
+def document_url(base_url: str, slug: str, trailing_slash: bool | None = None) -> str:
+    """The page's URL: the book's base URL, then the page's slug ("" = the base URL's root), ending in "/" when
+    the site's ``trailingSlash`` is true."""
     base = base_url.rstrip("/")
-    return f"{base}/{slug}" if slug else f"{base}/"
+    if not slug:
+        return f"{base}/"
+    return f"{base}/{slug.rstrip('/')}/" if trailing_slash else f"{base}/{slug}"
 
 
 def is_partial(rel_path: str) -> bool:

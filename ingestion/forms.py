@@ -56,7 +56,7 @@ class UploadForm(forms.ModelForm):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["book"].required = False
-        self.fields["book"].queryset = Book.objects.order_by("slug")
+        self.fields["book"].queryset = Book.objects.roots().order_by("slug")
         self.fields["book"].empty_label = "— choose a book, or create one below —"
 
     def clean_folder(self) -> str:

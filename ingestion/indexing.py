@@ -38,6 +38,8 @@ from ingestion.parsing import parse_document
 from ingestion.partials import PartialResolver
 from ingestion.qdrant import OUT_OF_DATE, QdrantError, QdrantMirror, get_mirror
 from ingestion.signals import book_indexed
+from ingestion.site import Edition, plan_site
+from ingestion.site_config import SiteConfig
 from ingestion.sources import Discovery, SourceFile, discover, read_source
 from ingestion.vector_index import sync_book_index
 
@@ -132,8 +134,13 @@ class BookIndexer:
 
     def __init__(self, *, book_slug: str, discovery: Discovery, embedder: Embedder, base_url: str | None,
                  title: str | None, prune: bool, dry_run: bool, reindex: bool, trigger: str,
-                 progress: ProgressCallback | None):
+                 progress: ProgressCallback | None, edition: Edition | None = None, root_book: Book | None = None,
+                 site_root: Path | None = None):
+        """``edition``: a site's version or locale (``ingestion.site``); ``root_book`` the book it is an edition
+        of (None for the root itself)."""
         self.slug = book_slug
+        self.edition = edition
+        self.root_book = root_book
         self.discovery = discovery
         self.embedder = embedder
         self.base_url = base_url
@@ -156,7 +163,8 @@ class BookIndexer:
         self._categories: dict[str, str] = {}
         self.links = BookLinks({})
         self._pending: list[_PreparedPage] = []
-        self.partials = PartialResolver(discovery.root, max_bytes=setting("MAX_FILE_BYTES"))
+        self.partials = PartialResolver(discovery.root, max_bytes=setting("MAX_FILE_BYTES"), site_root=site_root,
+                                        pages={f.rel_path: f.path for f in discovery.files})
         self.mirror: QdrantMirror | None = None if dry_run else get_mirror()
 
     # -- the run -------------------------------------------------------------------------
@@ -208,7 +216,8 @@ class BookIndexer:
         if self.dry_run:
             return book or Book(slug=self.slug, title=self.title or default_title(self.discovery),
                                 base_url=self._base_url(None), embedder_name=self.embedder.name,
-                                embedder_dimension=self.embedder.dimension)
+                                embedder_dimension=self.embedder.dimension,
+                                **(self.edition.fields if self.edition else {}))
         fresh = book is None or self.reindex
         with transaction.atomic():
             if book is None:
@@ -225,6 +234,10 @@ class BookIndexer:
                 book.source_path = str(self.discovery.root)
             book.embedder_name = self.embedder.name
             book.embedder_dimension = self.embedder.dimension
+            if self.edition is not None:
+                for name, value in self.edition.fields.items():
+                    setattr(book, name, value)
+                book.edition_of = self.root_book
             book.save()
         if fresh:  # a new or re-indexed book starts from an empty mirror (points left by a deleted namesake go)
             self._mirror(lambda mirror: mirror.delete_where(book=self.slug))
@@ -244,7 +257,8 @@ class BookIndexer:
         files = self.discovery.files
         self.links = book_links(files, base_url=self.book.base_url,
                                 stored_slugs={path: d.slug for path, d in existing.items()},
-                                whole_book=not self.discovery.single_file, max_bytes=setting("MAX_FILE_BYTES"))
+                                whole_book=not self.discovery.single_file, max_bytes=setting("MAX_FILE_BYTES"),
+                                trailing_slash=self.book.trailing_slash)
         self.progress("files", 0, len(files))
         for done, file in enumerate(files, 1):
             self.report.files_seen += 1
@@ -280,7 +294,7 @@ class BookIndexer:
         if not drafts:
             self._skip(file, "no text besides front matter, imports or components; skipped", stored)
             return
-        url = document_url(self.book.base_url, parsed.slug)
+        url = document_url(self.book.base_url, parsed.slug, self.book.trailing_slash)
         _check_fits(file.rel_path, path=file.rel_path, slug=parsed.slug, url=url)
         links = self.links.page(rel_path=file.rel_path, url=url, definitions=parsed.link_definitions)
         texts = [links.rewrite(draft.text) for draft in drafts]
@@ -295,7 +309,7 @@ class BookIndexer:
 
     def _unchanged(self, stored: Document, content_hash: str) -> bool:
         return (stored.content_hash == content_hash and stored.chunker_version == self.fingerprint
-                and stored.url == document_url(self.book.base_url, stored.slug)
+                and stored.url == document_url(self.book.base_url, stored.slug, self.book.trailing_slash)
                 and self.links.still_resolve(stored.links_to))
 
     def _skip(self, file: SourceFile, message: str, stored: Document | None) -> None:
@@ -328,10 +342,17 @@ class BookIndexer:
         new_keys = {k for i, k in zip(ids, keys, strict=True) if i not in kept}
         vectors = {}
         if new_keys and self.book.pk and not self.reindex:
-            for key, vector in (Chunk.objects.filter(book=self.book, embedding_key__in=new_keys)
+            for key, vector in (Chunk.objects.filter(book__in=self._vector_books(), embedding_key__in=new_keys)
                                 .values_list("embedding_key", "embedding")):
                 vectors[key] = vector
         return _PreparedPage(rel_path, fields, drafts, texts, ids, keys, kept, len(old_ids - set(ids)), vectors)
+
+    def _vector_books(self) -> list[int]:
+        """The books whose vectors this one may reuse: itself, and the other editions of its site."""
+        if self.edition is None:
+            return [self.book.pk]
+        root = self.root_book or self.book
+        return [root.pk, *Book.objects.filter(edition_of=root).values_list("pk", flat=True)]
 
     def _flush(self) -> None:
         pending, self._pending = self._pending, []
@@ -549,3 +570,94 @@ def index_book(*, path: Path | str, book_slug: str | None = None, base_url: str 
             changed = report.chunks_added or report.chunks_removed or report.files_indexed
             book_indexed.send(sender=Book, book=indexer.book, report=report, changed=bool(changed))
         return report
+
+
+@dataclass
+class SiteReport:
+    """The index reports of a site's editions, and their sums (the fields of ``IndexReport``)."""
+
+    total: IndexReport
+    site: dict
+    editions: list[tuple[Edition, IndexReport]] = field(default_factory=list)
+
+    def __getattr__(self, name: str):
+        return getattr(self.total, name)
+
+    @property
+    def site_warnings(self) -> list[dict]:
+        """The warnings about the site itself (its config, versions file, folders)."""
+        return [w for w in self.total.warnings if "book" not in w]
+
+    def as_dict(self) -> dict:
+        return {**self.total.as_dict(), "site": self.site, "books": [
+            {"slug": e.slug, "title": e.title, "base_url": e.base_url, "version": e.version,
+             "version_label": e.version_label, "latest": e.latest, "locale": e.locale,
+             **{k: v for k, v in r.as_dict().items() if k not in ("book", "dry_run")}}
+            for e, r in self.editions
+        ]}
+
+
+SUMMED = ("files_seen", "files_indexed", "files_unchanged", "files_failed", "files_skipped", "documents_removed",
+          "chunks_added", "chunks_kept", "chunks_removed", "chunks_embedded", "tokens", "embed_seconds")
+
+
+def index_site(config: SiteConfig, *, book_slug: str | None = None, base_url: str | None = None,
+               title: str | None = None, prune: bool = False, dry_run: bool = False, reindex: bool = False,
+               trigger: str = "cli", progress: ProgressCallback | None = None) -> SiteReport:
+    """Index a Docusaurus site (``ingestion.site``): every docs instance, version and locale; return the reports."""
+    started = time.monotonic()
+    if book_slug is not None:
+        validate_book_slug(book_slug)
+    plan = plan_site(config, slug=book_slug, title=title, base_url=base_url)
+    roots = [editions[0].slug for editions in plan.books]
+    total = IndexReport(book=roots[0] if roots else (book_slug or ""), dry_run=dry_run)
+    for issue in plan.warnings:
+        total.warn(issue)
+    report = SiteReport(total, {"config": config.config_file.name, "read_with": config.how, "title": config.title,
+                                "url": config.site_url, "books": roots})
+    if not plan.books:
+        raise IndexingError(f"no docs to index in the site at {config.root}", code="empty")
+    embedder = get_embedder()
+    for editions in plan.books:
+        root_book = None
+        for edition in editions:
+            validate_book_slug(edition.slug)
+            indexer = BookIndexer(book_slug=edition.slug, discovery=edition.discover(), embedder=embedder,
+                                  base_url=edition.base_url, title=title or edition.title, prune=prune,
+                                  dry_run=dry_run, reindex=reindex, trigger=trigger, progress=progress,
+                                  edition=edition, root_book=root_book, site_root=config.root)
+            try:
+                with BookLock(edition.slug):
+                    edition_report = indexer.run()
+                    if not dry_run and indexer.book is not None and indexer.book.pk:
+                        changed = (edition_report.chunks_added or edition_report.chunks_removed
+                                   or edition_report.files_indexed)
+                        book_indexed.send(sender=Book, book=indexer.book, report=edition_report,
+                                          changed=bool(changed))
+            except BookchatError as exc:  # one edition that can't be indexed must not lose the others
+                edition_report = indexer.report
+                edition_report.error(exc)
+                edition_report.files_failed = edition_report.files_failed or 1
+            if edition.is_root:
+                root_book = indexer.book if indexer.book is not None and indexer.book.pk else None
+            report.editions.append((edition, edition_report))
+            for name in SUMMED:
+                setattr(total, name, getattr(total, name) + getattr(edition_report, name))
+            total.errors.extend({**issue, "book": edition.slug} for issue in edition_report.errors)
+            total.warnings.extend({**issue, "book": edition.slug} for issue in edition_report.warnings)
+        _stale_editions(root_book, {e.slug for e in editions}, prune=prune and not dry_run, report=total)
+    total.total_seconds = time.monotonic() - started
+    return report
+
+
+def _stale_editions(root: Book | None, planned: set[str], *, prune: bool, report: IndexReport) -> None:
+    """Editions of ``root`` the site no longer has (a version dropped from versions.json): removed with --prune."""
+    if root is None:
+        return
+    for book in Book.objects.filter(edition_of=root).exclude(slug__in=planned):
+        if prune:
+            report.documents_removed += book.documents.count()
+            book.delete()
+            report.warn(Issue(None, None, f"edition {book.slug!r} is no longer in the site; removed"))
+        else:
+            report.warn(Issue(None, None, f"edition {book.slug!r} is no longer in the site; --prune removes it"))

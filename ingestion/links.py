@@ -79,7 +79,7 @@ def page_slug(text: str, rel_path: str) -> str:
 
 
 def book_links(files: list[SourceFile], *, base_url: str, stored_slugs: dict[str, str], whole_book: bool,
-               max_bytes: int) -> BookLinks:
+               max_bytes: int, trailing_slash: bool | None = None) -> BookLinks:
     """The map of the book's pages to their URLs. ``files`` are the discovered ones; ``stored_slugs`` (source
     path → slug) the book's stored pages, which fill in when ``files`` are not the ``whole_book``."""
     slugs = {} if whole_book else dict(stored_slugs)
@@ -88,7 +88,7 @@ def book_links(files: list[SourceFile], *, base_url: str, stored_slugs: dict[str
             slugs[file.rel_path] = page_slug(read_source(file, max_bytes=max_bytes).text, file.rel_path)
         except BookchatError:  # unreadable, or bad front matter: the page fails on its own later
             slugs[file.rel_path] = stored_slugs.get(file.rel_path, document_slug(file.rel_path, {}))
-    return BookLinks({path: document_url(base_url, slug) for path, slug in slugs.items()})
+    return BookLinks({path: document_url(base_url, slug, trailing_slash) for path, slug in slugs.items()})
 
 
 @dataclass

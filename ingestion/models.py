@@ -29,6 +29,10 @@ book_slug_validator = RegexValidator(
 
 
 class BookQuerySet(models.QuerySet):
+    def roots(self) -> BookQuerySet:
+        """Books as clients name them: editions (versions, translations) are reached through their root."""
+        return self.filter(edition_of__isnull=True)
+
     def with_counts(self) -> BookQuerySet:
         return self.annotate(
             document_count=Count("documents", distinct=True), chunk_count=Count("chunks", distinct=True)
@@ -36,6 +40,13 @@ class BookQuerySet(models.QuerySet):
 
 
 class Book(models.Model):
+    """A book, or one edition of a Docusaurus site's docs: a version, a locale, or both (``ingestion.site``).
+
+    An edition is a book of its own (its pages, passages, search statistics and calibration), so answers never
+    mix versions; it points at its root, the site's current docs in the default locale, whose slug is the one
+    clients name (``version``/``locale`` pick the edition).
+    """
+
     slug = models.CharField(max_length=64, unique=True, validators=[book_slug_validator])
     title = models.CharField(max_length=300)
     base_url = models.CharField(
@@ -44,13 +55,28 @@ class Book(models.Model):
     source_path = models.CharField(max_length=1000, blank=True, help_text="Where the book was last indexed from.")
     embedder_name = models.CharField(max_length=200)
     embedder_dimension = models.PositiveIntegerField()
+    edition_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="editions",
+                                   help_text="The book this is a version or translation of.")
+    version = models.CharField(max_length=100, blank=True, help_text="Docusaurus version name: current, 1.0, …")
+    version_label = models.CharField(max_length=100, blank=True)
+    version_path = models.CharField(max_length=100, blank=True, help_text="The version's URL segment (\"\" for the "
+                                    "latest).")
+    version_rank = models.PositiveSmallIntegerField(default=0, help_text="0 for the newest version.")
+    latest = models.BooleanField(default=True, help_text="Answers when no version is asked for.")
+    locale = models.CharField(max_length=35, blank=True)
+    trailing_slash = models.BooleanField(null=True, blank=True, help_text="The site's trailingSlash.")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     objects = BookQuerySet.as_manager()
 
     def __str__(self) -> str:
-        return self.title or self.slug
+        edition = " · ".join(x for x in (self.version_label if self.version else "", self.locale) if x)
+        return f"{self.title or self.slug} ({edition})" if self.edition_of_id and edition else self.title or self.slug
+
+    @property
+    def root(self) -> Book:
+        return self.edition_of if self.edition_of_id else self
 
 
 class Document(models.Model):

@@ -50,10 +50,14 @@ class InlinedLines:
 class PartialResolver:
     """Reads and inlines the partials of a book's pages (files are read once per resolver)."""
 
-    def __init__(self, root: Path, *, max_bytes: int):
+    def __init__(self, root: Path, *, max_bytes: int, site_root: Path | None = None,
+                 pages: dict[str, Path] | None = None):
+        """``pages``: where a page really is when not at ``root/rel_path`` (a translation read in its place)."""
         self.root = Path(root).resolve()
-        self.site_root = next((folder for folder in (self.root, self.root.parent)
-                               if any((folder / name).is_file() for name in _CONFIG_NAMES)), None)
+        self.site_root = site_root.resolve() if site_root else next(
+            (folder for folder in (self.root, self.root.parent)
+             if any((folder / name).is_file() for name in _CONFIG_NAMES)), None)
+        self.pages = pages or {}
         self.max_bytes = max_bytes
         self._files: dict[Path, tuple[str, str] | str] = {}  # path → (text, sha256) or an error message
 
@@ -63,7 +67,7 @@ class PartialResolver:
         if not _ANY_PARTIAL_IMPORT.search("\n".join(lines)):
             result.lines, result.origins = list(lines), list(range(len(lines)))
             return result
-        page = (self.root / rel_path).resolve()
+        page = (self.pages.get(rel_path) or self.root / rel_path).resolve()
         for text, origin in self._expand(lines, page=page, chain=(page,), rel_path=rel_path, result=result):
             result.lines.append(text)
             result.origins.append(origin)

@@ -209,7 +209,8 @@ def test_widget_options_documented_in_the_manual_are_the_ones_it_reads():
     widget = (REPO / "bookchat" / "static" / "bookchat" / "widget.js").read_text()
     read_options = widget[widget.index("function readOptions"):widget.index("function apiBase")]
     read = set(re.findall(r"\bdata\.([a-z]+)\b", read_options))
-    assert documented == read == {"key", "book", "position", "title", "color", "placeholder", "api"}
+    assert documented == read == {"key", "book", "position", "title", "color", "placeholder", "api",
+                                     "version"}
     assert "'data-key': 'pk_…'" in manual and "'data-book': 'my-book'" in manual, "the docusaurus.config.js recipe"
 
 

@@ -9,6 +9,9 @@
  *   data-color            accent colour (any CSS colour)
  *   data-placeholder      placeholder of the question box
  *   data-api              API base URL (default: the origin this file was loaded from)
+ *   data-version          the book's version to ask (default: the version of the page the reader is on, read
+ *                         from its URL against the book's editions in GET /books; else the latest)
+ * The reader's language (<html lang>) is sent as the question's locale: a translated book answers in it.
  *
  * API used (every call carries ?key=pk_…, cross-origin, without cookies):
  *   POST /api/v1/ask/stream                 Server-Sent Events: token…, then final (or error)
@@ -57,6 +60,7 @@
       title: (data.title || '').trim() || 'Ask the book',
       color: color && window.CSS && CSS.supports('color', color) ? color : null,
       placeholder: (data.placeholder || '').trim() || 'Ask a question about this book',
+      version: (data.version || '').trim(),
       api: apiBase(data.api, tag && tag.src)
     };
   }
@@ -225,7 +229,39 @@
       return response.json().catch(function () { return {}; });
     }
 
-    return { ask: ask, feedback: feedback };
+    async function books() {
+      var response = await fetch(endpoint('/api/v1/books'), { mode: 'cors', credentials: 'omit' });
+      if (!response.ok) throw await failure(response);
+      return response.json();
+    }
+
+    return { ask: ask, feedback: feedback, books: books };
+  }
+
+  // ---------------------------------------------------------------- the page's version and language
+
+  /** The edition of ``book`` (an entry of GET /books) that the page at ``pageUrl`` belongs to, read from its URL
+   *  the way Docusaurus routes it: the edition whose URL path is the longest prefix of the page's path. */
+  function editionOf(book, pageUrl) {
+    if (!book || !Array.isArray(book.editions) || !Array.isArray(book.versions) || !book.versions.length) return null;
+    var path = pageUrl.pathname.replace(/\/+$/, '') + '/';
+    var best = null;
+    var bestLength = -1;
+    book.editions.forEach(function (edition) {
+      var base = safeUrl(edition.base_url);
+      if (!base) return;
+      var prefix = base.pathname.replace(/\/+$/, '') + '/';
+      if (path.indexOf(prefix) === 0 && prefix.length > bestLength) {
+        best = edition;
+        bestLength = prefix.length;
+      }
+    });
+    return best;
+  }
+
+  function pageLanguage() {
+    var lang = (document.documentElement.getAttribute('lang') || '').trim();
+    return /^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$/.test(lang) ? lang : '';
   }
 
   function retryAfter(response, body) {
@@ -446,6 +482,20 @@
     var api = createApi(options);
     var sessionKey = 'bookchat:session:' + options.book;
     var state = { sessionId: storage('get', sessionKey), selection: null, offered: null, accepted: null, request: null };
+    var pageVersion = null;  // a promise of the version to ask (or ''), found once per page
+
+    function versionToAsk() {
+      if (options.version) return Promise.resolve(options.version);
+      if (!pageVersion) {
+        pageVersion = api.books().then(function (body) {
+          var books = (body && Array.isArray(body.books)) ? body.books : [];
+          var book = books.filter(function (b) { return b && b.slug === options.book; })[0];
+          var edition = editionOf(book, location);
+          return edition ? String(edition.version || '') : '';
+        }).catch(function () { return ''; });  // no version: the latest answers
+      }
+      return pageVersion;
+    }
 
     var host = el('div');
     host.id = 'bookchat-widget';
@@ -564,7 +614,12 @@
       var payload = { question: question, book: options.book };
       if (state.sessionId) payload.session_id = state.sessionId;
       if (selection) payload.selected_text = selection;
-      askAndRender(payload, view);
+      var language = pageLanguage();
+      if (language) payload.locale = language;
+      versionToAsk().then(function (version) {
+        if (version) payload.version = version;
+        askAndRender(payload, view);
+      });
     }
 
     async function askAndRender(payload, view) {

@@ -22,18 +22,26 @@ class Command(BaseCommand):
     help = "Ask a book a question and print the cited answer."
     requires_system_checks = []
 
+    def create_parser(self, prog_name, subcommand, **kwargs):
+        # --version names the book's version here, not Django's.
+        return super().create_parser(prog_name, subcommand, conflict_handler="resolve", **kwargs)
+
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("question", help="The question, in quotes.")
         parser.add_argument("--selected-text", dest="selected_text", default="",
                             help="A passage of the book the question is about.")
         parser.add_argument("--book", help="Book slug (needed when several books are indexed).")
+        parser.add_argument("--version", help="A version of a versioned book (name, label or URL path; default: "
+                                               "the latest).")
+        parser.add_argument("--locale", help="Ask the book's translation in this locale (default: its default locale).")
         parser.add_argument("--chapter", help="Only search this chapter (category label, folder, page path or slug).")
         parser.add_argument("--session", dest="session_id", help="Continue the conversation with this session id.")
         parser.add_argument("--max-results", dest="max_results", type=int, help="Sources to retrieve (1–10).")
         parser.add_argument("--json", action="store_true", help="Print the response as one JSON object.")
 
     def handle(self, *args, **options) -> None:
-        data = {key: options[key] for key in ("selected_text", "book", "chapter", "session_id", "max_results")
+        data = {key: options[key] for key in ("selected_text", "book", "version", "locale", "chapter", "session_id",
+                                                   "max_results")
                 if options.get(key) not in (None, "")}
         data["question"] = options["question"]
         try:

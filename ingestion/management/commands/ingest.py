@@ -1,4 +1,8 @@
-"""``manage.py ingest PATH``: index a folder (or one file) of Markdown/MDX pages into a book.
+"""``manage.py ingest PATH``: index a Docusaurus site, a folder or one file of Markdown/MDX pages into a book.
+
+A folder holding ``docusaurus.config.*`` is read as a site (``ingestion.site``): every docs instance,
+version and locale, with the site's title and URLs; ``--json`` then adds ``site`` and ``books`` (one
+report per edition) to the summed report.
 
 Exit status: 0 when every file was indexed, 1 when some failed (the rest are indexed and
 searchable), 2 when nothing could be indexed or the arguments are wrong.
@@ -8,11 +12,13 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandParser
 
 from bookchat.errors import BookchatError
-from ingestion.indexing import IndexReport, index_book
+from ingestion.indexing import IndexReport, SiteReport, index_book, index_site
+from ingestion.site_config import find_config, read_site_config
 
 
 class ProgressBar:
@@ -51,11 +57,14 @@ class Command(BaseCommand):
     requires_system_checks = []
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("path", help="A docs folder or a single .md/.mdx file.")
+        parser.add_argument("path", help="A Docusaurus site (the folder with docusaurus.config.*), a docs folder "
+                                         "or a single .md/.mdx file.")
         parser.add_argument("--book", dest="book", help="Book slug (default: the folder's name, slugified).")
-        parser.add_argument("--title", help="Book title (default: from the folder's name).")
+        parser.add_argument("--title", help="Book title (default: the site's title, else the folder's index page "
+                                            "or README, else its name).")
         parser.add_argument("--base-url", dest="base_url",
-                            help="Public URL of the book's site, used to build links to sections.")
+                            help="Public URL of the book, used to build links to sections (for a site: its url "
+                                 "and baseUrl, default from its config).")
         parser.add_argument("--prune", action="store_true", help="Remove pages whose files are gone.")
         parser.add_argument("--dry-run", action="store_true",
                             help="Report what would change without embedding or writing anything.")
@@ -65,12 +74,15 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         progress = ProgressBar(sys.stderr) if not options["json"] else None
+        path = Path(options["path"]).expanduser()
+        arguments = {"book_slug": options["book"], "base_url": options["base_url"], "title": options["title"],
+                     "prune": options["prune"], "dry_run": options["dry_run"], "reindex": options["reindex"],
+                     "progress": progress}
         try:
-            report = index_book(
-                path=options["path"], book_slug=options["book"], base_url=options["base_url"],
-                title=options["title"], prune=options["prune"], dry_run=options["dry_run"],
-                reindex=options["reindex"], progress=progress,
-            )
+            if path.is_dir() and find_config(path) is not None:
+                report = index_site(read_site_config(path), **arguments)
+            else:
+                report = index_book(path=path, **arguments)
         except BookchatError as exc:
             if progress:
                 progress.close()
@@ -92,7 +104,18 @@ class Command(BaseCommand):
             self.stderr.write(f"ingest: {exc}")
         sys.exit(2)
 
-    def _summary(self, r: IndexReport) -> str:
+    def _summary(self, r: IndexReport | SiteReport) -> str:
+        if isinstance(r, SiteReport):
+            lines = [f"Site {r.site['title']!r} ({r.site['config']}, read with {r.site['read_with']}): "
+                     f"{len(r.editions)} editions, {r.chunks_embedded} passages embedded, "
+                     f"total {r.total_seconds:.1f} s."]
+            for edition, report in r.editions:
+                where = " · ".join(x for x in (edition.version_label, edition.locale) if x)
+                lines.append(f"- {edition.slug} ({where}) at {edition.base_url}")
+                lines.append("  " + self._summary(report).replace("\n", "\n  "))
+            for item in r.site_warnings:
+                lines.append(f"Warning: {item['file'] or '-'}: {item['message']}")
+            return "\n".join(lines)
         verb = "would index" if r.dry_run else "indexed"
         lines = [
             f"Book {r.book!r}: {r.files_seen} files seen, {r.files_indexed} {verb}, {r.files_unchanged} unchanged, "
