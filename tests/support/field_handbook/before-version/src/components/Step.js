@@ -1,0 +1,8 @@
+export default function Step(props) {
+  return (
+    <div className="step">
+      <strong>{props.title}</strong>
+      <p>{props.description}</p>
+    </div>
+  );
+}
