@@ -21,8 +21,9 @@ import yaml
 
 from ingestion.documents import Issue
 
-# Docusaurus: a heading ending in `{#custom-id}` uses that id verbatim.
-_EXPLICIT_ID_RE = re.compile(r"\s*\{#([^{}]+)\}\s*$")
+# Docusaurus: a heading ending in `{#custom-id}` (or, the MDX-safe form of v3.x's future.v4, `{/* #custom-id */}`)
+# uses that id verbatim.
+_EXPLICIT_ID_RE = re.compile(r"\s*\{(?:#([^{}]+)|/\*\s*#([^{}*]+?)\s*\*/)\}\s*$")
 # Docusaurus skips date-like (2021-01-…) and version-like (1.2-…) prefixes before the real rule.
 _IGNORED_PREFIX_RE = re.compile(r"^\d+[-_.]\d+")
 _NUMBER_PREFIX_RE = re.compile(r"^(?P<number>\d+)\s*[-_.]+\s*(?P<suffix>[^-_.\s].*)$", re.S)
@@ -31,11 +32,13 @@ _CATEGORY_FILES = ("_category_.json", "_category_.yml", "_category_.yaml")
 
 
 def split_explicit_id(title: str) -> tuple[str, str | None]:
-    """``"Title {#custom-id}"`` → ``("Title", "custom-id")``; without an id → ``(title, None)``."""
+    """``"Title {#custom-id}"`` or ``"Title {/* #custom-id */}"`` → ``("Title", "custom-id")``; without an id →
+    ``(title, None)``."""
     match = _EXPLICIT_ID_RE.search(title)
-    if not match or not match.group(1).strip():
+    custom = match and (match.group(1) or match.group(2) or "").strip()
+    if not custom:
         return title.strip(), None
-    return title[: match.start()].strip(), match.group(1).strip()
+    return title[: match.start()].strip(), custom
 
 
 def github_slug(text: str) -> str:

@@ -33,6 +33,8 @@ from bookchat.errors import ParseError
 from ingestion.documents import Issue
 from ingestion.generators import clean_generator_syntax
 
+_COMMENT_HEADING_ID = re.compile(r"\s*#([^\s{}*]+)\s*$")
+_ATX_HEADING_START = re.compile(r" {0,3}#{1,6}\s")
 _HTML_TAG_NAMES = """
     a abbr address area article aside audio b bdi bdo blockquote body br button canvas caption
     center cite code col colgroup data dd del details dfn dialog div dl dt em embed fieldset
@@ -254,7 +256,12 @@ class _Scanner:
         if seg.startswith("{/*", start):
             end = seg.find("*/}", start + 3)
             if end >= 0:
-                out.append(_newlines(seg[start : end + 3]))
+                heading_id = _COMMENT_HEADING_ID.match(seg[start + 3 : end])
+                line = seg[seg.rfind("\n", 0, start) + 1 : start]
+                if heading_id and _ATX_HEADING_START.match(line) and not seg[end + 3 :].split("\n", 1)[0].strip():
+                    out.append(f"{{#{heading_id.group(1)}}}")  # `## Title {/* #id */}`: Docusaurus's v4 heading id
+                else:
+                    out.append(_newlines(seg[start : end + 3]))
                 return end + 3
         # Only {'text'} / {`text`} have a value we can know; other expressions stay as written.
         expression = _STRING_EXPRESSION.match(seg, start)

@@ -16,6 +16,7 @@ from ingestion.docusaurus import (
     strip_number_prefix,
     title_from_path,
 )
+from ingestion.parsing import parse_document
 from tests.support.shared_data import shared_data
 
 # -- explicit ids and anchors -------------------------------------------------------------------
@@ -30,10 +31,20 @@ from tests.support.shared_data import shared_data
         ("Plain title", ("Plain title", None)),
         ("Braces {in} the middle", ("Braces {in} the middle", None)),
         ("Empty id {#}", ("Empty id {#}", None)),
+        ("Wind shelter {/* #wind */}", ("Wind shelter", "wind")),  # the form future.v4 sites use
     ],
 )
 def test_split_explicit_id(title, expected):
     assert split_explicit_id(title) == expected
+
+
+def test_a_heading_id_in_an_mdx_comment_names_the_anchor_and_other_comments_vanish():
+    text = "# Page\n\n## Wind shelter {/* #wind */}\n\nPitch the tent {/* #not-an-id */} behind the rocks.\n"
+    document = parse_document(text, rel_path="camp.mdx")
+    assert [(h.title, h.anchor) for h in document.headings] == [("Page", "page"), ("Wind shelter", "wind")]
+    text = " ".join(block.text for block in document.blocks)
+    assert "Pitch the tent  behind the rocks." in text or "Pitch the tent behind the rocks." in text
+    assert "not-an-id" not in text
 
 
 @pytest.mark.parametrize(
