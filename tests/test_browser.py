@@ -2,9 +2,10 @@
 
 - the chat page with JavaScript (a streamed LLM answer, clickable citations, the badge, thumbs) and without
   it (the form post), keyboard only, and at 360 px in dark mode;
-- the widget on a static Docusaurus-like page served from another origin: it opens, answers, "Ask about
-  this" sends the selection, the page's hostile CSS doesn't reach it, keyboard only, a 360 px screen, and
-  a key that doesn't allow the page's origin (a clear error in the widget, 403 from the API);
+- the widget on a static Docusaurus-like page served from another origin: it opens, answers, asks the version
+  of the page it is on, "Ask about this" sends the selection, the page's hostile CSS doesn't reach it,
+  keyboard only, a 360 px screen, and a key that doesn't allow the page's origin (a clear error in the
+  widget, 403 from the API);
 - the admin (a reviewer's review, a staff upload) and the API docs, under the Content-Security-Policy.
 
 Every page watches its console: an error there fails the test (except the browser's own report of the
@@ -23,8 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import committed
+from tests.conftest import committed, run_command
 from tests.support.browser import CHROMIUM_ARGS, ConsoleErrors, DocsSite, LiveServer, chromium_or_skip
+from tests.support.versioned_site import write_versioned_site
 
 pytestmark = pytest.mark.slow
 
@@ -278,6 +280,36 @@ def test_widget_answers_on_a_docs_site_and_the_sites_css_does_not_leak_in(server
     page.wait_for_url(f"{docs.origin}/**")
     assert page.evaluate("location.pathname") != "/using/ingest" or page.evaluate("location.hash")
     assert errors == []
+
+
+def test_widget_on_a_versioned_page_asks_that_version(servers, open_page, widget_key, tmp_path):
+    """A versioned book whose site is the docs server: on /guide/next/… the widget asks the unreleased docs, on
+    /guide/… the latest version, and the answer's links stay in that version."""
+    from ingestion.models import Book
+
+    _, docs = servers
+    site = write_versioned_site(tmp_path / "site")
+    code, out, _ = committed(lambda: run_command("ingest", str(site), "--base-url", docs.origin, "--json"))
+    assert code == 0, out
+    try:
+        key = widget_key(docs.origin)
+        for path, version, prefix in (("/guide/next/setup/", "current", "/guide/next/"),
+                                      ("/guide/setup/", "2.0", "/guide/")):
+            docs.key, docs.book = key, "field-notes"
+            page, errors = open_page(docs.page_url(path))
+            page.locator(".bc-launcher").click()
+            with page.expect_request(lambda r: "/api/v1/ask/stream" in r.url) as request:
+                ask_widget(page, "How often should the level be calibrated?")
+            sent = json.loads(request.value.post_data)
+            assert (sent["version"], sent["locale"]) == (version, "en")
+            answer = page.locator(".bc-answer[data-state=done]").last
+            answer.wait_for()
+            links = answer.locator(".bc-sources a").evaluate_all("links => links.map(a => a.href)")
+            assert links and all(link.startswith(docs.origin + prefix) for link in links), links
+            assert version != "2.0" or not any("/next/" in link for link in links)
+            assert errors == []
+    finally:
+        committed(lambda: Book.objects.filter(slug__startswith="field-notes").delete())
 
 
 def test_widget_ask_about_selected_text(servers, open_page, widget_key):
