@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from django.db import connection
 
-from ingestion.lexicon import query_terms, stored_statistics
+from ingestion.lexicon import BOOK_SEARCH_CONFIG, query_terms, stored_statistics
 
 K1 = 1.2
 B = 0.75
@@ -55,11 +55,12 @@ class LexicalResult:
         return sum(self.idf[t] for t in found) / total
 
 
-def query_lexemes(text: str) -> dict[str, tuple[int, ...]]:
-    """The distinct english-stemmed lexemes Postgres makes of ``text`` (stop words dropped), in order, each
-    with its word positions in ``text``."""
+def query_lexemes(text: str, book_id: int) -> dict[str, tuple[int, ...]]:
+    """The distinct lexemes Postgres makes of ``text`` with the book's stemming (stop words dropped), in order,
+    each with its word positions in ``text``."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT lexeme, positions FROM unnest(to_tsvector('english', %s))", [text])
+        cursor.execute(f"SELECT lexeme, positions FROM unnest(to_tsvector({BOOK_SEARCH_CONFIG}, %s))",
+                       [book_id, text])
         return {lexeme: tuple(positions or ()) for lexeme, positions in cursor.fetchall()}
 
 
@@ -119,7 +120,7 @@ def bm25_search(*, book_id: int, text: str, limit: int, document_ids: list[int] 
             result.query_positions = {t: terms[t][1] for t in lexemes}
             total, avg_length = stats
         else:
-            found = query_lexemes(text)
+            found = query_lexemes(text, book_id)
             lexemes = list(found)[:MAX_QUERY_LEXEMES]
             if not lexemes:
                 return result

@@ -234,11 +234,15 @@ class BookIndexer:
                 book.source_path = str(self.discovery.root)
             book.embedder_name = self.embedder.name
             book.embedder_dimension = self.embedder.dimension
+            config = book.search_config
             if self.edition is not None:
                 for name, value in self.edition.fields.items():
                     setattr(book, name, value)
                 book.edition_of = self.root_book
             book.save()
+            if book.search_config != config:  # a new language: every passage's search vector is recomputed
+                Chunk.objects.filter(book=book).update(search_config=book.search_config)
+                SearchStats.objects.filter(book=book).delete()
         if fresh:  # a new or re-indexed book starts from an empty mirror (points left by a deleted namesake go)
             self._mirror(lambda mirror: mirror.delete_where(book=self.slug))
         return book
@@ -429,7 +433,7 @@ class BookIndexer:
             anchor=anchor[:300], url=document.url + (f"#{anchor}" if anchor else ""), text=text,
             char_start=draft.char_start, char_end=draft.char_end, line_start=draft.line_start,
             line_end=draft.line_end, token_count=draft.token_count, continued=draft.continued,
-            embedding_key=key, dimensions=self.embedder.dimension,
+            embedding_key=key, dimensions=self.embedder.dimension, search_config=self.book.search_config,
             embedding=page.vectors.get(key),  # None for kept rows: bulk_update leaves their vector alone
         )
 

@@ -42,8 +42,12 @@ def stored_statistics(cursor, book_id: int) -> tuple[int, float] | None:
     return cursor.fetchone()
 
 
+# The book's text-search configuration, in SQL: a question is stemmed the way its passages were.
+BOOK_SEARCH_CONFIG = "(SELECT search_config::regconfig FROM ingestion_book WHERE id = %s)"
+
+
 def lexeme_counts(cursor, book_id: int, text: str) -> dict[str, int]:
-    """The distinct lexemes Postgres makes of ``text`` (english stemming, stop words dropped), each with the
+    """The distinct lexemes Postgres makes of ``text`` (the book's stemming, stop words dropped), each with the
     number of the book's passages that contain it (0 for a word the book lacks)."""
     return {lexeme: chunks for lexeme, (chunks, _) in query_terms(cursor, book_id, text).items()}
 
@@ -52,8 +56,9 @@ def query_terms(cursor, book_id: int, text: str) -> dict[str, tuple[int, tuple[i
     """Like :func:`lexeme_counts`, with each lexeme's word positions in ``text``: ``{lexeme: (chunks,
     positions)}`` (the re-ranker reads the positions for the question's phrases)."""
     cursor.execute(
-        "SELECT q.lexeme, coalesce(c.chunks, 0), q.positions FROM unnest(to_tsvector('english', %s)) AS q "
+        "SELECT q.lexeme, coalesce(c.chunks, 0), q.positions "
+        f"FROM unnest(to_tsvector({BOOK_SEARCH_CONFIG}, %s)) AS q "
         "LEFT JOIN ingestion_lexemecount c ON c.book_id = %s AND c.lexeme = q.lexeme ORDER BY q.lexeme",
-        [text, book_id],
+        [book_id, text, book_id],
     )
     return {lexeme: (chunks, tuple(positions or ())) for lexeme, chunks, positions in cursor.fetchall()}

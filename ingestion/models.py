@@ -14,13 +14,38 @@ from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.core.validators import RegexValidator
 from django.db import models
-from django.db.models import Count
+from django.db.models import Count, F
 from pgvector.django import VectorField
 
 # Vector sizes that get an HNSW index (a migration creates one per size).
 INDEXED_DIMENSIONS = (384, 512, 768, 1024, 1536)
-# Full-text configuration of the generated search vector.
+# Full-text configuration of a book's search vectors unless its locale has another (``search_config_for``).
 SEARCH_CONFIG = "english"
+# PostgreSQL's built-in text-search configurations, by language code.
+SEARCH_CONFIGS = {
+    "ar": "arabic", "hy": "armenian", "eu": "basque", "ca": "catalan", "da": "danish", "nl": "dutch",
+    "en": "english", "fi": "finnish", "fr": "french", "de": "german", "el": "greek", "hi": "hindi",
+    "hu": "hungarian", "id": "indonesian", "ga": "irish", "it": "italian", "lt": "lithuanian", "ne": "nepali",
+    "no": "norwegian", "nb": "norwegian", "nn": "norwegian", "pt": "portuguese", "ro": "romanian",
+    "ru": "russian", "sr": "serbian", "es": "spanish", "sv": "swedish", "ta": "tamil", "tr": "turkish",
+    "yi": "yiddish",
+}
+
+
+def search_config_for(locale: str) -> str:
+    """The text-search configuration of a book in ``locale``: english for a book without one (as before
+    locales), the language's own where PostgreSQL has it, else ``simple`` (no stemming, no stop words)."""
+    if not locale:
+        return SEARCH_CONFIG
+    return SEARCH_CONFIGS.get(locale.lower().replace("_", "-").split("-")[0], "simple")
+
+
+class RegConfigField(models.CharField):
+    """A PostgreSQL ``regconfig`` (a text-search configuration's name), so that a generated column may pass it to
+    ``to_tsvector`` (a cast from text would not be immutable)."""
+
+    def db_type(self, connection) -> str:
+        return "regconfig"
 
 book_slug_validator = RegexValidator(
     r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$",
@@ -65,6 +90,8 @@ class Book(models.Model):
     latest = models.BooleanField(default=True, help_text="Answers when no version is asked for.")
     locale = models.CharField(max_length=35, blank=True)
     trailing_slash = models.BooleanField(null=True, blank=True, help_text="The site's trailingSlash.")
+    search_config = models.CharField(max_length=64, default=SEARCH_CONFIG, help_text="PostgreSQL text-search "
+                                     "configuration of its passages (from the locale).")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -123,9 +150,10 @@ class Chunk(models.Model):
                                      help_text="Hash of embedder + embedded text: equal keys share a vector.")
     dimensions = models.PositiveSmallIntegerField()
     embedding = VectorField()
+    search_config = RegConfigField(max_length=64, default=SEARCH_CONFIG, help_text="The book's, when stored.")
     search_vector = models.GeneratedField(
-        expression=SearchVector("heading_path", weight="A", config=SEARCH_CONFIG)
-        + SearchVector("text", weight="B", config=SEARCH_CONFIG),
+        expression=SearchVector("heading_path", weight="A", config=F("search_config"))
+        + SearchVector("text", weight="B", config=F("search_config")),
         output_field=SearchVectorField(),
         db_persist=True,
     )

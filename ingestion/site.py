@@ -16,6 +16,8 @@ Decisions:
 - A locale edition is the default locale's pages with the translated files in their place, as Docusaurus
   falls back to the untranslated page. A version with no translated file in a locale is not indexed for
   it (it would only repeat the default locale's pages); asked in that locale, the default locale answers.
+- Lexical search in a locale uses PostgreSQL's text-search configuration for its language (``french``,
+  ``german``, …; ``simple`` where there is none); a book that is not a site keeps ``english``.
 - Vectors are shared within a site: an edition reuses any vector its root or a sibling holds for the same
   embedded text, so a new version embeds only the pages it changed.
 - ``--base-url`` replaces the site's address (``url`` + ``baseUrl``), ``--title`` its title; editions that
@@ -35,6 +37,7 @@ from pathlib import Path
 from django.utils.text import slugify
 
 from ingestion.documents import Issue
+from ingestion.models import search_config_for
 from ingestion.site_config import DocsInstance, SiteConfig
 from ingestion.sources import Discovery, SourceFile, discover
 
@@ -64,7 +67,7 @@ class Edition:
         """The edition's columns of ``Book``."""
         return {"version": self.version, "version_label": self.version_label, "version_path": self.version_path,
                 "version_rank": self.version_rank, "latest": self.latest, "locale": self.locale,
-                "trailing_slash": self.trailing_slash}
+                "trailing_slash": self.trailing_slash, "search_config": search_config_for(self.locale)}
 
     def discover(self) -> Discovery:
         """The edition's pages: the version's files, each replaced by its translation where there is one."""
