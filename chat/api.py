@@ -13,23 +13,24 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 
 from django.core.exceptions import RequestDataTooBig
 from django.db import connection
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.http import HttpResponse, StreamingHttpResponse
 from django.utils.cache import patch_vary_headers
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from bookchat.conf import setting
-from bookchat.errors import RequestError
+from bookchat.errors import NotFound, RequestError
 from chat.access import ALLOWED_HEADERS, Client, client_of
-from chat.answering import scope_threshold
+from chat.answering import resolve_book, scope_threshold
 from chat.asking import Asking
 from chat.errors import error_reply
 from chat.feedback import record_feedback
@@ -39,6 +40,8 @@ from chat.openapi import ERRORS, STREAM_EVENT
 from chat.serializers import (
     AnswerSerializer,
     AskRequestSerializer,
+    BookDetailSerializer,
+    BookQuerySerializer,
     BooksSerializer,
     FeedbackRequestSerializer,
     FeedbackSerializer,
@@ -47,9 +50,11 @@ from chat.serializers import (
 )
 from chat.signals import health_requested
 from chat.throttling import QuestionThrottle
-from ingestion.models import Book
+from ingestion.models import Book, book_slug_validator
+from ingestion.outline import book_outline
 
 logger = logging.getLogger(__name__)
+BOOK_SLUG = re.compile(book_slug_validator.regex.pattern)
 
 
 def exception_handler(exc, context):
@@ -191,6 +196,27 @@ class BooksView(ClientView):
         ]}).data)
 
 
+class BookView(ClientView):
+    @extend_schema(operation_id="book", parameters=[
+        OpenApiParameter("version", str, description="A version (name, label or URL path); default: the latest."),
+        OpenApiParameter("locale", str, description="A locale; default (or without a translation): the book's."),
+    ], responses={200: BookDetailSerializer, **ERRORS})
+    def get(self, request, slug):
+        """A book with its outline: chapters and pages in the order of the site's sidebar."""
+        query = BookQuerySerializer(data={k: request.query_params[k] for k in ("version", "locale")
+                                          if k in request.query_params}).checked()
+        slug = client_of(request).check_book(slug)
+        if not BOOK_SLUG.fullmatch(slug):
+            raise NotFound(f"there is no book {slug[:100]!r}; GET /api/v1/books lists them", code="unknown_book")
+        edition = resolve_book(slug, version=query.get("version"), locale=query.get("locale"))
+        root = edition.root
+        editions = list(Book.objects.filter(Q(pk=root.pk) | Q(edition_of=root)).with_counts())
+        thresholds = dict(ScopeCalibration.objects.values_list("book_id", "threshold"))
+        entry = book_entry(root, editions, thresholds)
+        entry.update(version=edition.version, locale=edition.locale, outline=book_outline(edition))
+        return Response(BookDetailSerializer(entry).data)
+
+
 def book_entry(root: Book, editions: list[Book], thresholds: dict) -> dict:
     """A book as ``GET /books`` lists it: its root's figures, and its versions and locales when it has them."""
     latest = next((e for e in editions if e.latest and e.locale == root.locale), root)
@@ -204,6 +230,7 @@ def book_entry(root: Book, editions: list[Book], thresholds: dict) -> dict:
         "versions": list(dict.fromkeys(e.version for e in editions if e.version)) if versioned else [],
         "locales": list(dict.fromkeys(e.locale for e in sorted(editions, key=lambda e: e.locale != root.locale)
                                       if e.locale)),
+        "chapters": list(dict.fromkeys(chapter["chapter"] for chapter in book_outline(latest))),
         "editions": [{"version": e.version if versioned else "", "label": e.version_label if versioned else "",
                       "path": e.version_path, "locale": e.locale, "latest": e.latest, "base_url": e.base_url,
                       "pages": e.document_count} for e in editions],

@@ -356,10 +356,42 @@ class BookSerializer(serializers.Serializer):
                                      "(`current` is the unreleased \"Next\"); empty for a book without versions.")
     locales = serializers.ListField(child=serializers.CharField())
     editions = EditionSerializer(many=True, help_text="Every version in every locale, each with its URL.")
+    chapters = serializers.ListField(child=serializers.CharField(allow_blank=True), help_text="Chapter labels of "
+                                     "the latest version, in sidebar order (`GET /books/{slug}` has its pages).")
 
 
 class BooksSerializer(serializers.Serializer):
     books = BookSerializer(many=True)
+
+
+class OutlinePageSerializer(serializers.Serializer):
+    label = serializers.CharField(help_text="The page's sidebar label.")
+    title = serializers.CharField()
+    url = serializers.CharField(allow_blank=True)
+    path = serializers.CharField(help_text="The page's source file in the book.")
+
+
+class OutlineChapterSerializer(serializers.Serializer):
+    chapter = serializers.CharField(allow_blank=True, help_text="The folder's sidebar label (\"\" for pages at "
+                                    "the book's root); send it as `chapter` to ask about this chapter only.")
+    folder = serializers.CharField(allow_blank=True)
+    pages = OutlinePageSerializer(many=True)
+
+
+class BookDetailSerializer(BookSerializer):
+    version = serializers.CharField(allow_blank=True, help_text="The version shown.")
+    locale = serializers.CharField(allow_blank=True, help_text="The locale shown.")
+    outline = OutlineChapterSerializer(many=True, help_text="Chapters and pages in the site's sidebar order.")
+
+
+class BookQuerySerializer(StrictSerializer):
+    """``?version=&locale=`` of ``GET /books/{slug}`` (``key`` is the publishable key's, read elsewhere)."""
+
+    order = ("version", "locale")
+
+    def get_fields(self):
+        return {"version": TextField(required=False, max_length=100),
+                "locale": TextField(required=False, max_length=35)}
 
 
 class ErrorSerializer(serializers.Serializer):

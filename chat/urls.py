@@ -10,6 +10,7 @@ urlpatterns = [
     path("ask/stream", api.AskStreamView.as_view(), name="api-ask-stream"),
     path("answers/<uuid:answer_id>/feedback", api.FeedbackView.as_view(), name="api-feedback"),
     path("books", api.BooksView.as_view(), name="api-books"),
+    path("books/<str:slug>", api.BookView.as_view(), name="api-book"),
     path("health", api.HealthView.as_view(), name="api-health"),
     path("schema", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves Swagger UI's start-up script as a file, so the docs page needs no inline script.

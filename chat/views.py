@@ -29,6 +29,7 @@ from chat.rendering import render_answer
 from chat.serializers import answer_data, validate_feedback
 from chat.throttling import RateLimited, check_rate
 from ingestion.models import Book
+from ingestion.outline import book_outline
 
 LEVEL_LABELS = {"high": "High confidence", "medium": "Medium confidence", "low": "Low confidence"}
 
@@ -71,7 +72,7 @@ def turn_context(turn: Turn, feedback: str | None) -> dict:
 def _page(request, *, book: Book | None, books: list[Book], status: int = 200, error: RequestError | None = None,
           form: dict | None = None):
     request.session[PAGE_SESSION_FLAG] = True
-    conversation = None
+    conversation = edition = None
     if book is not None:
         request.session["bookchat_book"] = book.slug
         edition = pick_edition(book, version=None, locale=None)  # a versioned book answers from its latest
@@ -81,6 +82,7 @@ def _page(request, *, book: Book | None, books: list[Book], status: int = 200, e
     turns = [turn_context(t, votes.get(t.answer_id)) for t in turns]
     context = {
         "books": books, "book": book, "turns": turns, "error": error, "form": form or {},
+        "outline": book_outline(edition) if book is not None else [],
         "session_id": str(conversation.id) if conversation else "",
         "max_question_chars": setting("MAX_QUESTION_CHARS"), "max_selected_chars": setting("MAX_SELECTED_CHARS"),
     }

@@ -29,7 +29,7 @@ from bookchat.conf import setting
 from bookchat.errors import BookchatError
 from ingestion.chunking import ChunkDraft, Chunker, ChunkingOptions
 from ingestion.documents import Issue
-from ingestion.docusaurus import category_label_with_issue, document_url
+from ingestion.docusaurus import category_entry, category_label_with_issue, document_url
 from ingestion.embedders import Embedder, check_compatible, get_embedder
 from ingestion.lexicon import refresh_lexicon
 from ingestion.links import BookLinks, book_links
@@ -187,6 +187,7 @@ class BookIndexer:
             self._index_files()
             if self.prune:
                 self._prune()
+            self._store_folders()
         finally:
             if run is not None:
                 self._refresh_search_data()
@@ -321,6 +322,23 @@ class BookIndexer:
         self.report.warn(Issue(file.rel_path, None, message))
         if stored is not None:  # the page is now empty: its old passages no longer exist in the book
             self._remove_documents([stored])
+
+    def _store_folders(self) -> None:
+        """Record every folder's sidebar label and position (``ingestion.outline`` orders the pages by them); a
+        single page's run leaves them as they were."""
+        if self.dry_run or self.discovery.single_file or not self.book.pk:
+            return
+        folders = {}
+        for file in self.discovery.files:
+            parts = file.rel_path.split("/")[:-1]
+            for depth in range(1, len(parts) + 1):
+                folder = "/".join(parts[:depth])
+                if folder not in folders:
+                    label, position, _ = category_entry(self.discovery.root, folder)
+                    folders[folder] = {"label": label, "position": position}
+        if folders != self.book.folders:
+            self.book.folders = folders
+            Book.objects.filter(pk=self.book.pk).update(folders=folders)
 
     def _category(self, rel_path: str) -> str:
         folder = rel_path.rpartition("/")[0]

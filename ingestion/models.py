@@ -92,6 +92,8 @@ class Book(models.Model):
     trailing_slash = models.BooleanField(null=True, blank=True, help_text="The site's trailingSlash.")
     search_config = models.CharField(max_length=64, default=SEARCH_CONFIG, help_text="PostgreSQL text-search "
                                      "configuration of its passages (from the locale).")
+    folders = models.JSONField(default=dict, blank=True, help_text="Each folder of pages: its sidebar label and "
+                               "position ({path: {label, position}}), for the book's outline.")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
