@@ -10,8 +10,8 @@ Decisions:
   content; ``{% raw %}``/``{% endraw %}`` markers go and their content stays; every other
   ``{% tag %}`` (``include``, ``if``, ``for``, ``assign``, ``highlight``…) and every ``{{ output }}`` is
   removed: what it would render comes from the site's data, which a folder of pages doesn't have.
-- mdBook's ``{{#include file}}`` (and ``#rustdoc_include``, ``#playground``) is removed with a warning
-  naming it: its file is not inlined (Docusaurus partials are, see ``ingestion.partials``).
+- mdBook's ``{{#include file}}`` (and ``#rustdoc_include``, ``#playground``) on a line of its own is inlined
+  before this runs (``ingestion.partials``); one left mid-line is removed with a warning naming it.
 - MkDocs admonitions (``!!! note "Title"``, and collapsible ``???``/``???+``) become a label line like
   Docusaurus's (``Note (Title):``) and their content, indented four spaces, is dedented so that it is
   read as the paragraphs, lists and code it is rather than as one indented code block.

@@ -15,6 +15,11 @@ Decisions:
   root (the book's folder when there is no config). Anything else is a warning naming the import.
 - A partial's front matter is dropped and its own ESM blocks blanked; nested partials are inlined up to
   ``MAX_DEPTH`` levels; an import cycle is a warning and the repeated partial is not inlined again.
+- mdBook's ``{{#include path}}`` (also ``#rustdoc_include``, ``#playground``) on a line of its own, in a
+  ``.md`` page, in code blocks too: the file (relative to the page, inside the book or site) is inlined as
+  mdBook renders it, with its line ranges (``:3``, ``:3:``, ``::9``, ``:3:9``) and ``:anchor`` sections
+  (between ``ANCHOR: name`` and ``ANCHOR_END: name``; anchor marker lines are never shown). An included
+  ``.md`` file's own includes are inlined too. One that can't be read is a warning and a blank line.
 """
 
 from __future__ import annotations
@@ -37,6 +42,10 @@ _PARTIAL_IMPORT = re.compile(
 _ANY_PARTIAL_IMPORT = re.compile(r"""^import\s+[A-Za-z_$][\w$]*\s+from\s+['"][^'"\n]+\.mdx?['"]""", re.M)
 _USE = re.compile(r"^(?P<indent>[ \t]*)<(?P<name>[A-Za-z_$][\w$]*)(?:\s[^<>]*)?/>\s*$")
 _ESM_START = re.compile(r"^(?:import|export)\s")
+_MDBOOK_INCLUDE = re.compile(r"^(?P<indent>[ \t]*)\{\{\s*#(?:include|rustdoc_include|playground)\s+"
+                            r"(?P<path>[^\s:}]+)(?::(?P<range>[^\s}]*))?\s*\}\}\s*$", re.M)
+_ANCHOR_MARK = re.compile(r"ANCHOR(?:_END)?:\s*(?P<name>[\w-]+)")
+_MDBOOK_SUFFIXES = (".md", ".markdown")
 
 
 @dataclass
@@ -64,7 +73,9 @@ class PartialResolver:
     def inline(self, lines: list[str], *, rel_path: str) -> InlinedLines:
         """The page's lines with every ``<Partial />`` replaced by the partial's Markdown."""
         result = InlinedLines([], [])
-        if not _ANY_PARTIAL_IMPORT.search("\n".join(lines)):
+        joined = "\n".join(lines)
+        mdbook = rel_path.lower().endswith(_MDBOOK_SUFFIXES)
+        if not _ANY_PARTIAL_IMPORT.search(joined) and not (mdbook and _MDBOOK_INCLUDE.search(joined)):
             result.lines, result.origins = list(lines), list(range(len(lines)))
             return result
         page = (self.pages.get(rel_path) or self.root / rel_path).resolve()
@@ -92,8 +103,16 @@ class PartialResolver:
             if match:
                 imports[match.group("name")] = match.group("spec")
         out: list[tuple[str, int]] = []
+        mdbook = page.suffix.lower() in _MDBOOK_SUFFIXES
         for index, line in enumerate(lines):
             origin = index
+            include = _MDBOOK_INCLUDE.match(line) if mdbook and "{{" in line else None
+            if include is not None:
+                inner = self._include(include, page=page, chain=chain, rel_path=rel_path, result=result,
+                                      line=origin if page_line is None else page_line)
+                indent = include.group("indent")
+                out.extend((indent + text if text.strip() else "", origin) for text in inner or [""])
+                continue
             use = _USE.match(line) if index not in code and imports else None
             if use is None or use.group("name") not in imports:
                 out.append((line, origin))
@@ -109,6 +128,42 @@ class PartialResolver:
             out.extend((indent + text if text.strip() else "", origin) for text in inner)
             out.append(("", origin))
         return out
+
+    def _include(self, include: re.Match, *, page: Path, chain: tuple[Path, ...], rel_path: str,
+                 result: InlinedLines, line: int) -> list[str] | None:
+        """The lines an mdBook ``{{#include}}`` stands for; None (with a warning) when it can't be read."""
+        spec = include.group("path")
+
+        def warn(message: str) -> None:
+            result.warnings.append(Issue(rel_path, line + 1, f"mdBook {{{{#include {spec}}}}} not inlined: "
+                                                             f"{message}"))
+
+        target = (page.parent / spec).resolve()
+        inside = self.site_root or self.root
+        if not target.is_relative_to(inside):
+            warn("the file is outside the book")
+            return None
+        if target in chain or len(chain) > MAX_DEPTH:
+            warn("includes nest too deep or in a cycle")
+            return None
+        if not target.is_file():
+            warn("file not found")
+            return None
+        loaded = self._read(target)
+        if isinstance(loaded, str):
+            warn(loaded)
+            return None
+        text, digest = loaded
+        result.digests.append(digest)
+        lines = _line_range(text.split("\n"), include.group("range"))
+        if lines is None:
+            warn(f"no anchor {include.group('range')!r} in the file")
+            return None
+        lines = [text for text in lines if not _ANCHOR_MARK.search(text)]
+        if target.suffix.lower() in _MDBOOK_SUFFIXES:
+            lines = [text for text, _ in self._expand(lines, page=target, chain=(*chain, target), rel_path=rel_path,
+                                                      result=result, page_line=line)]
+        return lines
 
     def _partial(self, spec: str, name: str, *, page: Path, chain: tuple[Path, ...], rel_path: str,
                  result: InlinedLines, line: int) -> list[str] | None:
@@ -178,6 +233,26 @@ class PartialResolver:
             if base is not None and path.is_relative_to(base):
                 return path.relative_to(base).as_posix()
         return path.name
+
+
+def _line_range(lines: list[str], spec: str | None) -> list[str] | None:
+    """mdBook's selection: ``3`` (line 3), ``3:`` / ``:9`` / ``3:9`` (1-based, inclusive), ``name`` (between its
+    ANCHOR marks); None for an anchor the file doesn't have."""
+    if not spec:
+        return lines
+    numbers = re.fullmatch(r"(\d*)(:?)(\d*)", spec)
+    if numbers and (numbers.group(1) or numbers.group(3)):
+        start = int(numbers.group(1) or 1)
+        if not numbers.group(2):
+            return lines[start - 1:start]
+        end = int(numbers.group(3)) if numbers.group(3) else len(lines)
+        return lines[max(start - 1, 0):end]
+    begin = next((i for i, text in enumerate(lines) if re.search(rf"ANCHOR:\s*{re.escape(spec)}\b", text)), None)
+    if begin is None:
+        return None
+    end = next((i for i in range(begin + 1, len(lines))
+                if re.search(rf"ANCHOR_END:\s*{re.escape(spec)}\b", lines[i])), len(lines))
+    return lines[begin + 1:end]
 
 
 def _without_front_matter(lines: list[str]) -> list[str]:

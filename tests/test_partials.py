@@ -229,3 +229,61 @@ def test_expression_url_id_and_boolean_props_are_not_text():
         assert not_text not in text
     # A component left with no prose is still dropped with its warning.
     assert [w.message for w in doc.warnings] == ["dropped JSX component <Figure />"]
+
+
+# -- mdBook includes ----------------------------------------------------------------------------------------
+MAIN_RS = """\
+// ANCHOR: setup
+let robot = Robot::new();
+// ANCHOR_END: setup
+robot.walk();
+robot.stop();
+"""
+
+CHAPTER = """\
+# Walking
+
+{{#include snippets/safety.md}}
+
+The whole program:
+
+```rust
+{{#include ../src/main.rs:setup}}
+```
+
+And its last two lines:
+
+```rust
+{{#include ../src/main.rs:4:5}}
+```
+
+{{#include missing.md}}
+"""
+
+
+def test_mdbook_includes_are_inlined_with_ranges_and_anchors(book_dir):
+    book_dir.write("book/walking.md", CHAPTER)
+    book_dir.write("book/snippets/safety.md", "## Safety\n\nKeep the emergency stop within reach.\n")
+    book_dir.write("src/main.rs", MAIN_RS)
+    text = (book_dir.root / "book/walking.md").read_text()
+    doc = parse_document(text, rel_path="book/walking.md",
+                         partials=PartialResolver(book_dir.root, max_bytes=10**6))
+    blocks = texts(doc)
+    assert "Keep the emergency stop within reach." in blocks
+    assert [(h.title, h.anchor) for h in doc.headings][1] == ("Safety", "safety")
+    assert "```rust\nlet robot = Robot::new();\n```" in blocks, "the anchor's lines, without its marks"
+    assert "```rust\nrobot.walk();\nrobot.stop();\n```" in blocks
+    assert not any("#include" in block for block in blocks)
+    assert [(w.line, w.message) for w in doc.warnings] == [
+        (17, "mdBook {{#include missing.md}} not inlined: file not found")]
+
+
+def test_editing_an_included_file_reindexes_the_page_that_includes_it(book_dir):
+    book_dir.write("walking.md", "# Walking\n\n{{#include safety.md}}\n")
+    book_dir.write("safety.md", "Keep the emergency stop within reach of the operator at all times.\n")
+    resolver = PartialResolver(book_dir.root, max_bytes=10**6)
+    page = (book_dir.root / "walking.md").read_text()
+    before = resolver.page_hash(page, "page-bytes", rel_path="walking.md")
+    book_dir.write("safety.md", "Keep two emergency stops within reach.\n")
+    after = PartialResolver(book_dir.root, max_bytes=10**6).page_hash(page, "page-bytes", rel_path="walking.md")
+    assert before != after != "page-bytes"
