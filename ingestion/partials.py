@@ -7,8 +7,10 @@ them in. ``PartialResolver.page_hash`` folds the partials' bytes into a page's c
 partial re-indexes the pages that use it.
 
 Decisions:
-- Only default imports of ``.md``/``.mdx`` files, used as ``<Name />`` (props allowed, ignored) on a line
-  of its own, are inlined, with that line's indentation; other uses stay JSX (dropped with a warning).
+- Only default imports of ``.md``/``.mdx`` files, used as ``<Name />`` on a line of its own, are inlined,
+  with that line's indentation; other uses stay JSX (dropped with a warning). String props given there
+  (``<Intro name="Ada" />``) replace the partial's ``{props.name}``, as Docusaurus renders them; other
+  props (expressions) don't, and their ``{props.x}`` stays as written.
 - Paths: ``./`` and ``../`` are relative to the importing file; ``@site/`` is the site root — the book's
   folder or its parent, whichever holds ``docusaurus.config.*``; without a config file, ``@site/<book
   folder name>/…`` (the usual ``@site/docs/…``) maps into the book. A partial must lie inside the site
@@ -44,6 +46,9 @@ _USE = re.compile(r"^(?P<indent>[ \t]*)<(?P<name>[A-Za-z_$][\w$]*)(?:\s[^<>]*)?/
 _ESM_START = re.compile(r"^(?:import|export)\s")
 _MDBOOK_INCLUDE = re.compile(r"^(?P<indent>[ \t]*)\{\{\s*#(?:include|rustdoc_include|playground)\s+"
                             r"(?P<path>[^\s:}]+)(?::(?P<range>[^\s}]*))?\s*\}\}\s*$", re.M)
+_STRING_PROP = re.compile(r"""\s(?P<name>[A-Za-z_$][\w$]*)=(?:"(?P<d>[^"]*)"|'(?P<s>[^']*)'|"""
+                          r"""\{\s*(?:"(?P<jd>[^"]*)"|'(?P<js>[^']*)'|`(?P<t>[^`$]*)`)\s*\})""")
+_PROPS_USE = re.compile(r"\{\s*props\.([A-Za-z_$][\w$]*)\s*\}")
 _ANCHOR_MARK = re.compile(r"ANCHOR(?:_END)?:\s*(?P<name>[\w-]+)")
 _MDBOOK_SUFFIXES = (".md", ".markdown")
 
@@ -124,6 +129,9 @@ class PartialResolver:
                 out.append(("", origin))
                 continue
             indent = use.group("indent")
+            props = _string_props(line)
+            if props:
+                inner = [_PROPS_USE.sub(lambda m: props.get(m.group(1), m.group(0)), text) for text in inner]
             out.append(("", origin))  # the partial renders as blocks of its own
             out.extend((indent + text if text.strip() else "", origin) for text in inner)
             out.append(("", origin))
@@ -233,6 +241,12 @@ class PartialResolver:
             if base is not None and path.is_relative_to(base):
                 return path.relative_to(base).as_posix()
         return path.name
+
+
+def _string_props(tag: str) -> dict[str, str]:
+    """The string-valued props of a ``<Partial name="…" />`` tag."""
+    return {m.group("name"): next(v for v in m.group("d", "s", "jd", "js", "t") if v is not None)
+            for m in _STRING_PROP.finditer(tag)}
 
 
 def _line_range(lines: list[str], spec: str | None) -> list[str] | None:

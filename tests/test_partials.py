@@ -287,3 +287,10 @@ def test_editing_an_included_file_reindexes_the_page_that_includes_it(book_dir):
     book_dir.write("safety.md", "Keep two emergency stops within reach.\n")
     after = PartialResolver(book_dir.root, max_bytes=10**6).page_hash(page, "page-bytes", rel_path="walking.md")
     assert before != after != "page-bytes"
+
+
+def test_string_props_given_to_a_partial_are_substituted(book_dir):
+    book_dir.write("setup.mdx", "# Setup\n\nimport Hello from './_hello.mdx';\n\n"
+                                "<Hello name=\"Ada\" tool={'a soldering iron'} count={3} />\n")
+    book_dir.write("_hello.mdx", "Welcome, {props.name}: bring {props.tool} and {props.count} spares.\n")
+    assert texts(parse_page(book_dir)) == ["Welcome, Ada: bring a soldering iron and {props.count} spares."]
