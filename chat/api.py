@@ -21,7 +21,7 @@ from django.db.models import Count, Q
 from django.http import HttpResponse, StreamingHttpResponse
 from django.utils.cache import patch_vary_headers
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import exceptions
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
@@ -197,10 +197,8 @@ class BooksView(ClientView):
 
 
 class BookView(ClientView):
-    @extend_schema(operation_id="book", parameters=[
-        OpenApiParameter("version", str, description="A version (name, label or URL path); default: the latest."),
-        OpenApiParameter("locale", str, description="A locale; default (or without a translation): the book's."),
-    ], responses={200: BookDetailSerializer, **ERRORS})
+    @extend_schema(operation_id="book", parameters=[BookQuerySerializer],
+                   responses={200: BookDetailSerializer, **ERRORS})
     def get(self, request, slug):
         """A book with its outline: chapters and pages in the order of the site's sidebar."""
         query = BookQuerySerializer(data={k: request.query_params[k] for k in ("version", "locale")

@@ -390,8 +390,10 @@ class BookQuerySerializer(StrictSerializer):
     order = ("version", "locale")
 
     def get_fields(self):
-        return {"version": TextField(required=False, max_length=100),
-                "locale": TextField(required=False, max_length=35)}
+        return {"version": TextField(required=False, max_length=100, help_text="A version (name, label or URL "
+                                     "path); default: the latest."),
+                "locale": TextField(required=False, max_length=35, help_text="A locale; default (or without a "
+                                    "translation): the book's.")}
 
 
 class ErrorSerializer(serializers.Serializer):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -102,4 +103,7 @@ def test_schemathesis_finds_no_difference_between_the_schema_and_the_server(fuzz
             cwd=tmp_path, capture_output=True, text=True, timeout=600)
     report = run.stdout[-6000:] + run.stderr[-2000:]
     assert run.returncode == 0, report
-    assert "No issues found" in run.stdout, report
+    # Every generated case passed (a coverage warning, such as feedback on answers the stateful phase never
+    # got, is not a difference between the schema and the server).
+    counts = re.search(r"(\d+) generated, (\d+) passed", run.stdout)
+    assert counts and counts.group(1) == counts.group(2) and "❌" not in run.stdout, report

@@ -329,7 +329,7 @@ def test_widget_ask_about_selected_text(servers, open_page, widget_key):
         ask_widget(page, "What does this mean?")
     body = json.loads(request.value.post_data)
     assert "Activate the virtual environment" in body["selected_text"]
-    assert set(body) <= {"question", "book", "selected_text", "session_id"}
+    assert set(body) <= {"question", "book", "selected_text", "session_id", "locale", "version"}
     answer = page.locator(".bc-answer[data-state=done]").last
     answer.wait_for()
     excerpts = " ".join(answer.locator(".bc-excerpt").all_text_contents())
