@@ -65,3 +65,10 @@ def _url_problem(text: str) -> str:
     if database and not database.isdigit():
         return f"{wanted} (the path is the database number, e.g. /0)"
     return ""
+
+
+def queue_in_database() -> bool:
+    """True when tasks wait in Postgres (the ORM broker): enqueueing is then part of the caller's transaction."""
+    from django.conf import settings
+
+    return "orm" in settings.Q_CLUSTER

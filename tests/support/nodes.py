@@ -39,6 +39,7 @@ class ExternalPostgres:
     def __init__(self, root: Path):
         from bookchat import embedded_db
 
+        root.mkdir(parents=True, exist_ok=True)
         self.pgdata = (root / "pgdata").resolve()
         self.port = free_port()
         pgserver = embedded_db._pgserver()
@@ -143,12 +144,15 @@ class Node:
                 proc.send_signal(signal.SIGKILL)
         self.proc.wait(timeout=30)
 
-    def stop(self) -> None:
-        """SIGTERM to serve (which stops its children), then whatever is left gets SIGKILL."""
-        procs = self.tree()
+    def terminate(self) -> None:
+        """SIGTERM to serve, which stops its children (``reap`` waits for them)."""
+        self._procs = self.tree()
         with contextlib.suppress(ProcessLookupError):
             self.proc.send_signal(signal.SIGTERM)
-        _, alive = psutil.wait_procs(procs, timeout=20)
+
+    def reap(self) -> None:
+        """Wait for what ``terminate`` stopped; whatever is left gets SIGKILL."""
+        _, alive = psutil.wait_procs(self._procs, timeout=20)
         for proc in alive:
             with contextlib.suppress(psutil.NoSuchProcess):
                 proc.send_signal(signal.SIGKILL)

@@ -121,7 +121,7 @@ class Command(BaseCommand):
 
     def _start(self, host: str, port: int, role: str) -> list[subprocess.Popen]:
         base = Path(settings.BASE_DIR)
-        env = os.environ | {"DJANGO_SETTINGS_MODULE": "bookchat.settings"}
+        env = {"DJANGO_SETTINGS_MODULE": "bookchat.settings"} | os.environ  # the children run with our settings
         web, web_env = gunicorn_command(bind=f"{host}:{port}"), gunicorn_environment(env)
         tasks = [sys.executable, str(base / "manage.py"), "qcluster"]
         # Even so, an upload's embedding takes both cores for as long as it runs; at a lower CPU priority it
