@@ -43,10 +43,10 @@ QUESTIONS = ["How often does the harbour light flash?", "What does the keeper do
              "Where does the ferry to Gull Island leave from?"]
 SECTION = " ".join(f"Sentence {n} of this part describes nets, knots and the sailmaker's loft." for n in range(14))
 UPLOAD = {f"docs/{n:02d}-rigging.md": (f"# Rigging {n}\n\n" + "".join(
-    f"## Part {k}\n\n{SECTION} Rigging {n} part {k}.\n\n" for k in range(3))).encode() for n in range(6)}
+    f"## Part {k}\n\n{SECTION} Rigging {n} part {k}.\n\n" for k in range(2))).encode() for n in range(4)}
 READERS = 8
-READ_AFTER_LOSS_SECONDS = 6
-STALE_SECONDS = 8  # the heartbeat comes every second; a busy 2-core CI machine may delay it a few
+READ_AFTER_LOSS_SECONDS = 4
+STALE_SECONDS = 6  # the heartbeat comes every second; a busy 2-core CI machine may delay it a few
 
 
 def make_zip(entries: dict[str, bytes]) -> bytes:
@@ -285,11 +285,9 @@ def test_two_web_and_two_worker_nodes_survive_losing_one_of_each(tmp_path, redis
             print("\nnode-loss drill:", json.dumps(figures))
     finally:
         stop.set()
-        survivors = [node for node in nodes if not node.lost]
-        for node in survivors:
-            node.terminate()
-        for node in survivors:
-            node.reap()
+        for node in nodes:  # what stopping gracefully does is serve's business (tests/test_serve.py), not this drill's
+            if not node.lost:
+                node.lose()
         redis.stop()
         database.stop()
         shutil.rmtree(db_root, ignore_errors=True)
