@@ -7,9 +7,9 @@ import sys
 
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bookchat.settings")
-    from django.core.management import execute_from_command_line
+    from bookchat.deployment import run_management_command
 
-    execute_from_command_line(sys.argv)
+    run_management_command(sys.argv)
 
 
 if __name__ == "__main__":

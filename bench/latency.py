@@ -152,8 +152,10 @@ def over_http(server: Gunicorn, questions, *, log) -> dict:
     return {"ask": summary(ask), "stream_first_token": summary(first_token), "errors": errors}
 
 
-def load(server: Gunicorn, questions, *, clients: int, seconds: float) -> dict:
-    """``clients`` concurrent clients asking distinct questions back to back for ``seconds``."""
+def load(server: Gunicorn | list[Gunicorn], questions, *, clients: int, seconds: float) -> dict:
+    """``clients`` concurrent clients asking distinct questions back to back for ``seconds``; given several servers
+    (web nodes), the requests go to each in turn, as a round-robin balancer sends them."""
+    servers = server if isinstance(server, list) else [server]
     latencies: list[float] = []
     errors = {"count": 0, "kinds": {}}
     cursor = {"next": 0}
@@ -161,10 +163,11 @@ def load(server: Gunicorn, questions, *, clients: int, seconds: float) -> dict:
     async def client_loop(client: httpx.AsyncClient, stop_at: float) -> None:
         while time.monotonic() < stop_at:
             question, book = questions[cursor["next"] % len(questions)]
+            url = servers[cursor["next"] % len(servers)].url
             cursor["next"] += 1
             started = time.perf_counter()
             try:
-                response = await client.post("/api/v1/ask", json={"question": question, "book": book})
+                response = await client.post(f"{url}/api/v1/ask", json={"question": question, "book": book})
                 ok = response.status_code == 200
                 kind = str(response.status_code)
             except httpx.HTTPError as exc:
@@ -177,7 +180,7 @@ def load(server: Gunicorn, questions, *, clients: int, seconds: float) -> dict:
 
     async def run() -> float:
         limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-        async with httpx.AsyncClient(base_url=server.url, timeout=60, limits=limits) as client:
+        async with httpx.AsyncClient(timeout=60, limits=limits) as client:
             started = time.monotonic()
             await asyncio.gather(*(client_loop(client, started + seconds) for _ in range(clients)))
             return time.monotonic() - started
@@ -186,4 +189,4 @@ def load(server: Gunicorn, questions, *, clients: int, seconds: float) -> dict:
     return {"clients": clients, "seconds": elapsed, "answers": len(latencies),
             "answers_per_s": len(latencies) / elapsed, **{k: v for k, v in summary(latencies).items() if k != "n"},
             "errors": errors["count"], "error_kinds": json.dumps(errors["kinds"]) if errors["kinds"] else "",
-            "worker_rss_mb": server.worker_rss_mb()}
+            "nodes": len(servers), "worker_rss_mb": [mb for each in servers for mb in each.worker_rss_mb()]}

@@ -103,6 +103,17 @@ def render(r: dict, *, command: str) -> str:
         errors = f"{x['errors']} {x['error_kinds']}".strip()
         lines.append(f"| {x['clients']} | {fmt(x['seconds'], 0)} | {fmt(x['answers_per_s'])} | {fmt(x['p50'])} | "
                      f"{fmt(x['p95'])} | {errors} | {rss} |")
+    if r.get("nodes"):
+        lines += ["", "### Web nodes on one machine (each a gunicorn as `serve --role web` starts it; requests in "
+                  "turn, as a round-robin balancer sends them)", "",
+                  "Both nodes share this machine's cores: the point is that a second node doesn't lower answers/s "
+                  "or fail requests; on separate machines reads scale with nodes.", "",
+                  "| web nodes | clients | seconds | answers/s | p50 ms | p95 ms | errors |",
+                  "|---|---|---|---|---|---|---|"]
+        for x in r["nodes"]:
+            errors = f"{x['errors']} {x['error_kinds']}".strip()
+            lines.append(f"| {x['nodes']} | {x['clients']} | {fmt(x['seconds'], 0)} | {fmt(x['answers_per_s'])} | "
+                         f"{fmt(x['p50'])} | {fmt(x['p95'])} | {errors} |")
     serving = r.get("serving") or {}
     lines += ["", f"### Streams held open at once ({serving.get('workers', '—')} gunicorn workers × "
               f"{serving.get('threads', '—')} threads, as `make run` starts it; an LLM writing 0.1 s a token)", "",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 import traceback
@@ -27,11 +28,13 @@ QDRANT_LOCAL_MAX = 20_000
 def plan(quick: bool) -> dict:
     if quick:
         return {"corpora": ["squad2-dev"], "books": ["squad2-dev"], "questions": 60, "runs": 1, "http_questions": 40,
-                "load": [(1, 8.0), (4, 8.0)], "sizes": [1000], "scale_questions": 40, "qdrant": True,
+                "load": [(1, 8.0), (4, 8.0)], "nodes_load": (8, 8.0),
+                "sizes": [1000], "scale_questions": 40, "qdrant": True,
                 "quality_limit": 150, "reindex_repeats": 2, "streams": [5, 10, 20, 40]}
     return {"corpora": ["squad2-dev", "docusaurus-docs", "physical-ai-book", "physical-ai-book-2"],
             "books": list(ANSWERED_BOOKS), "questions": 300, "runs": 3, "http_questions": 200,
-            "load": [(1, 60.0), (4, 60.0), (8, 60.0), (16, 60.0)], "sizes": [1000, 10000, 50000],
+            "load": [(1, 60.0), (4, 60.0), (8, 60.0), (16, 60.0)], "nodes_load": (8, 30.0),
+            "sizes": [1000, 10000, 50000],
             "scale_questions": 200, "qdrant": True, "quality_limit": None, "reindex_repeats": 3,
             "streams": [5, 10, 20, 40, 80]}
 
@@ -43,7 +46,8 @@ def run(*, data: Path, quick: bool, log, save_to: Path | None = None) -> dict:
     started_at = datetime.now(UTC)
     results: dict = {"quick": quick, "plan": dict(p), "machine": machine.describe(),
                      "started": started_at.isoformat(timespec="seconds"), "failures": {}, "ingestion": [],
-                     "in_process": None, "http": None, "load": [], "streams": [], "scale": [], "quality": {},
+                     "in_process": None, "http": None, "load": [], "nodes": [], "streams": [], "scale": [],
+                     "quality": {},
                      "serving": {"workers": setting("WEB_WORKERS"), "threads": setting("WEB_THREADS")}}
 
     def section(name: str, key: str, measure) -> None:
@@ -81,6 +85,23 @@ def run(*, data: Path, quick: bool, log, save_to: Path | None = None) -> dict:
         return results["http"]
 
     section("over HTTP (gunicorn, 2 workers, loopback) and under load", "http", over_http)
+
+    def web_nodes():
+        # A web node is `serve --role web`: one gunicorn as make run starts it. Both on this machine's cores, so
+        # the figure shows that a second node doesn't lower throughput or fail requests, not that it doubles it.
+        clients, seconds = p["nodes_load"]
+        measured = []
+        for count in (1, 2):
+            servers = [latency.Gunicorn(workers=setting("WEB_WORKERS")) for _ in range(count)]
+            with contextlib.ExitStack() as stack:
+                for server in servers:
+                    stack.enter_context(server)
+                    latency.warm_up(server, questions)
+                log(f"  {count} web node(s), {clients} clients for {seconds:.0f} s …")
+                measured.append(latency.load(servers, questions, clients=clients, seconds=seconds))
+        return measured
+
+    section("web nodes: two against one on this machine", "nodes", web_nodes)
 
     def held_open():
         # The tests' OpenAI-compatible server plays an LLM writing streams.TOKEN_SECONDS a token.

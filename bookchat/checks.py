@@ -2,7 +2,8 @@
 and gunicorn (``bookchat.wsgi``) refuse a bad value with a message instead of failing the first request.
 
 What is checked comes from ``bookchat.conf.SETTINGS``: a setting's ``choices``, ``minimum`` and ``rate``
-format, plus what a choice needs (the Qdrant store a place to find Qdrant; optional packages installed).
+format, plus what a choice needs (the Qdrant store a place to find Qdrant; optional packages installed) and
+that `BOOKCHAT_Q_BROKER` is `postgres` or a Redis URL.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ OPTIONAL_PACKAGES = [
 
 
 def _check_needs() -> list[Error]:
-    errors = []
+    errors = _check_broker()
     if setting("VECTOR_STORE") == "qdrant" and not (setting("QDRANT_URL") or setting("QDRANT_PATH")):
         errors.append(Error("BOOKCHAT_VECTOR_STORE='qdrant' needs BOOKCHAT_QDRANT_URL (a Qdrant server) or "
                             "BOOKCHAT_QDRANT_PATH (local mode).", id="bookchat.E004"))
@@ -69,6 +70,20 @@ def _check_needs() -> list[Error]:
             errors.append(Error(f"BOOKCHAT_{name}={value!r} needs {', '.join(missing)}, which is not installed.",
                                 id="bookchat.E005", hint=f"pip install 'bookchat[{extra}]'"))
     return errors
+
+
+def _check_broker() -> list[Error]:
+    from bookchat.broker import q_cluster_broker
+
+    try:
+        uses_redis = "redis" in q_cluster_broker(setting("Q_BROKER"))
+    except ConfigurationError as exc:
+        return [Error(f"{exc.message}.", id="bookchat.E006",
+                      hint="Unset BOOKCHAT_Q_BROKER (or set `postgres`) to queue tasks in the database.")]
+    if uses_redis and not _installed("redis"):
+        return [Error("BOOKCHAT_Q_BROKER is a Redis URL, which needs redis, which is not installed.",
+                      id="bookchat.E005", hint="pip install 'bookchat[redis]'")]
+    return []
 
 
 def _installed(module: str) -> bool:

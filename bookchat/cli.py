@@ -47,9 +47,9 @@ def main(argv: list[str] | None = None) -> int:
         rest = [a for a in argv[1:] if a != "--json"]
         return db_command(rest[0] if rest else "status", as_json=as_json)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bookchat.settings")
-    from django.core.management import execute_from_command_line
+    from bookchat.deployment import run_management_command
 
-    execute_from_command_line(["bookchat", *argv])
+    run_management_command(["bookchat", *argv])
     return 0
 
 

@@ -50,6 +50,9 @@ SETTINGS: list[Setting] = [
     Setting("WEB_THREADS", 32, "Threads per gunicorn worker (gthread): requests, open answer streams included, "
             "that one worker serves at once. Each thread may hold a database connection.", int, minimum=1),
     Setting("TASK_WORKERS", 1, "django-q2 worker processes started by `make run`.", int, minimum=1),
+    Setting("Q_BROKER", "postgres", "Where django-q2 queues tasks: `postgres` (the database; nothing more to run) or "
+            "a Redis URL (`redis://host:6379/0`, `rediss://…`, `unix:///path?db=0`; install `bookchat[redis]`). "
+            "Schedules and results stay in Postgres either way."),
     Setting("TASK_NICENESS", 10, "CPU niceness `make run` gives its django-q2 worker (0: none), so that "
             "indexing in the background yields the cores to answers.", int),
     Setting("ANONYMOUS_API", "auto", "Whether the REST API answers requests without a key: `true` (also `1`, "

@@ -37,14 +37,15 @@ def https_settings(bookchat: dict) -> dict:
     """Django's ``SECURE_*`` and cookie settings for the ``BOOKCHAT`` namespace.
 
     ``HTTPS`` off (``make run`` on http://127.0.0.1): none of them. On: plain HTTP is redirected (but the
-    health check, which load balancers probe inside the network), cookies are secure-only and HSTS is sent.
+    health and readiness checks, which load balancers probe inside the network), cookies are secure-only and
+    HSTS is sent.
     Behind a TLS-terminating proxy, ``PROXY_SSL_HEADER`` names the header the proxy sets to ``https`` (only
     trust one that the proxy always overwrites: a client could send it too).
     """
     https = bool(bookchat["HTTPS"])
     values = {
         "SECURE_SSL_REDIRECT": https,
-        "SECURE_REDIRECT_EXEMPT": [r"^api/v1/health$"],
+        "SECURE_REDIRECT_EXEMPT": [r"^api/v1/health$", r"^api/v1/ready$"],
         "SESSION_COOKIE_SECURE": https,
         "CSRF_COOKIE_SECURE": https,
         "SECURE_HSTS_SECONDS": bookchat["HSTS_SECONDS"] if https else 0,

@@ -9,7 +9,7 @@ import os
 import secrets
 from pathlib import Path
 
-from bookchat import conf, embedded_db, security
+from bookchat import broker, conf, embedded_db, security
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 PACKAGE_DIR = Path(__file__).resolve().parent  # templates and static files live in the package, so a wheel has them
@@ -161,7 +161,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = max(2_621_440, BOOKCHAT["MAX_REQUEST_BYTES"])
 
 Q_CLUSTER = {
     "name": "bookchat",
-    "orm": "default",
+    # "orm": "default" (Postgres) or "redis": the URL; a bad value is named by the system check (bookchat.broker).
+    **broker.q_cluster_broker_or_default(BOOKCHAT["Q_BROKER"]),
     "workers": BOOKCHAT["TASK_WORKERS"],
     "timeout": 3600,
     "retry": 3700,

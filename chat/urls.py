@@ -3,6 +3,7 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from bookchat.readiness import ReadyView
 from chat import api
 
 urlpatterns = [
@@ -12,6 +13,7 @@ urlpatterns = [
     path("books", api.BooksView.as_view(), name="api-books"),
     path("books/<str:slug>", api.BookView.as_view(), name="api-book"),
     path("health", api.HealthView.as_view(), name="api-health"),
+    path("ready", ReadyView.as_view(), name="api-ready"),
     path("schema", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves Swagger UI's start-up script as a file, so the docs page needs no inline script.
     path("docs", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),

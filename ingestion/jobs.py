@@ -18,10 +18,12 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from bookchat.broker import queue_in_database
 from bookchat.conf import setting
 from bookchat.errors import BookchatError
 from ingestion.docusaurus import category_label
@@ -70,14 +72,24 @@ def start_job(*, job: IngestionJob, intake: Intake, user=None) -> IngestionJob:
 
 
 def queue_job(job: IngestionJob) -> None:
-    """Hand the job to django-q2 (in the caller's transaction: the worker sees both or neither)."""
+    """Hand the job to django-q2. With the Postgres broker, in the caller's transaction (the worker sees both or
+    neither); with Redis, once that transaction commits: a worker popping the task at once must find the job."""
     from django_q.tasks import async_task
 
     job.status = IngestionJob.Status.QUEUED
     job.stage = "queued"
     job.queued_at = timezone.now()
-    job.task_id = async_task(TASK, job.pk, task_name=f"upload-{job.pk}")
+    job.task_id = ""
     job.save(update_fields=["status", "stage", "queued_at", "task_id"])
+
+    def enqueue() -> None:
+        job.task_id = async_task(TASK, job.pk, task_name=f"upload-{job.pk}")
+        IngestionJob.objects.filter(pk=job.pk).update(task_id=job.task_id)
+
+    if queue_in_database():
+        enqueue()
+    else:
+        transaction.on_commit(enqueue)
 
 
 def retry_job(job: IngestionJob) -> None:
@@ -282,12 +294,16 @@ def _fail_lost_queued_jobs(now) -> int:
     will (the queue was purged, or the worker could not read the task: another SECRET_KEY)."""
     from django_q.models import OrmQ, Task
 
-    queued = dict(IngestionJob.objects.filter(status=IngestionJob.Status.QUEUED).exclude(task_id="")
-                  .values_list("task_id", "pk"))
+    jobs = IngestionJob.objects.filter(status=IngestionJob.Status.QUEUED).exclude(task_id="")
+    if not queue_in_database():
+        # Redis: a task a cluster has popped waits in its memory for a free worker, seen by neither the queue
+        # nor the results; only a job queued for longer than a task may take (``retry``) is known to be lost.
+        jobs = jobs.filter(queued_at__lt=now - timedelta(seconds=settings.Q_CLUSTER["retry"]))
+    queued = dict(jobs.values_list("task_id", "pk"))
     if not queued:
         return 0
     # In this order: a task leaves the queue only after its result is saved.
-    waiting = {package.task_id() for package in OrmQ.objects.all()}
+    waiting = {package.task_id() for package in OrmQ.objects.all()} if queue_in_database() else set()
     results = dict(Task.objects.filter(id__in=list(queued)).values_list("id", "result"))
     failed = 0
     for task_id, job_id in queued.items():

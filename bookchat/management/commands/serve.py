@@ -1,6 +1,10 @@
-"""``manage.py serve``: what ``make run`` runs — migrate, admin login, index the bundled book, then
-gunicorn and a django-q2 cluster until Ctrl-C, which stops them (and the embedded database if
-this process started it). The database's data stays under the data directory.
+"""``manage.py serve``: what ``make run`` runs — ``bootstrap`` (migrate, admin login, the bundled book indexed),
+then gunicorn and a django-q2 cluster until Ctrl-C, which stops them (and the embedded database if this
+process started it). The database's data stays under the data directory.
+
+Roles (README, "Running on more than one machine"): ``--role all`` (the default, one machine) does all of
+that; ``web`` runs gunicorn only and ``worker`` the django-q2 cluster only. Those two never migrate or index:
+they refuse to start, in one line, on a database that ``bootstrap`` hasn't set up.
 
 Decisions (how gunicorn runs, ``gunicorn_command``; README, "Serving"; BENCHMARKS.md, "Streams held open"):
 - Worker class ``gthread``: ``WEB_WORKERS`` processes of ``WEB_THREADS`` threads. A streamed answer holds
@@ -36,85 +40,100 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
 from bookchat import embedded_db
 from bookchat.conf import setting
+from bookchat.deployment import NotMigrated, require_migrated
 from bookchat.errors import BookchatError
-from ingestion.indexing import index_book
+from bookchat.management.commands.bootstrap import bundled_book_dir, describe, index_bundled_book
 from ingestion.jobs import sweep_stale_jobs
 from ingestion.management.commands.ingest import ProgressBar
 
+ROLES = ("all", "web", "worker")
+
 
 class Command(BaseCommand):
-    help = "Migrate, create the admin login, index the bundled book and serve with gunicorn + a django-q2 worker."
+    help = ("Serve bookchat: --role all (default: bootstrap, then gunicorn + a django-q2 worker, as `make run`), "
+            "web (gunicorn only) or worker (the django-q2 cluster only).")
 
     def add_arguments(self, parser) -> None:
+        parser.add_argument("--role", choices=ROLES, default="all",
+                            help="all: one machine (bootstraps first); web: gunicorn only; worker: django-q2 only. "
+                                 "web and worker need a database set up by `manage.py bootstrap`.")
         parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
-        parser.add_argument("--no-index", action="store_true", help="Don't index the bundled book first.")
+        parser.add_argument("--no-index", action="store_true", help="Don't index the bundled book first (role all).")
 
     def handle(self, *args, **options) -> None:
-        call_command("migrate", interactive=False, verbosity=0)
-        call_command("ensure_admin")
-        sweep_stale_jobs()  # upload jobs left "running" by a worker that died with the previous run
-        self._check_connection_budget()
-        if not options["no_index"]:
+        role = options["role"]
+        if role == "all":
+            call_command("bootstrap", no_index=True, stdout=self.stdout, stderr=self.stderr)
+        else:
+            try:
+                require_migrated()
+            except NotMigrated as exc:
+                raise CommandError(exc.message, returncode=1) from None
+        if role != "web":
+            sweep_stale_jobs()  # upload jobs left "running" by a worker that died (with the previous run)
+        self._check_connection_budget(role)
+        if role == "all" and not options["no_index"]:
             self._index_bundled_book()
-        children = self._start(options["host"], options["port"])
-        self.stdout.write(f"bookchat is serving http://{options['host']}:{options['port']}/ "
-                          f"(admin at /admin/). Ctrl-C stops it.")
+        children = self._start(options["host"], options["port"], role)
+        if role == "worker":
+            self.stdout.write("bookchat's task worker is running. Ctrl-C stops it.")
+        else:
+            self.stdout.write(f"bookchat is serving http://{options['host']}:{options['port']}/ "
+                              f"(admin at /admin/). Ctrl-C stops it.")
         try:
             self._wait(children)
         finally:
             self._stop(children)
 
-    def _check_connection_budget(self) -> None:
+    def _check_connection_budget(self, role: str) -> None:
         """Warn when the database may refuse the connections the workers' threads can hold."""
         with connection.cursor() as cursor:
             cursor.execute("SELECT current_setting('max_connections')::int "
                            "- current_setting('superuser_reserved_connections')::int")
             available = cursor.fetchone()[0]
-        needed = connections_needed()
+        needed = connections_needed(role)
         if needed > available:
             self.stderr.write(f"Warning: gunicorn's threads and the task worker may hold {needed} database "
                               f"connections, but the database accepts {available}: lower BOOKCHAT_WEB_THREADS "
                               "or BOOKCHAT_WEB_WORKERS, or raise its max_connections.")
 
     def _index_bundled_book(self) -> None:
-        docs = Path(setting("DOCS_DIR"))
-        docs = docs if docs.is_absolute() else Path(settings.BASE_DIR) / docs
+        docs = bundled_book_dir()
         if not docs.is_dir():
             self.stderr.write(f"No bundled book at {docs}; skipping indexing.")
             return
         self.stdout.write(f"Indexing the bundled book in {docs} …")
         progress = ProgressBar(sys.stderr)
         try:
-            report = index_book(path=docs, book_slug="bookchat-manual", title="bookchat manual",
-                                trigger="make run", progress=progress)
+            report = index_bundled_book(trigger="make run", progress=progress)
         except BookchatError as exc:
             self.stderr.write(f"Indexing the bundled book failed: {exc}")
             return
         finally:
             progress.close()
-        self.stdout.write(f"  {report.files_indexed} pages indexed, {report.files_unchanged} unchanged, "
-                          f"{report.chunks_embedded} passages embedded, {len(report.errors)} errors "
-                          f"({report.total_seconds:.1f} s).")
+        self.stdout.write(describe(report))
 
-    def _start(self, host: str, port: int) -> list[subprocess.Popen]:
+    def _start(self, host: str, port: int, role: str) -> list[subprocess.Popen]:
         base = Path(settings.BASE_DIR)
-        env = os.environ | {"DJANGO_SETTINGS_MODULE": "bookchat.settings"}
+        env = {"DJANGO_SETTINGS_MODULE": "bookchat.settings"} | os.environ  # the children run with our settings
         web, web_env = gunicorn_command(bind=f"{host}:{port}"), gunicorn_environment(env)
         tasks = [sys.executable, str(base / "manage.py"), "qcluster"]
         # Even so, an upload's embedding takes both cores for as long as it runs; at a lower CPU priority it
         # uses what answers leave, and answers under load stay within 2× their idle p95 (tests/test_soak.py).
         niceness = setting("TASK_NICENESS")
         lower_priority = (lambda: os.nice(niceness)) if niceness else None
+        wanted = [(web, web_env, None)] if role != "worker" else []
+        wanted += [(tasks, env, lower_priority)] if role != "web" else []
         # Each child leads a process group of its own, so that stopping it also reaches the processes
         # it forks (gunicorn workers, the django-q2 sentinel and workers) and none is left behind.
         return [subprocess.Popen(cmd, cwd=base, env=child_env, start_new_session=True, preexec_fn=start)
-                for cmd, child_env, start in ((web, web_env, None), (tasks, env, lower_priority))]
+                for cmd, child_env, start in wanted]
 
     def _wait(self, children: list[subprocess.Popen]) -> None:
         stop = {"now": False}
@@ -169,10 +188,12 @@ def gunicorn_command(*, bind: str, workers: int | None = None, threads: int | No
             *(["--access-logfile", "-"] if access_log else [])]
 
 
-def connections_needed() -> int:
-    """Database connections `make run` may hold at once: one per gunicorn thread that has served a request,
-    and the django-q2 cluster's (its workers, monitor, pusher and sentinel) and this process's own."""
-    return setting("WEB_WORKERS") * setting("WEB_THREADS") + setting("TASK_WORKERS") + 4
+def connections_needed(role: str = "all") -> int:
+    """Database connections `serve --role` may hold at once: one per gunicorn thread that has served a request
+    (web), the django-q2 cluster's (its workers, monitor, pusher and sentinel; worker) and this process's own."""
+    web = setting("WEB_WORKERS") * setting("WEB_THREADS") if role != "worker" else 0
+    tasks = setting("TASK_WORKERS") + 3 if role != "web" else 0
+    return web + tasks + 1
 
 
 def gunicorn_environment(env: dict[str, str]) -> dict[str, str]:
