@@ -3,8 +3,9 @@
 ``Asking`` takes the request's ``Client`` (``chat.access``) and a decoded body, validates it
 with the contract's serializer, limits it to the client's book, fills in who asked and which
 conversation it continues, and answers: as one response (``answer``), as a stream of
-events (``stream``), or, for a search, as the passages retrieval found (``search``). Whatever the client remembers of its conversations (the page keeps them
-in its session) is updated here, so no view needs to know what kind of client it serves.
+events (``stream``), or, for a search, as the passages retrieval found (``search``).
+Whatever the client remembers of its conversations (the page keeps them in its session) is
+updated here, so no view needs to know what kind of client it serves.
 """
 
 from __future__ import annotations
