@@ -7,7 +7,7 @@ from django.db.models import Q
 
 from chat.answering import scope_threshold
 from chat.models import ScopeCalibration
-from ingestion.models import Book
+from ingestion.models import Book, Document
 from ingestion.outline import book_outline
 
 
@@ -43,3 +43,36 @@ def book_entry(root: Book, editions: list[Book], thresholds: dict) -> dict:
                       "path": e.version_path, "locale": e.locale, "latest": e.latest, "base_url": e.base_url,
                       "pages": e.document_count} for e in editions],
     }
+
+
+def book_pages(*, slug: str | None = None, limit: int = 1000) -> list[Document]:
+    """The pages of every book (or of ``slug`` and its editions), by book and path, at most ``limit``."""
+    pages = Document.objects.select_related("book").order_by("book__slug", "path")
+    if slug is not None:
+        pages = pages.filter(Q(book__slug=slug) | Q(book__edition_of__slug=slug))
+    return list(pages[:limit])
+
+
+def page_markdown(document: Document) -> str:
+    """A page as it was indexed: its passages in order, under their headings, each overlap with the passage
+    before it removed (the page's own file is not kept, and its passages are what answers quote)."""
+    lines, previous_path, previous_text = [], [], ""
+    for heading_path, text in document.chunks.order_by("ordinal").values_list("heading_path", "text"):
+        parts = [p for p in heading_path.split(" > ") if p] or [document.title]
+        for depth, part in enumerate(parts):
+            if parts[:depth + 1] != previous_path[:depth + 1]:
+                lines += [f"{'#' * min(depth + 1, 6)} {part}", ""]
+        if parts == previous_path:
+            text = text[_overlap(previous_text, text):].lstrip()
+        if text:
+            lines += [text, ""]
+        previous_path, previous_text = parts, text if text else previous_text
+    return "\n".join(lines).strip() + "\n"
+
+
+def _overlap(before: str, after: str, *, shortest: int = 20) -> int:
+    """Length of the longest start of ``after`` that ``before`` ends with (0 when under ``shortest``)."""
+    for size in range(min(len(before), len(after)), shortest - 1, -1):
+        if before.endswith(after[:size]):
+            return size
+    return 0

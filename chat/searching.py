@@ -11,6 +11,7 @@ lighter row than an answer: status ``searched``, the query and the passages retu
 from __future__ import annotations
 
 import uuid
+from urllib.parse import quote
 
 from chat.answering import AskRequest, audited_source, book_calibration, resolve_book, scope_threshold, send_audit
 from chat.calibration import scope_score
@@ -23,7 +24,7 @@ RESOURCE_SCHEME = "bookchat"
 
 def page_uri(book_slug: str, path: str) -> str:
     """The MCP resource that holds a whole page of a book (``chat.mcp_server``)."""
-    return f"{RESOURCE_SCHEME}://{book_slug}/{path}"
+    return f"{RESOURCE_SCHEME}://{book_slug}/{quote(path, safe='/')}"
 
 
 def search_passages(request: AskRequest) -> dict:
