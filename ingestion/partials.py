@@ -131,7 +131,8 @@ class PartialResolver:
             indent = use.group("indent")
             props = _string_props(line)
             if props:
-                inner = [_PROPS_USE.sub(lambda m: props.get(m.group(1), m.group(0)), text) for text in inner]
+                inner = [_PROPS_USE.sub(lambda m, props=props: props.get(m.group(1), m.group(0)), text)
+                         for text in inner]
             out.append(("", origin))  # the partial renders as blocks of its own
             out.extend((indent + text if text.strip() else "", origin) for text in inner)
             out.append(("", origin))
