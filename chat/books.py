@@ -3,12 +3,16 @@
 
 from __future__ import annotations
 
+import re
+
 from django.db.models import Q
 
 from chat.answering import scope_threshold
 from chat.models import ScopeCalibration
 from ingestion.models import Book, Document
 from ingestion.outline import book_outline
+
+_HEADING = re.compile(r"^#{1,6}\s+(.+?)(?:\s+\{#[^}]*\})?\s*$", re.MULTILINE)
 
 
 def book_list(*, slug: str | None = None) -> list[dict]:
@@ -54,19 +58,29 @@ def book_pages(*, slug: str | None = None, limit: int = 1000) -> list[Document]:
 
 
 def page_markdown(document: Document) -> str:
-    """A page as it was indexed: its passages in order, under their headings, each overlap with the passage
-    before it removed (the page's own file is not kept, and its passages are what answers quote)."""
-    lines, previous_path, previous_text = [], [], ""
+    """A page as it was indexed: its passages in order, under their headings (the page's title as its H1), each
+    overlap with the passage before it removed. The page's own file is not kept; its passages are what answers
+    quote. A heading a passage already holds (small sections are indexed together) is not written twice."""
+    lines: list[str] = []
+    previous_path: list[str] = []
+    previous_text = ""
+    previous_held: set[str] = set()
     for heading_path, text in document.chunks.order_by("ordinal").values_list("heading_path", "text"):
-        parts = [p for p in heading_path.split(" > ") if p] or [document.title]
-        for depth, part in enumerate(parts):
-            if parts[:depth + 1] != previous_path[:depth + 1]:
-                lines += [f"{'#' * min(depth + 1, 6)} {part}", ""]
+        parts = [p for p in heading_path.split(" > ") if p]
+        if len(parts) > 1 and parts[0] == document.category:
+            parts = parts[1:]  # the chapter is the page's folder, not one of its headings
+        parts = parts or [document.title]
         if parts == previous_path:
             text = text[_overlap(previous_text, text):].lstrip()
+        held = {m.group(1).strip() for m in _HEADING.finditer(text)}
+        for depth, part in enumerate(parts):
+            if parts[:depth + 1] != previous_path[:depth + 1] and part not in held | previous_held:
+                lines += [f"{'#' * min(depth + 1, 6)} {part}", ""]
+        previous_held = held
         if text:
             lines += [text, ""]
-        previous_path, previous_text = parts, text if text else previous_text
+            previous_text = text
+        previous_path = parts
     return "\n".join(lines).strip() + "\n"
 
 
