@@ -212,3 +212,17 @@ def test_an_assistant_over_http_needs_a_key_and_keeps_to_the_api_rate_limit(mcp_
     rows = audited_mcp_rows(since, at_least=3)
     check_audit(rows)
     assert {r.api_key_name for r in rows} == {"mcp-test"} and all(r.client_ip_hash for r in rows)
+
+
+@pytest.mark.django_db
+def test_searches_are_audited_but_the_dashboard_counts_only_answers_as_answers():
+    import uuid
+
+    from audit.reports import dashboard, review_queue_filter
+
+    for status, level in (("searched", ""), ("searched", ""), ("answered", "high")):
+        AuditLog.objects.create(answer_id=uuid.uuid4(), channel="mcp", book_slug="mcp-dashboard", question="q",
+                                status=status, confidence_level=level, confidence=0.9 if level else None)
+    figures = dashboard(days=1, book="mcp-dashboard")
+    assert (figures["total"], figures["searches"], figures["mix"]["high"], figures["mix"]["low"]) == (1, 2, 1, 0)
+    assert not AuditLog.objects.filter(review_queue_filter(), book_slug="mcp-dashboard").exists()
