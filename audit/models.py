@@ -1,4 +1,5 @@
-"""The audit trail: one denormalised row per answer, kept for ``AUDIT_RETENTION_DAYS``.
+"""The audit trail: one denormalised row per answer (and a lighter one per assistant's search), kept for
+``AUDIT_RETENTION_DAYS``.
 
 A row copies what it needs (book slug, key name, sources with their headings and URLs)
 instead of pointing at it, so it still reads correctly after the book is re-indexed or
@@ -22,6 +23,7 @@ class AuditLog(models.Model):
         WITHHELD = "withheld", "withheld by the grounding check"
         TIMEOUT = "timeout", "timed out"
         ERROR = "error", "failed"
+        SEARCHED = "searched", "searched (passages for an assistant, no answer)"
 
     class Review(models.TextChoices):
         NEW = "new", "new"
@@ -31,7 +33,7 @@ class AuditLog(models.Model):
 
     answer_id = models.UUIDField(unique=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
-    channel = models.CharField(max_length=16, help_text="page, widget, api, stream or cli")
+    channel = models.CharField(max_length=16, help_text="page, widget, api, stream, cli or mcp")
     book_slug = models.CharField("book", max_length=64, blank=True, db_index=True)
     api_key_id = models.BigIntegerField(null=True, blank=True, help_text="Id of the API key (never the key).")
     api_key_name = models.CharField(max_length=100, blank=True)

@@ -1,4 +1,5 @@
-"""What the admin dashboard shows: answers per day, the confidence-level mix, refusal rate, thumbs."""
+"""What the admin dashboard shows: answers per day, the confidence-level mix, refusal rate, thumbs (and the count
+of assistants' searches, which are audited but are not answers)."""
 
 from __future__ import annotations
 
@@ -36,6 +37,9 @@ def dashboard(*, days: int = 30, book: str | None = None) -> dict:
     rows = AuditLog.objects.filter(created_at__date__gte=start)
     if book:
         rows = rows.filter(book_slug=book)
+    # An assistant's searches (MCP ``search_book``) are audited too, but they are not answers.
+    searches = rows.filter(status=S.SEARCHED).count()
+    rows = rows.exclude(status=S.SEARCHED)
     per_day = {r["day"]: r for r in rows.annotate(day=TruncDate("created_at")).values("day").annotate(
         total=Count("id"), refused=Count("id", filter=Q(status=S.NOT_COVERED)),
         up=Count("id", filter=Q(feedback_rating="up")), down=Count("id", filter=Q(feedback_rating="down")))}
@@ -53,6 +57,7 @@ def dashboard(*, days: int = 30, book: str | None = None) -> dict:
     return {
         "days": days, "book": book or "", "total": total, "daily": daily, "mix": parts,
         "refusal_rate": round(100 * refused / total, 1) if total else 0.0, "up": up, "down": down,
+        "searches": searches,
         "queue": AuditLog.objects.filter(review_queue_filter()).count(),
         "charts": {
             "answers": charts.stacked_bars(f"Answers per day, last {days} days", labels,

@@ -152,6 +152,34 @@ def over_http(server: Gunicorn, questions, *, log) -> dict:
     return {"ask": summary(ask), "stream_first_token": summary(first_token), "errors": errors}
 
 
+def mcp_over_http(server: Gunicorn, questions, *, key: str) -> dict:
+    """The same questions through the MCP server at ``/mcp`` (``chat.mcp_http``), with the official SDK's client
+    as an assistant uses it (one session, each tool call one POST): ``search_book`` and ``ask_book``."""
+    import anyio
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    timings: dict[str, list[float]] = {"search_book": [], "ask_book": []}
+    errors = 0
+
+    async def run() -> None:
+        nonlocal errors
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=60) as http:
+            transport = streamable_http_client(f"{server.url}/mcp", http_client=http)
+            async with Client(transport, mode="legacy") as client:
+                for question, book in questions:
+                    for name, arguments in (("search_book", {"query": question, "book": book}),
+                                            ("ask_book", {"question": question, "book": book})):
+                        started = time.perf_counter()
+                        result = await client.call_tool(name, arguments)
+                        timings[name].append((time.perf_counter() - started) * 1000)
+                        errors += bool(result.is_error)
+
+    anyio.run(run)
+    return {**{name: summary(values) for name, values in timings.items()}, "errors": errors}
+
+
 def load(server: Gunicorn | list[Gunicorn], questions, *, clients: int, seconds: float) -> dict:
     """``clients`` concurrent clients asking distinct questions back to back for ``seconds``; given several servers
     (web nodes), the requests go to each in turn, as a round-robin balancer sends them."""

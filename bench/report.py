@@ -95,7 +95,10 @@ def render(r: dict, *, command: str) -> str:
               f"| `POST /api/v1/ask` | {fmt(h['ask']['p50'])} | {fmt(h['ask']['p95'])} | {fmt(h['ask']['p99'])} |",
               f"| `/ask/stream`, first token | {fmt(h['stream_first_token']['p50'])} | "
               f"{fmt(h['stream_first_token']['p95'])} | {fmt(h['stream_first_token']['p99'])} |",
-              "", f"Errors: {h['errors']}.", "", "### Under load (distinct questions, back to back)", "",
+              *[f"| MCP `{tool}` (`POST /mcp`, the SDK's client) | {fmt(m[tool]['p50'])} | {fmt(m[tool]['p95'])} | "
+                f"{fmt(m[tool]['p99'])} |" for m in [h.get("mcp")] if m for tool in ("search_book", "ask_book")],
+              "", f"Errors: {h['errors']}" + (f" (MCP: {h['mcp']['errors']})" if h.get("mcp") else "") + ".",
+              "", "### Under load (distinct questions, back to back)", "",
               "| clients | seconds | answers/s | p50 ms | p95 ms | errors | worker RSS MB |",
               "|---|---|---|---|---|---|---|"]
     for x in r["load"]:

@@ -76,9 +76,11 @@ def run(*, data: Path, quick: bool, log, save_to: Path | None = None) -> dict:
     section(f"answer latency in-process: {len(questions)} questions × {p['runs']} runs", "in_process", in_process)
 
     def over_http():
-        with latency.Gunicorn(workers=2) as server:
+        # No key limit on this server: the MCP run asks twice per question through one secret key.
+        with latency.Gunicorn(workers=2, env={"BOOKCHAT_RATE_KEY": ""}) as server, bench_key() as key:
             latency.warm_up(server, questions)
             results["http"] = latency.over_http(server, questions[: p["http_questions"]], log=log)
+            results["http"]["mcp"] = latency.mcp_over_http(server, questions[: p["http_questions"]], key=key)
             for clients, seconds in p["load"]:
                 log(f"  {clients} clients for {seconds:.0f} s …")
                 results["load"].append(latency.load(server, questions, clients=clients, seconds=seconds))
@@ -154,6 +156,20 @@ def run(*, data: Path, quick: bool, log, save_to: Path | None = None) -> dict:
     if save_to:
         save(results, save_to)
     return results
+
+
+@contextlib.contextmanager
+def bench_key():
+    """A secret API key for the run (MCP over HTTP needs one), deleted afterwards."""
+    from chat.models import ApiKey
+
+    key = ApiKey(name="bench (make bench)", kind=ApiKey.SECRET)
+    raw = key.issue()
+    key.save()
+    try:
+        yield raw
+    finally:
+        ApiKey.objects.filter(pk=key.pk).delete()
 
 
 def mixed_questions(data: Path, books: list[str], count: int) -> list[tuple[str, str]]:

@@ -1,4 +1,4 @@
-"""URL routes: the chat page, the REST API under /api/v1/, and the admin."""
+"""URL routes: the chat page, the REST API under /api/v1/, the MCP server at /mcp, and the admin."""
 
 from django.contrib import admin
 from django.templatetags.static import static
@@ -6,6 +6,7 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 
 from chat import views
+from chat.mcp_http import McpView
 
 admin.site.site_header = "bookchat"
 admin.site.site_title = "bookchat admin"
@@ -16,6 +17,7 @@ urlpatterns = [
     path("answers/<uuid:answer_id>", views.answer_fragment, name="chat-answer"),
     path("answers/<uuid:answer_id>/feedback", views.feedback, name="chat-feedback"),
     path("api/v1/", include("chat.urls")),
+    path("mcp", McpView.as_view(), name="mcp"),
     path("admin/", admin.site.urls),
     # Browsers ask for /favicon.ico on pages that name none (the admin's): point them at ours, not a 404.
     path("favicon.ico", RedirectView.as_view(url=static("bookchat/favicon.svg"), permanent=True)),

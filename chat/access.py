@@ -46,7 +46,7 @@ KEY_REQUIRED = ("an API key is required: send a secret key in an Authorization: 
 class Client:
     """The caller of one API request. API callers keep their conversations themselves (``session_id``)."""
 
-    channel: str  # "widget" (publishable key), "api" (secret key or anonymous), "page" (the chat page)
+    channel: str  # "widget" (publishable key), "api" (secret key or anonymous), "page" (the chat page), "mcp"
     key: ApiKey | None = None
     cors_origin: str | None = None
 
@@ -71,6 +71,27 @@ class Client:
 
     def remember(self, book_slug: str, session_id: str | None) -> None:
         """Note the conversation an answer went to (``None``: start afresh next time)."""
+
+
+@dataclass
+class AssistantClient(Client):
+    """An AI assistant over MCP (``chat.mcp_server``): with a secret key over HTTP, or none over stdio, where the
+    operator may bind it to one book (``manage.py mcp --book``) as a key can be bound."""
+
+    channel: str = "mcp"
+    book: str | None = None
+
+    def check_book(self, slug: str | None) -> str | None:
+        slug = super().check_book(slug)
+        if self.book is None:
+            return slug
+        if slug not in (None, self.book):
+            raise RequestError(f"this server answers from the book {self.book!r} only, not {slug!r}",
+                               code="key_book", field="book", status=403)
+        return self.book
+
+    def key_book(self) -> str | None:
+        return super().key_book() or self.book
 
 
 @dataclass

@@ -293,9 +293,9 @@ def _respond(p: Prepared, *, answer: str, refused: bool, generator_name: str, no
     conversations.record_turn(p.conversation, question=p.request.question, resolved_question=p.resolved_question,
                               answer=answer, answer_id=p.answer_id, refused=refused, response=response)
     status = "not_covered" if refused else ("withheld" if flagged else "answered")
-    _send_audit(p.request, answer_id=p.answer_id, book_slug=p.book.slug, session_id=p.conversation.id,
+    send_audit(p.request, answer_id=p.answer_id, book_slug=p.book.slug, session_id=p.conversation.id,
                 resolved_question=p.resolved_question, answer=answer, generator=generator_name,
-                sources=[_audited_source(s) for s in sources], suggestions=suggestions, confidence=confidence,
+                sources=[audited_source(s) for s in sources], suggestions=suggestions, confidence=confidence,
                 confidence_level=level, status=status, refused=refused, flagged=flagged,
                 grounding=response["grounding"], retrieval=response["retrieval"],
                 latency_ms=response["response_time_ms"], timings_ms=response["timings_ms"])
@@ -303,13 +303,14 @@ def _respond(p: Prepared, *, answer: str, refused: bool, generator_name: str, no
 
 
 # -- the audit record -------------------------------------------------------------------------------
-def _audited_source(source: dict) -> dict:
+def audited_source(source: dict) -> dict:
     keep = ("n", "chunk_id", "heading_path", "chapter", "section", "document", "url", "score", "cited")
     return {k: source.get(k) for k in keep}
 
 
-def _send_audit(request: AskRequest, **fields) -> None:
-    """Tell the audit trail (``chat.signals.answered``); a failing receiver never fails the answer."""
+def send_audit(request: AskRequest, **fields) -> None:
+    """Tell the audit trail (``chat.signals.answered``); a failing receiver never fails the answer. A search
+    (``chat.searching``) is told the same way, with status ``searched``."""
     if request.channel in UNAUDITED_CHANNELS:
         return
     record = {"channel": request.channel, "api_key_id": request.api_key_id, "api_key_name": request.api_key_name,
@@ -336,7 +337,7 @@ def audit_failures(request: AskRequest, deadline: Deadline, *, book: Book | None
 
 
 def _audit_failure(request, deadline, code, message, book, session, status) -> None:
-    _send_audit(request, answer_id=uuid.uuid4(), book_slug=book.slug if book else (request.book or ""),
+    send_audit(request, answer_id=uuid.uuid4(), book_slug=book.slug if book else (request.book or ""),
                 session_id=session, status=status, error_code=code, error_message=message,
                 latency_ms=deadline.elapsed_ms())
 

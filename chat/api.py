@@ -30,8 +30,9 @@ from rest_framework.views import APIView
 from bookchat.conf import setting
 from bookchat.errors import NotFound, RequestError
 from chat.access import ALLOWED_HEADERS, Client, client_of
-from chat.answering import resolve_book, scope_threshold
+from chat.answering import resolve_book
 from chat.asking import Asking
+from chat.books import book_entry, book_list
 from chat.errors import error_reply
 from chat.feedback import record_feedback
 from chat.generation import llm_configured
@@ -185,15 +186,7 @@ class FeedbackView(ClientView):
 class BooksView(ClientView):
     @extend_schema(operation_id="books", responses={200: BooksSerializer, **ERRORS})
     def get(self, request):
-        books = list(Book.objects.order_by("version_rank", "locale", "slug").with_counts())
-        thresholds = dict(ScopeCalibration.objects.values_list("book_id", "threshold"))
-        editions = {}
-        for b in books:
-            editions.setdefault(b.edition_of_id or b.pk, []).append(b)
-        return Response(BooksSerializer({"books": [
-            book_entry(b, editions[b.pk], thresholds) for b in sorted(books, key=lambda b: b.slug)
-            if b.edition_of_id is None
-        ]}).data)
+        return Response(BooksSerializer({"books": book_list()}).data)
 
 
 class BookView(ClientView):
@@ -213,26 +206,6 @@ class BookView(ClientView):
         entry = book_entry(root, editions, thresholds)
         entry.update(version=edition.version, locale=edition.locale, outline=book_outline(edition))
         return Response(BookDetailSerializer(entry).data)
-
-
-def book_entry(root: Book, editions: list[Book], thresholds: dict) -> dict:
-    """A book as ``GET /books`` lists it: its root's figures, and its versions and locales when it has them."""
-    latest = next((e for e in editions if e.latest and e.locale == root.locale), root)
-    versioned = len({e.version for e in editions}) > 1
-    return {
-        "slug": root.slug, "title": root.title, "base_url": latest.base_url, "pages": latest.document_count,
-        "chunks": latest.chunk_count, "embedder": root.embedder_name,
-        "scope_threshold": round(scope_threshold(latest, {"threshold": thresholds.get(latest.pk)
-                                                          or thresholds.get(root.pk)}), 4),
-        "updated_at": max(e.updated_at for e in editions),
-        "versions": list(dict.fromkeys(e.version for e in editions if e.version)) if versioned else [],
-        "locales": list(dict.fromkeys(e.locale for e in sorted(editions, key=lambda e: e.locale != root.locale)
-                                      if e.locale)),
-        "chapters": list(dict.fromkeys(chapter["chapter"] for chapter in book_outline(latest))),
-        "editions": [{"version": e.version if versioned else "", "label": e.version_label if versioned else "",
-                      "path": e.version_path, "locale": e.locale, "latest": e.latest, "base_url": e.base_url,
-                      "pages": e.document_count} for e in editions],
-    }
 
 
 class HealthView(APIView):

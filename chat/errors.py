@@ -5,7 +5,8 @@ audit trail of failed questions all read it, so a failure is the same everywhere
 
 - ``RequestError``: its own status and code (400 bad input, 403, 404, 504 out of time …);
 - DRF's own exceptions: their status, with our codes for the ones we raise (``RateLimited``
-  429 with ``Retry-After``, 401 ``key_required`` with ``WWW-Authenticate``, 403 from a key check);
+  429 with ``Retry-After``, 401 ``key_required`` or ``invalid_key`` with ``WWW-Authenticate``, 403 from a key
+  check);
 - the database down or unreachable: 503 ``database_unavailable`` (an outage, not a bug);
 - another ``BookchatError`` (embedder mismatch, a bad setting): 503 with its code;
 - anything else: 500 ``internal_error``, logged with its traceback.
@@ -49,6 +50,10 @@ def error_reply(exc: BaseException, request=None) -> ErrorReply:
         return ErrorReply(429, error_body("rate_limited", _detail(exc)), {"Retry-After": str(wait)})
     if isinstance(exc, exceptions.NotAuthenticated):
         return ErrorReply(401, error_body("key_required", KEY_REQUIRED),
+                          {"WWW-Authenticate": 'Bearer realm="bookchat"'})
+    if isinstance(exc, exceptions.AuthenticationFailed):  # a key that is no key (``chat.mcp_http``)
+        codes = exc.get_codes()
+        return ErrorReply(401, error_body(codes if isinstance(codes, str) else "invalid_key", _detail(exc)),
                           {"WWW-Authenticate": 'Bearer realm="bookchat"'})
     if isinstance(exc, exceptions.APIException):
         codes = exc.get_codes()

@@ -43,6 +43,7 @@ _CONTROL = re.compile(r"[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 ASK_FIELDS = ("question", "selected_text", "max_results", "session_id", "book", "version", "locale", "chapter")
+SEARCH_FIELDS = ("query", "limit", "book", "version", "locale")
 FEEDBACK_FIELDS = ("rating", "comment", "session_id")
 
 
@@ -129,7 +130,7 @@ class QuestionField(TextField):
     def check_size(self, data: str) -> None:
         words = len(data.split())
         if words > self.max_words:
-            raise invalid(f"question has {words} words; the limit is {self.max_words}", "too_many_words")
+            raise invalid(f"{self.field_name} has {words} words; the limit is {self.max_words}", "too_many_words")
         super().check_size(data)
 
 
@@ -165,9 +166,9 @@ class MaxResultsField(serializers.IntegerField):
         if isinstance(data, float) and data.is_integer():
             data = int(data)
         if isinstance(data, bool) or not isinstance(data, int):
-            raise invalid("max_results must be a whole number from 1 to 10", "invalid_type")
+            raise invalid(f"{self.field_name} must be a whole number from 1 to 10", "invalid_type")
         if not 1 <= data <= 10:
-            raise invalid(f"max_results must be from 1 to 10, not {data}", "out_of_range")
+            raise invalid(f"{self.field_name} must be from 1 to 10, not {data}", "out_of_range")
         return data
 
 
@@ -237,6 +238,23 @@ class AskRequestSerializer(StrictSerializer):
                           session_id=data.get("session_id"), book=data.get("book") or None,
                           version=data.get("version") or None, locale=data.get("locale") or None,
                           chapter=data.get("chapter") or None, max_results=data.get("max_results"), channel=channel)
+
+
+class SearchRequestSerializer(StrictSerializer):
+    """``{"query", "book"?, "version"?, "locale"?, "limit"?}``: a search for passages (the MCP tool ``search_book``),
+    checked as a question is."""
+
+    order = SEARCH_FIELDS
+
+    def get_fields(self):
+        ask = AskRequestSerializer().get_fields()
+        return {"query": QuestionField(), "limit": MaxResultsField(), "book": ask["book"], "version": ask["version"],
+                "locale": ask["locale"]}
+
+    def search(self, *, channel: str) -> AskRequest:
+        data = self.checked()
+        return AskRequest(question=data["query"], book=data.get("book") or None, version=data.get("version") or None,
+                          locale=data.get("locale") or None, max_results=data.get("limit"), channel=channel)
 
 
 class FeedbackRequestSerializer(StrictSerializer):
@@ -414,6 +432,11 @@ def answer_data(response: dict) -> dict:
 def validate_ask(data: object, *, channel: str = "api") -> AskRequest:
     """Check a decoded request against every rule; the clean ``AskRequest`` or a ``RequestError``."""
     return AskRequestSerializer(data=data).ask(channel=channel)
+
+
+def validate_search(data: object, *, channel: str = "mcp") -> AskRequest:
+    """A decoded search (``SearchRequestSerializer``) as the ``AskRequest`` retrieval takes, or a ``RequestError``."""
+    return SearchRequestSerializer(data=data).search(channel=channel)
 
 
 def validate_feedback(data: object) -> tuple[str, str, uuid.UUID | None]:

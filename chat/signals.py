@@ -6,8 +6,9 @@ fails the answer or the vote.
 
 from django.dispatch import Signal
 
-# An answer was given, withheld, refused as not covered, timed out or failed after validation:
-# ``record`` is a plain dict (see ``chat.answering.audit_record``).
+# An answer was given, withheld, refused as not covered, timed out or failed after validation, or (status
+# ``searched``) an assistant searched a book (``chat.searching``): ``record`` is a plain dict
+# (see ``chat.answering.send_audit``).
 answered = Signal()
 
 # A reader voted on an answer: ``answer_id`` (UUID), ``rating`` ("up"/"down"), ``comment``.

@@ -73,3 +73,12 @@ def test_runs_are_shown_as_median_and_spread():
     assert fmt_runs(over_runs([3.0, 1.0, 2.0])) == "2.0 (1.0–3.0)"
     assert fmt_runs(over_runs([2.0])) == "2.0"
     assert fmt_runs(over_runs([None])) == "—"
+
+
+def test_mcp_latency_over_http_sits_next_to_the_apis():
+    r = results()
+    r["http"]["mcp"] = {"search_book": summary([20.0]), "ask_book": summary([60.0]), "errors": 0}
+    text = report.render(r, command="make bench")
+    assert "| `POST /api/v1/ask` | 50.0 |" in text
+    assert "| MCP `search_book` (`POST /mcp`, the SDK's client) | 20.0 |" in text
+    assert "| MCP `ask_book` (`POST /mcp`, the SDK's client) | 60.0 |" in text and "(MCP: 0)" in text

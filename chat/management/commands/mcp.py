@@ -1,0 +1,41 @@
+"""``manage.py mcp [--book SLUG]``: the books as an MCP server over stdio, the local command a desktop assistant
+(Claude Desktop, Cursor, VS Code) starts (README, "Use the book from your AI assistant").
+
+stdout carries the protocol and nothing else: the SDK's ``stdio_server`` points fd 1 at stderr while it serves, and
+every log line goes to stderr. Exit status: 0 when the assistant closes the connection, 1 when the server can't start
+(an unknown book, no database).
+"""
+
+from __future__ import annotations
+
+import anyio
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from mcp.server.stdio import stdio_server
+
+from chat.access import AssistantClient
+from chat.mcp_server import book_server
+from ingestion.models import Book
+
+
+class Command(BaseCommand):
+    help = "Serve the books to an AI assistant over MCP on stdin/stdout (logs go to stderr)."
+    requires_system_checks = []
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--book", help="Answer from this book only (its slug); default: every indexed book.")
+
+    def handle(self, *args, **options) -> None:
+        slug = options["book"] or None
+        try:
+            known = list(Book.objects.roots().order_by("slug").values_list("slug", flat=True))
+        except Exception as exc:
+            raise CommandError(f"mcp: the database is unavailable: {exc}") from exc
+        if slug is not None and slug not in known:
+            raise CommandError(f"mcp: there is no book {slug!r}; the books are: {', '.join(known) or 'none yet'}")
+        server = book_server(AssistantClient(book=slug))
+
+        async def serve() -> None:
+            async with stdio_server() as (read_stream, write_stream):
+                await server.run(read_stream, write_stream, server.create_initialization_options())
+
+        anyio.run(serve)

@@ -1,0 +1,228 @@
+"""The books as an MCP server, driven by the official SDK's own client (``mcp.Client``) over both transports:
+stdio (``manage.py mcp`` as a desktop assistant starts it) and Streamable HTTP at ``/mcp`` on a real gunicorn
+started as ``make run`` starts it. Each session initializes, lists the tools (with their schemas), searches,
+asks (a cited answer and a refusal), reads a page, gets tool errors for bad arguments and goes on; the audit
+trail has every call with channel ``mcp``; over HTTP a missing or wrong key is 401 and the call past the rate
+limit is refused with when to retry, as the API refuses it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import httpx
+import httpx2
+import pytest
+from django.conf import settings
+from django.db import connection
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+from audit.models import AuditLog
+from bench.latency import Gunicorn
+from chat.models import ApiKey
+from ingestion.models import Book
+from tests.conftest import committed
+
+REPO = Path(__file__).resolve().parent.parent
+BOOK = "bookchat-manual"
+ON_TOPIC = "How do I ingest a folder of Markdown?"
+OFF_TOPIC = "What is the boiling point of mercury in Kelvin?"
+CITATION = re.compile(r"\[\d+\]")
+
+# Tool calls that are questions (counted by the rate limit), with what each must give: None for a result, else a
+# piece of the tool error's message. Bad arguments are counted too, as the API counts a bad request.
+QUESTIONS = [
+    ("search_book", {"query": ON_TOPIC, "limit": 3}, None),
+    ("ask_book", {"question": ON_TOPIC}, None),
+    ("ask_book", {"question": OFF_TOPIC}, None),
+    ("search_book", {"query": "   "}, "query is empty"),
+    ("search_book", {"query": "ingest", "limit": 10_000}, "limit must be from 1 to 10, not 10000"),
+    ("search_book", {"query": "ingest", "limit": "5"}, "limit must be a whole number"),
+    ("ask_book", {"question": 42}, "question must be a string"),
+    ("ask_book", {"question": "why " * 300}, "the limit is 1000"),
+    ("ask_book", {"question": "How?", "book": "no-such-book"}, "no-such-book"),
+    ("ask_book", {"question": "How?", "colour": "blue"}, "ask_book has no argument 'colour'"),
+]
+
+
+def server_env() -> dict[str, str]:
+    """What a process needs to serve from this test session's database (as ``bench.latency.Gunicorn`` sets it)."""
+    db = connection.settings_dict
+    return os.environ | {"DJANGO_SETTINGS_MODULE": "bookchat.settings", "BOOKCHAT_SECRET_KEY": settings.SECRET_KEY,
+                         "DATABASE_URL": f"postgresql://{db['USER']}@/{db['NAME']}?host={db['HOST']}",
+                         "BOOKCHAT_DATA_DIR": str(settings.DATA_DIR), "BOOKCHAT_LOG_LEVEL": "WARNING"}
+
+
+async def exercise(client: Client) -> dict:
+    """The session every transport must hold: what it saw, for the caller's own checks."""
+    seen: dict = {}
+    tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    assert set(tools) == {"search_book", "ask_book", "list_books"}
+    for tool in tools.values():
+        assert tool.input_schema["type"] == "object" and tool.output_schema["type"] == "object", tool.name
+    assert tools["search_book"].input_schema["properties"]["limit"]["maximum"] == 10
+    assert tools["search_book"].input_schema["required"] == ["query"]
+    seen["tools"] = list(tools.values())
+    assert "cite" in (client.instructions or "") and "doesn't cover" in client.instructions
+
+    results = []
+    for name, arguments, error in QUESTIONS:
+        result = await client.call_tool(name, arguments)
+        text = result.content[0].text
+        if error is None:
+            assert not result.is_error, text
+        else:
+            assert result.is_error and error in text, (name, arguments, text)
+        results.append(result)
+    search, answer, refusal = (r.structured_content for r in results[:3])
+
+    passages = search["passages"]
+    assert search["covered"] and len(passages) == 3
+    assert any("#" in p["url"] for p in passages), "section URLs carry their anchors"
+    assert all(p["text"] and p["heading_path"] and p["page_title"] and p["score"] > 0 for p in passages)
+
+    assert not answer["refused"] and not answer["flagged_for_review"], answer["answer"]
+    assert CITATION.search(answer["answer"]) and any(s["cited"] and s["url"] for s in answer["sources"])
+    assert "Sources:" in results[1].content[0].text
+
+    assert refusal["refused"] and not CITATION.search(refusal["answer"]), refusal["answer"]
+    assert refusal["sources"] == [] and refusal["suggestions"], "related sections, as links"
+    assert "Related sections (links, not citations)" in results[2].content[0].text
+
+    page = await client.read_resource(passages[0]["page"])
+    seen["page"] = page.contents[0].text
+    assert page.contents[0].mime_type == "text/markdown" and seen["page"].startswith("# ")
+    assert passages[0]["text"][:40] in seen["page"]
+    assert (await client.list_resources()).resources, "the pages are listed"
+
+    books = (await client.call_tool("list_books", {})).structured_content["books"]  # the session goes on
+    assert [b["slug"] for b in books] == [BOOK] and books[0]["pages"] > 0
+    seen["results"] = results
+    return seen
+
+
+def audited_mcp_rows(since, *, at_least: int) -> list[AuditLog]:
+    """The rows written since ``since`` on the mcp channel (over HTTP they are written after the response)."""
+    for _ in range(100):
+        rows = list(AuditLog.objects.filter(created_at__gte=since, channel="mcp").order_by("created_at"))
+        if len(rows) >= at_least:
+            return rows
+        time.sleep(0.1)
+    return rows
+
+
+def check_audit(rows: list[AuditLog]) -> None:
+    statuses = [r.status for r in rows]
+    assert statuses.count("searched") == 1 and statuses.count("answered") == 1, statuses
+    assert statuses.count("not_covered") == 1, statuses
+    search = next(r for r in rows if r.status == "searched")
+    assert search.question == ON_TOPIC and len(search.sources) == 3 and not search.answer
+    answered = next(r for r in rows if r.status == "answered")
+    assert answered.book_slug == BOOK and CITATION.search(answered.answer)
+
+
+@pytest.mark.django_db
+def test_an_assistant_over_stdio_searches_asks_and_reads_the_manual(manual_book, served):
+    from django.utils import timezone
+
+    since = timezone.now()
+    params = StdioServerParameters(command=sys.executable, args=["manage.py", "mcp", "--book", BOOK], cwd=str(REPO),
+                                   env=server_env())
+
+    async def run() -> dict:
+        async with Client(params, mode="legacy") as client:  # legacy: the initialize handshake
+            assert client.server_info.name == "bookchat"
+            return await exercise(client)
+
+    seen = anyio.run(run)
+    print("\n".join(f"{t.name}: {t.description}" for t in seen["tools"]))
+    check_audit(audited_mcp_rows(since, at_least=3))
+
+
+def test_mcp_command_refuses_an_unknown_book(manual_book):
+    import subprocess
+
+    run = subprocess.run([sys.executable, "manage.py", "mcp", "--book", "no-such-book"], cwd=REPO, env=server_env(),
+                         capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert run.returncode == 1 and "no book 'no-such-book'" in run.stderr and run.stdout == ""
+
+
+@pytest.fixture
+def mcp_key(manual_book, served, django_db_blocker) -> str:
+    def create() -> str:
+        key = ApiKey(name="mcp-test", kind=ApiKey.SECRET, book=Book.objects.get(slug=BOOK))
+        raw = key.issue()
+        key.save()
+        return raw
+
+    with django_db_blocker.unblock():
+        raw = committed(create)
+    yield raw
+    with django_db_blocker.unblock():
+        committed(lambda: ApiKey.objects.filter(name="mcp-test").delete())
+
+
+@asynccontextmanager
+async def over_http(url: str, key: str):
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=60) as http:
+        yield streamable_http_client(url, http_client=http)
+
+
+@pytest.mark.django_db
+def test_an_assistant_over_http_needs_a_key_and_keeps_to_the_api_rate_limit(mcp_key):
+    from django.utils import timezone
+
+    since = timezone.now()
+    env = {"BOOKCHAT_ANONYMOUS_API": "false", "BOOKCHAT_RATE_KEY": f"{len(QUESTIONS)}/day"}
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "curl", "version": "1"}}}
+    accept = {"Accept": "application/json, text/event-stream"}
+    with Gunicorn(workers=2, env=env) as server:
+        url = f"{server.url}/mcp"
+        for headers in ({}, {"Authorization": "Bearer sk_not-a-key"}):
+            refused = httpx.post(url, json=initialize, headers=accept | headers, timeout=30)
+            assert refused.status_code == 401, refused.text
+            assert refused.headers["WWW-Authenticate"].startswith("Bearer") and "tools" not in refused.text
+
+        async def run() -> tuple[dict, object]:
+            async with over_http(url, mcp_key) as transport, Client(transport, mode="legacy") as client:
+                seen = await exercise(client)
+                over = await client.call_tool("search_book", {"query": ON_TOPIC})
+            async with over_http(url, mcp_key) as transport, Client(transport) as modern:  # 2026-07-28, stateless
+                books = await modern.call_tool("list_books", {})
+            assert not books.is_error
+            return seen, over
+
+        seen, over = anyio.run(run)
+        assert over.is_error, "the call past the limit is refused"
+        message = over.content[0].text
+        assert re.search(r"too many questions \(the limit is \d+ per day\); try again in \d+ s", message), message
+        assert "error: rate_limited" in message and "retry after:" in message
+        api = httpx.post(f"{server.url}/api/v1/ask", json={"question": ON_TOPIC},
+                         headers={"Authorization": f"Bearer {mcp_key}"}, timeout=30)
+        assert api.status_code == 429 and int(api.headers["Retry-After"]) > 0, "one bucket for the key"
+        assert api.json()["message"].split(";")[0] == message.split(";")[0]
+    rows = audited_mcp_rows(since, at_least=3)
+    check_audit(rows)
+    assert {r.api_key_name for r in rows} == {"mcp-test"} and all(r.client_ip_hash for r in rows)
+
+
+@pytest.mark.django_db
+def test_searches_are_audited_but_the_dashboard_counts_only_answers_as_answers():
+    import uuid
+
+    from audit.reports import dashboard, review_queue_filter
+
+    for status, level in (("searched", ""), ("searched", ""), ("answered", "high")):
+        AuditLog.objects.create(answer_id=uuid.uuid4(), channel="mcp", book_slug="mcp-dashboard", question="q",
+                                status=status, confidence_level=level, confidence=0.9 if level else None)
+    figures = dashboard(days=1, book="mcp-dashboard")
+    assert (figures["total"], figures["searches"], figures["mix"]["high"], figures["mix"]["low"]) == (1, 2, 1, 0)
+    assert not AuditLog.objects.filter(review_queue_filter(), book_slug="mcp-dashboard").exists()
