@@ -28,6 +28,7 @@ import anyio
 from asgiref.sync import async_to_sync
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpResponse, JsonResponse
+from drf_spectacular.utils import extend_schema
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from rest_framework import exceptions
 from rest_framework.permissions import BasePermission
@@ -66,15 +67,29 @@ class HasSecretKey(BasePermission):
         return True
 
 
+@extend_schema(exclude=True)  # JSON-RPC, described by MCP's own tools/list, not by the REST API's schema
 class McpView(APIView):
     authentication_classes = [AssistantKeyAuthentication]
     permission_classes = [HasSecretKey]
     throttle_classes = []  # tool calls that ask or search are counted by the tools
 
+    @property
+    def default_response_headers(self) -> dict:
+        return {**super().default_response_headers, "Allow": "POST"}  # GET and DELETE are 405, below
+
     def post(self, request):
         return serve_mcp(request._request, AssistantClient(key=request.auth.key))
 
-    get = delete = post  # the SDK answers them (405 without sessions)
+    def get(self, request):
+        # Stateless: no server-to-client stream to open (the SDK would hold the request open waiting for one).
+        return _not_allowed("this server sends no messages of its own: POST each message")
+
+    def delete(self, request):
+        return _not_allowed("there are no sessions to end: every POST stands alone")
+
+
+def _not_allowed(message: str) -> JsonResponse:
+    return JsonResponse({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}, status=405)
 
 
 def serve_mcp(request, client: AssistantClient) -> HttpResponse:

@@ -190,6 +190,10 @@ def test_an_assistant_over_http_needs_a_key_and_keeps_to_the_api_rate_limit(mcp_
             refused = httpx.post(url, json=initialize, headers=accept | headers, timeout=30)
             assert refused.status_code == 401, refused.text
             assert refused.headers["WWW-Authenticate"].startswith("Bearer") and "tools" not in refused.text
+        # Stateless: no stream to open, no session to end; answered at once, never held open.
+        for method in ("GET", "DELETE"):
+            other = httpx.request(method, url, headers=accept | {"Authorization": f"Bearer {mcp_key}"}, timeout=10)
+            assert other.status_code == 405 and other.headers["Allow"] == "POST", other.text
 
         async def run() -> tuple[dict, object]:
             async with over_http(url, mcp_key) as transport, Client(transport, mode="legacy") as client:
