@@ -17,7 +17,7 @@ import re
 
 from django.core.exceptions import RequestDataTooBig
 from django.db import connection
-from django.db.models import Count, Q
+from django.db.models import Count
 from django.http import HttpResponse, StreamingHttpResponse
 from django.utils.cache import patch_vary_headers
 from drf_spectacular.types import OpenApiTypes
@@ -32,11 +32,10 @@ from bookchat.errors import NotFound, RequestError
 from chat.access import ALLOWED_HEADERS, Client, client_of
 from chat.answering import resolve_book
 from chat.asking import Asking
-from chat.books import book_entry, book_list
+from chat.books import book_list
 from chat.errors import error_reply
 from chat.feedback import record_feedback
 from chat.generation import llm_configured
-from chat.models import ScopeCalibration
 from chat.openapi import ERRORS, STREAM_EVENT
 from chat.serializers import (
     AnswerSerializer,
@@ -200,10 +199,7 @@ class BookView(ClientView):
         if not BOOK_SLUG.fullmatch(slug):
             raise NotFound(f"there is no book {slug[:100]!r}; GET /api/v1/books lists them", code="unknown_book")
         edition = resolve_book(slug, version=query.get("version"), locale=query.get("locale"))
-        root = edition.root
-        editions = list(Book.objects.filter(Q(pk=root.pk) | Q(edition_of=root)).with_counts())
-        thresholds = dict(ScopeCalibration.objects.values_list("book_id", "threshold"))
-        entry = book_entry(root, editions, thresholds)
+        entry = book_list(slug=edition.root.slug)[0]
         entry.update(version=edition.version, locale=edition.locale, outline=book_outline(edition))
         return Response(BookDetailSerializer(entry).data)
 
