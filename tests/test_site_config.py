@@ -19,9 +19,13 @@ from ingestion.site_config import (
     find_config,
     read_site_config,
 )
+from tests.support import docusaurus_site
 
 needs_node = pytest.mark.skipif(shutil.which("node") is None, reason="node is not on PATH")
-REAL_SITE_MODULES = Path("/tmp/ds/site/node_modules")
+# The cached real Docusaurus test site's node_modules (built by ``python3 tests/support/docusaurus_site.py``,
+# which .ci/run does before the tests): a real jiti to load a TypeScript config with.
+REAL_SITE_MODULES = (docusaurus_site.REPO / "var" / "cache" / f"docusaurus-site-{docusaurus_site.recipe_key()}"
+                     / "node_modules")
 
 
 def site(tmp_path: Path, text: str, name: str = "docusaurus.config.js", **files: str) -> Path:
@@ -301,7 +305,7 @@ export default config;
 
 
 @pytest.mark.skipif(shutil.which("node") is None or not (REAL_SITE_MODULES / "jiti").is_dir(),
-                    reason="needs node and a Docusaurus site's node_modules at /tmp/ds/site (jiti)")
+                    reason="needs node and the cached Docusaurus test site (python3 tests/support/docusaurus_site.py)")
 def test_a_ts_config_runs_through_the_sites_own_jiti(tmp_path):
     root = site(tmp_path, """
 import {themes as prismThemes} from 'prism-react-renderer';
