@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -152,18 +153,12 @@ class PartialResolver:
         if not target.is_relative_to(inside):
             warn("the file is outside the book")
             return None
-        if target in chain or len(chain) > MAX_DEPTH:
-            warn("includes nest too deep or in a cycle")
-            return None
         if not target.is_file():
             warn("file not found")
             return None
-        loaded = self._read(target)
-        if isinstance(loaded, str):
-            warn(loaded)
+        text = self._load(target, chain, result, warn, cycle="include cycle", nested="includes")
+        if text is None:
             return None
-        text, digest = loaded
-        result.digests.append(digest)
         lines = _line_range(text.split("\n"), include.group("range"))
         if lines is None:
             warn(f"no anchor {include.group('range')!r} in the file")
@@ -185,11 +180,25 @@ class PartialResolver:
         if isinstance(target, str):
             warn(target)
             return None
+        text = self._load(target, chain, result, warn, cycle="import cycle", nested="partials")
+        if text is None:
+            return None
+        lines = _without_front_matter(text.split("\n"))
+        esm = _esm_lines(lines)
+        expanded = self._expand(lines, page=target, chain=(*chain, target), rel_path=rel_path, result=result,
+                                page_line=line)
+        # Inlined lines carry the index of their <Partial /> line, which is never an ESM line.
+        return ["" if index in esm else text for text, index in expanded]
+
+    def _load(self, target: Path, chain: tuple[Path, ...], result: InlinedLines, warn: Callable[[str], None], *,
+              cycle: str, nested: str) -> str | None:
+        """The text of a partial or included file, its digest recorded; None (with a warning) for a cycle, nesting
+        past ``MAX_DEPTH`` or a file that can't be read."""
         if target in chain:
-            warn("import cycle " + " → ".join(self._name(path) for path in (*chain, target)))
+            warn(f"{cycle} " + " → ".join(self._name(path) for path in (*chain, target)))
             return None
         if len(chain) > MAX_DEPTH:
-            warn(f"partials nested more than {MAX_DEPTH} deep")
+            warn(f"{nested} nested more than {MAX_DEPTH} deep")
             return None
         loaded = self._read(target)
         if isinstance(loaded, str):
@@ -197,12 +206,7 @@ class PartialResolver:
             return None
         text, digest = loaded
         result.digests.append(digest)
-        lines = _without_front_matter(text.split("\n"))
-        esm = _esm_lines(lines)
-        expanded = self._expand(lines, page=target, chain=(*chain, target), rel_path=rel_path, result=result,
-                                page_line=line)
-        # Inlined lines carry the index of their <Partial /> line, which is never an ESM line.
-        return ["" if index in esm else text for text, index in expanded]
+        return text
 
     def _resolve(self, spec: str, page: Path) -> Path | str:
         """The partial's file, or why it can't be used."""
