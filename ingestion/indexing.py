@@ -29,7 +29,7 @@ from bookchat.conf import setting
 from bookchat.errors import BookchatError
 from ingestion.chunking import ChunkDraft, Chunker, ChunkingOptions
 from ingestion.documents import Issue
-from ingestion.docusaurus import category_entry, category_label_with_issue, document_url
+from ingestion.docusaurus import category_entry, document_url
 from ingestion.embedders import Embedder, check_compatible, get_embedder
 from ingestion.lexicon import refresh_lexicon
 from ingestion.links import BookLinks, book_links
@@ -160,7 +160,7 @@ class BookIndexer:
         self.chunker = Chunker(embedder.count_tokens, self.options)
         self.report = IndexReport(book=book_slug, dry_run=dry_run)
         self.book: Book | None = None
-        self._categories: dict[str, str] = {}
+        self._categories: dict[str, tuple[str, float | None]] = {}
         self.links = BookLinks({})
         self._pending: list[_PreparedPage] = []
         self.partials = PartialResolver(discovery.root, max_bytes=setting("MAX_FILE_BYTES"), site_root=site_root,
@@ -334,19 +334,22 @@ class BookIndexer:
             for depth in range(1, len(parts) + 1):
                 folder = "/".join(parts[:depth])
                 if folder not in folders:
-                    label, position, _ = category_entry(self.discovery.root, folder)
+                    label, position = self._folder(folder)
                     folders[folder] = {"label": label, "position": position}
         if folders != self.book.folders:
             self.book.folders = folders
             Book.objects.filter(pk=self.book.pk).update(folders=folders)
 
     def _category(self, rel_path: str) -> str:
-        folder = rel_path.rpartition("/")[0]
+        return self._folder(rel_path.rpartition("/")[0])[0]
+
+    def _folder(self, folder: str) -> tuple[str, float | None]:
+        """(sidebar label, position) of a folder, its ``_category_`` file read once per run (a bad one warns once)."""
         if folder not in self._categories:
-            label, issue = category_label_with_issue(self.discovery.root, folder)
+            label, position, issue = category_entry(self.discovery.root, folder)
             if issue is not None:
                 self.report.warn(issue)
-            self._categories[folder] = label
+            self._categories[folder] = (label, position)
         return self._categories[folder]
 
     # -- diff and embed ------------------------------------------------------------------------
