@@ -116,6 +116,10 @@ SETTINGS: list[Setting] = [
     Setting("RERANKER", "features", "Second ranking stage over the fused pool's best 30: `features` (a small "
             "logistic model over cheap lexical and dense features, `chat/reranking.py`) or `off` (fused order).",
             choices=("features", "off")),
+    Setting("SENTENCE_VECTORS", "on", "Embed every sentence, list item and table row of a book when it is indexed "
+            "(about 0.6× the passages' embedding time, once), so that the best five passages are ordered and the "
+            "extractive answer's sentences chosen by meaning too (`chat/sentences.py`): `on` or `off`.",
+            choices=("on", "off")),
     Setting("SELECTED_TEXT_BOOST", 0.3, "Added to a candidate's fused score times the share of the selected "
             "passage it contains.", float),
     Setting("SCOPE_THRESHOLD", 0.0, "Cosine below which a question is \"not covered\"; 0 → each book's own "

@@ -37,6 +37,8 @@ _TOKEN = re.compile(r"\d{1,3}(?:,\d{3})+|[^\s\"'“”‘’(),;:!?]+")
 _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+|\n\s*)$")
 _EDGE = ".,;:!?'\"“”‘’()[]{}<>*`"
 MAX_PROBE_REFUSALS = 0.05
+# Written in capitals, never a name: "Is it OK to commit the token?" asks nothing about an "ok".
+NOT_NAMES = frozenset({"ok", "okay", "hi", "hello", "thanks", "please"})
 TYPO_SIMILARITY = 0.8  # difflib ratio from which a passage word counts as the term misspelt
 
 
@@ -71,7 +73,8 @@ def specific_terms(question: str) -> list[str]:
         all_caps = len(letters) >= 2 and all(ch.isupper() for ch in letters)
         mixed = len(letters) >= 3 and any(ch.isupper() for ch in letters[1:]) and any(ch.islower() for ch in letters)
         number = digits >= 2 and not letters
-        if (capitalised or all_caps or mixed or inner_mark or number or extension) and _fold(token) not in STOP_WORDS:
+        if ((capitalised or all_caps or mixed or inner_mark or number or extension)
+                and _fold(token) not in STOP_WORDS and _fold(token) not in NOT_NAMES):
             folded = _fold(token)
             if folded not in found:
                 found.append(folded)

@@ -199,7 +199,8 @@ def _answer_events(p: Prepared) -> Iterator[tuple[str, dict]]:
         generator_name = generator.name
         data = GenerationInput(
             question=p.request.question, book_title=p.book.title, selected_text=p.request.selected_text,
-            excerpts=[Excerpt(n, c.heading_path, c.text, c.score) for n, c in enumerate(p.retrieval.chunks, 1)],
+            excerpts=[Excerpt(n, c.heading_path, c.text, c.score, c.sentence_similarities)
+                      for n, c in enumerate(p.retrieval.chunks, 1)],
             history=[(t.question, t.answer) for t in p.turns],
         )
         pieces: list[str] = []

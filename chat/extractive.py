@@ -14,7 +14,8 @@ Then, in order:
 2. **Keep structures whole**: a span ending with a colon brings the code block, list or table
    it introduces; for a "how do I…" question a lead inside a list brings the whole list with
    its intro line (numbered steps stay numbered); a table row comes with its column names.
-   A list item never stands alone without the line that introduced it.
+   A list item never stands alone without the line that introduced it, nor a nested item without
+   the item it belongs to.
 3. **Add** a unit from another passage only when it covers words of the question the lead
    does not and scores nearly as well; at most ``max_units`` prose units in all.
 4. **Cite** each run of one passage's units once, with the passage that holds them; a unit
@@ -37,6 +38,7 @@ MAX_SPAN_CHARS = 420  # the lead span grows past its first sentence only up to t
 ADD_SHARE = 0.6  # a unit from another passage joins when it scores this share of the lead
 HOW_TO_BONUS = 0.25
 RANK_PRIOR = 0.3  # weight of the passage's rank score (the re-ranker's probability) in a unit's score
+SIMILARITY_WEIGHT = 2.0  # per unit of cosine that a unit's sentence vector falls below the best unit's
 _FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})")
 _LIST_ITEM = re.compile(r"^(\s*)([-*+]|\d+[.)])\s+")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
@@ -167,7 +169,10 @@ def compose_extractive(question: str, sources: list, *, max_units: int = 3, sele
     top_score = max((c.score for c in sources), default=1.0) or 1.0
     sections = [set(content_terms(chunk.heading_path.rsplit(" > ", 1)[-1])) for chunk in sources]
     selected = normalise(selected_text) if selected_text else ""
+    given: set[int] = set()  # units of the reader's selected passage
     how_to = is_how_to(question)
+    similarity = _similarities(sources, passages)
+    best_similarity = max(similarity.values(), default=0.0) if similarity else 0.0
     for unit in units:
         if unit.kind == "code":
             continue
@@ -178,10 +183,13 @@ def compose_extractive(question: str, sources: list, *, max_units: int = 3, sele
         # Very short units (a label, "Example:") rarely answer anything on their own.
         shape = 0.5 if len(unit.terms) < 3 else 0.9 if unit.kind == "row" else 1.0
         unit.score = covered * shape + rank_prior
+        if similarity:  # what the unit means, not only the words it shares (chat/sentences.py)
+            unit.score -= SIMILARITY_WEIGHT * (best_similarity - similarity[id(unit)])
         if how_to and _introduces(passages[unit.source - 1], unit):
             unit.score += HOW_TO_BONUS  # "how do I…" is answered by the steps or code a sentence introduces
-        if selected and len(unit.text) > 20 and normalise(unit.text) in selected:
+        if selected and len(unit.text) > 20 and (normalise(unit.text) in selected or selected in normalise(unit.text)):
             unit.score *= 0.5  # the reader has it already: what they ask about is around it
+            given.add(id(unit))
     ranked = sorted((u for u in units if u.kind != "code"), key=lambda u: (-u.score, u.source, u.position))
     lead = ranked[0]
     chosen = _span(passages[lead.source - 1], lead, question_terms, how_to)
@@ -191,7 +199,8 @@ def compose_extractive(question: str, sources: list, *, max_units: int = 3, sele
     for unit in ranked[1:]:
         if prose >= max_units:
             break
-        if unit in chosen or normalise(unit.text) in seen or unit.score < ADD_SHARE * lead.score:
+        if (unit in chosen or normalise(unit.text) in seen or unit.score < ADD_SHARE * lead.score
+                or id(unit) in given):  # never added back: the reader selected it
             continue
         new = (unit.terms & question_terms) - covered_terms
         if not new or sum(idf[t] for t in new) < 0.1 * weight_total:
@@ -206,13 +215,26 @@ def compose_extractive(question: str, sources: list, *, max_units: int = 3, sele
     return _render(chosen, passages, lead.source)
 
 
+def _similarities(sources: list, passages: list[list[Block]]) -> dict[int, float] | None:
+    """``id(unit)`` → the question's cosine with the unit, when every source has its units' (the
+    ``similarities`` of an ``Excerpt``, in ``chat.sentences.unit_texts`` order); else ``None``."""
+    out = {}
+    for chunk, blocks in zip(sources, passages, strict=True):
+        units = [u for block in blocks for u in block.units if u.kind != "code"]
+        given = getattr(chunk, "similarities", None)
+        if given is None or len(given) != len(units):
+            return None
+        out.update((id(u), s) for u, s in zip(units, given, strict=True))
+    return out
+
+
 def _span(blocks: list[Block], lead: Unit, question_terms: set[str], how_to: bool) -> list[Unit]:
     """The lead unit with what it needs to read as an answer (see the module docstring)."""
     block = blocks[lead.block]
     if block.kind == "list":
         if how_to or len(block.units) <= 3:
             return _intro(blocks, lead.block) + block.units[:MAX_LIST_ITEMS]
-        return _intro(blocks, lead.block) + [lead]
+        return _intro(blocks, lead.block) + _parent(block, lead) + [lead]
     if block.kind == "table":
         return [lead]
     span = [lead]
@@ -249,11 +271,20 @@ def _intro(blocks: list[Block], index: int) -> list[Unit]:
     return []
 
 
+def _parent(block: Block, unit: Unit) -> list[Unit]:
+    """The item a nested list item belongs to ("- `onlyIncludeVersions`: …" over its "- Tip: …")."""
+    index = block.units.index(unit)
+    for earlier in range(index - 1, -1, -1):
+        if block.depths[earlier] < block.depths[index]:
+            return [block.units[earlier]]
+    return []
+
+
 def _context(blocks: list[Block], unit: Unit) -> list[Unit]:
     """A unit added to the lead, with the intro a list item needs and the code a colon announces."""
     block = blocks[unit.block]
     if block.kind == "list":
-        return _intro(blocks, unit.block) + [unit]
+        return _intro(blocks, unit.block) + _parent(block, unit) + [unit]
     out = [unit]
     if (unit.text.rstrip().endswith(":") and unit is block.units[-1] and unit.block + 1 < len(blocks)
             and blocks[unit.block + 1].kind == "code"):

@@ -57,6 +57,7 @@ class Excerpt:
     heading_path: str
     text: str
     score: float = 0.0
+    similarities: list[float] | None = None  # the question's cosine with each answer unit (chat/sentences.py)
 
 
 @dataclass
@@ -83,7 +84,8 @@ class ExtractiveGenerator(Generator):
 
     def stream(self, data: GenerationInput, *, budget_seconds: float) -> Iterator[str]:
         question = f"{data.question} {data.selected_text}" if data.selected_text else data.question
-        answer = compose_extractive(question, data.excerpts, max_units=setting("EXTRACTIVE_SENTENCES"))
+        answer = compose_extractive(question, data.excerpts, max_units=setting("EXTRACTIVE_SENTENCES"),
+                                    selected_text=data.selected_text)
         if answer:
             yield answer
 

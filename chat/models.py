@@ -1,4 +1,5 @@
-"""Conversations and their turns, scope calibrations, API keys for the widget and servers, and feedback.
+"""Conversations and their turns, scope calibrations, API keys for the widget and servers, feedback, and the
+sentence vectors of each passage (``chat.sentences``).
 
 A ``Turn`` keeps the whole response it gave (sources, confidence…), so the chat page can
 show a conversation again and feedback can be checked against the session that got the
@@ -179,3 +180,21 @@ class RateCounter(models.Model):
 
     def __str__(self) -> str:
         return f"{self.bucket}: {self.count}"
+
+
+class SentenceVectors(models.Model):
+    """The vectors of one passage's answer units (sentences, list items, table rows), made when the book is
+    indexed (see ``chat.sentences``). ``key`` names the embedder and the unit texts they were made from: a
+    passage whose units no longer match it is embedded again, and passages with equal keys share vectors."""
+
+    chunk = models.OneToOneField("ingestion.Chunk", on_delete=models.CASCADE, primary_key=True,
+                                 related_name="sentence_vectors")
+    key = models.CharField(max_length=64, db_index=True)
+    count = models.PositiveIntegerField(help_text="Units, in the passage's order.")
+    vectors = models.BinaryField(help_text="count × dimensions float16 values, row by row.")
+
+    class Meta:
+        verbose_name_plural = "sentence vectors"
+
+    def __str__(self) -> str:
+        return f"{self.count} sentence vectors of {self.chunk_id}"

@@ -1,4 +1,6 @@
-"""Chat's reactions to ingestion: recalibrate a book's scope threshold when its passages change."""
+"""Chat's reactions to ingestion: embed the sentences of passages that lack current sentence vectors, and
+recalibrate the book's scope threshold when its passages changed (the sentence vectors re-order the best
+five passages but never change which five they are, so they don't move the threshold)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,12 @@ logger = logging.getLogger(__name__)
 def calibrate_after_indexing(sender, *, book, report, changed: bool, **kwargs) -> None:
     from chat.calibration import calibrate_book, is_current
     from chat.models import ScopeCalibration
+    from chat.sentences import fill_book
 
+    try:
+        fill_book(book)
+    except Exception:  # missing sentence vectors only leave answers as they were without them
+        logger.exception("sentence vectors of book %s failed", book.slug)
     current = ScopeCalibration.objects.filter(book=book).first()
     if current is not None and not changed and is_current(current.details):
         return

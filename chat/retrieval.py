@@ -32,6 +32,7 @@ from bookchat.errors import DeadlineExceeded, NotFound, RequestError
 from chat.deadline import Deadline
 from chat.lexical import LexicalResult, bm25_search
 from chat.reranking import rerank
+from chat.sentences import RESORT, attach, resort
 from chat.terms import words
 from ingestion import vector_index
 from ingestion.embedders import check_compatible, get_embedder
@@ -66,6 +67,7 @@ class RetrievedChunk:
     score: float = 0.0  # the re-ranker's probability (or the fused score without it), plus any selected-text boost
     selected_overlap: float = 0.0
     fused: float = 0.0  # the fused score, 0–1
+    sentence_similarities: list[float] | None = None  # the question's cosine with each unit (chat/sentences.py)
 
     @property
     def chapter(self) -> str:
@@ -322,9 +324,11 @@ def retrieve(*, book: Book, question: str, selected_text: str = "", chapter: str
         for candidate in candidates:
             candidate.score += boost * candidate.selected_overlap
         candidates.sort(key=lambda c: (-c.score, -c.dense, c.id))
+    candidates = resort(candidates, raw_vector, embedder_name=book.embedder_name)
     top = candidates[:top_k]
+    attach(top[RESORT:], raw_vector, embedder_name=book.embedder_name)
     marks.append(time.monotonic())
-    stages = ("embed", "dense", "lexical", "fusion")  # fusion includes the re-ranker
+    stages = ("embed", "dense", "lexical", "fusion")  # fusion includes the re-ranker and the sentence re-sort
     timings = {stage: round((end - start) * 1000, 2)
                for stage, start, end in zip(stages, marks[:-1], marks[1:], strict=True)}
     return Retrieval(query=query, chunks=top, best_cosine=max(dense.values(), default=0.0),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import threading
 import time
 from dataclasses import dataclass
@@ -97,6 +98,10 @@ def anonymous_api():
     # Tests ask far more often than a person: the per-IP and per-session limits are tested on their own.
     settings.BOOKCHAT["RATE_ANONYMOUS"] = ""
     settings.BOOKCHAT["RATE_PAGE"] = ""
+    # Sentence vectors cost ~0.6× a book's embedding time: off for the session (and the servers it starts), so
+    # the corpora index at the passages' own speed; tests/test_sentences.py turns them on for its own books.
+    settings.BOOKCHAT["SENTENCE_VECTORS"] = "off"
+    os.environ["BOOKCHAT_SENTENCE_VECTORS"] = "off"
     conf._cache = None
     yield
 

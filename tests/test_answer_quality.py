@@ -12,6 +12,7 @@ import pytest
 from chat.answerability import check_answerability, specific_terms
 from chat.answering import AskRequest, answer_question
 from chat.extractive import compose_extractive
+from chat.generation import Excerpt
 from chat.grounding import answer_segments, check_grounding
 from chat.reranking import FEATURES, candidate_features, probability
 from chat.retrieval import retrieve
@@ -70,6 +71,7 @@ def test_specific_terms_are_names_and_figures_not_plain_words():
     assert specific_terms("How do I run A/B tests on a .ipynb notebook?") == ["a/b", ".ipynb"]
     assert specific_terms("How do the plugins exchange data?") == []  # lower-case paraphrase: no names
     assert specific_terms("Where is the config? How do I edit it?") == []  # capitals that start sentences
+    assert specific_terms("Is it OK to commit the Crowdin token?") == ["crowdin"]  # "OK" names nothing
 
 
 def test_answerability_finds_terms_as_words_stems_or_light_misspellings():
@@ -166,3 +168,31 @@ def test_a_table_row_reads_with_its_column_names():
     answer = compose_extractive("What does data-book mean?", [source(text)])
     assert answer == "Attribute: `data-book`; Meaning: The book's slug. [1]"
     assert "|" not in answer
+
+
+def test_a_nested_list_item_comes_with_the_item_it_belongs_to():
+    text = ("Options of the plugin:\n\n"
+            "- `lastVersion`: which version the docs route shows.\n"
+            "  - Tip: point it at the current version for a major that is patched all the time.\n"
+            "- `onlyIncludeVersions`: the versions to deploy.\n"
+            "  - Tip: limit previews to 2 or 3 versions so that they build faster.\n"
+            "- `versions`: each version's label and path.\n"
+            "  - Tip: label the next version as unreleased.\n")
+    answer = compose_extractive("Why would previews build faster with fewer versions?",
+                                [SimpleNamespace(text=text, heading_path="Docs > Versioning", score=0.9)])
+    assert "   - Tip: limit previews to 2 or 3 versions" in answer, answer
+    assert answer.index("`onlyIncludeVersions`") < answer.index("Tip: limit previews"), answer
+    assert "lastVersion" not in answer
+
+
+def test_the_selected_passage_is_not_given_back_as_the_answer():
+    from chat.generation import ExtractiveGenerator, GenerationInput
+
+    selected = ("Each locale is a distinct standalone application: it is not possible to start all locales at the "
+                "same time.")
+    text = (f"Warning: {selected} To run the French site alone on your machine, use npm run start -- --locale fr.")
+    pieces = ExtractiveGenerator().stream(GenerationInput(
+        question="So how do I run the French one on my machine?", selected_text=selected,
+        excerpts=[Excerpt(1, "Docs > i18n", text, 0.9)]), budget_seconds=5)
+    answer = "".join(pieces)
+    assert answer.startswith("To run the French site alone"), answer
