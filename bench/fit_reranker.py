@@ -118,36 +118,39 @@ def hits(groups, weights=None, bias=0.0) -> tuple[float, float, int]:
     return h1 / n, h5 / n, n
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def fit_arguments(description: str, argv=None) -> argparse.Namespace:
+    """``--fit`` and ``--check`` (``BOOK:FILE``, repeated) and ``--l2``: the arguments of every fitting script."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--fit", action="append", default=[], help="BOOK:FILE to fit on (repeat)")
     parser.add_argument("--check", action="append", default=[], help="BOOK:FILE to check on (repeat)")
     parser.add_argument("--l2", type=float, default=1.0)
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def fit_sets(sets: dict[str, list], specs: list[str], *, l2: float) -> tuple[np.ndarray, float]:
+    """:func:`fit` on the groups of ``specs``, every set weighing the same however many questions it has."""
+    groups = [g for spec in specs for g in sets[spec]]
+    share = [len(groups) / (len(specs) * len(sets[spec])) for spec in specs for _ in sets[spec]]
+    return fit(groups, l2=l2, weights=share)
+
+
+def main(argv=None) -> int:
+    args = fit_arguments(__doc__.split("\n")[0], argv)
     _setup()
     from chat.reranking import FEATURES
 
     sets = {}
     for spec in args.fit + args.check:
-        book, path = spec.split(":", 1)
-        sets[spec] = collect(book, path)
+        sets[spec] = collect(*spec.split(":", 1))
         print(f"{spec}: {len(sets[spec])} questions", file=sys.stderr)
-    def balanced(specs):
-        """Every set weighs the same in the fit, however many questions it has."""
-        groups = [g for spec in specs for g in sets[spec]]
-        share = [len(groups) / (len(specs) * len(sets[spec])) for spec in specs for _ in sets[spec]]
-        return groups, share
-
-    weights, bias = fit(*balanced(args.fit)[:1], l2=args.l2, weights=balanced(args.fit)[1])
+    weights, bias = fit_sets(sets, args.fit, l2=args.l2)
     print(f"{'set':70} {'fused h@1/h@5':>16} {'reranked h@1/h@5':>18} {'left out h@1/h@5':>18}")
     for spec, groups in sets.items():
         f1, f5, n = hits(groups)
         r1, r5, _ = hits(groups, weights, bias)
         left = ""
         if spec in args.fit and len(args.fit) > 1:
-            others = balanced([other for other in args.fit if other != spec])
-            lw, lb = fit(others[0], l2=args.l2, weights=others[1])
-            l1, l5, _ = hits(groups, lw, lb)
+            l1, l5, _ = hits(groups, *fit_sets(sets, [other for other in args.fit if other != spec], l2=args.l2))
             left = f"{l1:.3f}/{l5:.3f}"
         print(f"{spec[:70]:70} {f1:.3f}/{f5:.3f} {r1:>10.3f}/{r5:.3f} {left:>18}  (n={n})")
     print("WEIGHTS = (" + ", ".join(f"{w:.4f}" for w in weights) + ")")

@@ -17,12 +17,11 @@ set, the re-sort fitted on the other sets only. The weights to paste are printed
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 import numpy as np
 
-from bench.fit_reranker import _current, _setup, fit
+from bench.fit_reranker import _current, _setup, fit_arguments, fit_sets
 
 
 def collect(book: str, path: str) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -78,28 +77,18 @@ def hit_at_1(groups, weights=None, bias=0.0) -> float:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--fit", action="append", default=[], help="BOOK:FILE to fit on (repeat)")
-    parser.add_argument("--check", action="append", default=[], help="BOOK:FILE to check on (repeat)")
-    parser.add_argument("--l2", type=float, default=1.0)
-    args = parser.parse_args(argv)
+    args = fit_arguments(__doc__.split("\n")[0], argv)
     _setup()
     sets = {}
     for spec in args.fit + args.check:
         sets[spec] = collect(*spec.split(":", 1))
         print(f"{spec}: {len(sets[spec])} questions", file=sys.stderr)
-
-    def fitted(specs):
-        groups = [g for spec in specs for g in sets[spec]]
-        share = [len(groups) / (len(specs) * len(sets[spec])) for spec in specs for _ in sets[spec]]
-        return fit(groups, l2=args.l2, weights=share)
-
-    weights, bias = fitted(args.fit)
+    weights, bias = fit_sets(sets, args.fit, l2=args.l2)
     print(f"{'set':70} {'re-ranked h@1':>14} {'re-sorted h@1':>14} {'left out h@1':>13}")
     for spec, groups in sets.items():
         left = ""
         if spec in args.fit and len(args.fit) > 1:
-            left = f"{hit_at_1(groups, *fitted([other for other in args.fit if other != spec])):.3f}"
+            left = f"{hit_at_1(groups, *fit_sets(sets, [o for o in args.fit if o != spec], l2=args.l2)):.3f}"
         print(f"{spec[-70:]:70} {hit_at_1(groups):>14.3f} {hit_at_1(groups, weights, bias):>14.3f} {left:>13}"
               f"  (n={len(groups)})")
     print("WEIGHTS = (" + ", ".join(f"{w:.4f}" for w in weights) + ")")
