@@ -14,15 +14,20 @@ logger = logging.getLogger(__name__)
 
 
 @receiver(book_indexed)
-def calibrate_after_indexing(sender, *, book, report, changed: bool, **kwargs) -> None:
-    from chat.calibration import calibrate_book, is_current
-    from chat.models import ScopeCalibration
+def embed_sentences_after_indexing(sender, *, book, **kwargs) -> None:
     from chat.sentences import fill_book
 
     try:
         fill_book(book)
     except Exception:  # missing sentence vectors only leave answers as they were without them
         logger.exception("sentence vectors of book %s failed", book.slug)
+
+
+@receiver(book_indexed)
+def calibrate_after_indexing(sender, *, book, report, changed: bool, **kwargs) -> None:
+    from chat.calibration import calibrate_book, is_current
+    from chat.models import ScopeCalibration
+
     current = ScopeCalibration.objects.filter(book=book).first()
     if current is not None and not changed and is_current(current.details):
         return
