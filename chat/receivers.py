@@ -14,11 +14,13 @@ logger = logging.getLogger(__name__)
 
 
 @receiver(book_indexed)
-def embed_sentences_after_indexing(sender, *, book, **kwargs) -> None:
-    from chat.sentences import fill_book
+def embed_sentences_after_indexing(sender, *, book, report, **kwargs) -> None:
+    from chat.sentences import enabled, fill_book
 
+    if not enabled():
+        return
     try:
-        fill_book(book)
+        report.after["sentence_vectors"] = fill_book(book)
     except Exception:  # missing sentence vectors only leave answers as they were without them
         logger.exception("sentence vectors of book %s failed", book.slug)
 

@@ -91,6 +91,8 @@ def fill_book(book, *, embedder=None) -> dict:
         if stored.get(chunk_id) != key:
             todo[chunk_id] = (key, units)
     ids = list(todo)
+    if ids:
+        logger.info("embedding the sentences of %d passages of book %s", len(ids), book.slug)
     try:
         for start in range(0, len(ids), WRITE_BATCH):
             batch = {cid: todo[cid] for cid in ids[start:start + WRITE_BATCH]}

@@ -73,6 +73,8 @@ class IndexReport:
     total_seconds: float = 0.0
     errors: list[dict] = field(default_factory=list)
     warnings: list[dict] = field(default_factory=list)
+    # What the apps listening to ``book_indexed`` did after the run, by name (chat: "sentence_vectors").
+    after: dict[str, dict] = field(default_factory=dict)
 
     def error(self, issue: Issue | BookchatError) -> None:
         self.errors.append(issue.as_dict())

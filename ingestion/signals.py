@@ -3,5 +3,6 @@
 from django.dispatch import Signal
 
 # Sent after every indexing run that wrote (not --dry-run): ``sender`` is the Book class, ``book`` the
-# book, ``report`` the IndexReport, and ``changed`` whether any page was (re)indexed or removed.
+# book, ``report`` the IndexReport, and ``changed`` whether any page was (re)indexed or removed. A receiver
+# may put what it did in ``report.after[name]`` (a dict): ``ingest`` prints it.
 book_indexed = Signal()

@@ -59,11 +59,13 @@ def stored(slug: str) -> dict[str, SentenceVectors]:
 def test_indexing_embeds_every_unit_once_and_shares_equal_passages(vectors_on, book_dir, django_db_blocker):
     write_pages(book_dir)
     with django_db_blocker.unblock():
-        ingest(book_dir.root, "nav-book")
+        report = ingest(book_dir.root, "nav-book")
     chunks = list(Chunk.objects.filter(book__slug="nav-book"))
     vectors = stored("nav-book")
     embedder = get_embedder()
     assert set(vectors) == {c.id for c in chunks}
+    made = report["after"]["sentence_vectors"]
+    assert made["passages"] == len(chunks) and made["units_embedded"] == sum(v.count for v in vectors.values())
     for chunk in chunks:
         row, units = vectors[chunk.id], unit_texts(chunk.text)
         assert row.count == len(units) and row.key == sentence_key(embedder.name, units)
@@ -84,7 +86,8 @@ def test_indexing_embeds_every_unit_once_and_shares_equal_passages(vectors_on, b
     book_dir.write("themes.md", "# Themes\n\nA theme gives the site its colours. Its layout comes from swizzled "
                                 "components.\n")
     with django_db_blocker.unblock():
-        ingest(book_dir.root, "nav-book")
+        code, out, _ = committed(lambda: run_command("ingest", str(book_dir.root), "--book", "nav-book"))
+    assert code == 0 and "Sentence vectors: 1 passages made (0 shared with equal passages), 2 sentences" in out, out
     after = stored("nav-book")
     changed = {cid for cid in after if cid not in vectors}
     assert changed and all(Chunk.objects.get(id=cid).document.path == "themes.md" for cid in changed)

@@ -126,6 +126,10 @@ class Command(BaseCommand):
         ]
         if r.documents_removed:
             lines.append(f"Pages removed: {r.documents_removed}.")
+        if (sentences := r.after.get("sentence_vectors")) and sentences["passages"]:
+            lines.append(f"Sentence vectors: {sentences['passages']} passages made ({sentences['reused']} shared with "
+                         f"equal passages), {sentences['units_embedded']} sentences embedded in "
+                         f"{sentences['seconds']:.1f} s.")
         for title, items in (("Errors", r.errors), ("Warnings", r.warnings)):
             if items:
                 lines.append(f"{title}:")
