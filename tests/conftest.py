@@ -135,6 +135,31 @@ def manual_book(django_db_setup, django_db_blocker) -> dict:
 
 
 @pytest.fixture
+def secret_key(manual_book, served, django_db_blocker):
+    """``secret_key(name)``: the raw value of a new secret API key for the bundled manual, committed so that a
+    server the test starts sees it; deleted after the test."""
+    from chat.models import ApiKey
+    from ingestion.models import Book
+
+    names = []
+
+    def issue(name: str) -> str:
+        def create() -> str:
+            key = ApiKey(name=name, kind=ApiKey.SECRET, book=Book.objects.get(slug="bookchat-manual"))
+            raw = key.issue()
+            key.save()
+            return raw
+
+        names.append(name)
+        with django_db_blocker.unblock():
+            return committed(create)
+
+    yield issue
+    with django_db_blocker.unblock():
+        committed(lambda: ApiKey.objects.filter(name__in=names).delete())
+
+
+@pytest.fixture
 def served(django_db_blocker):
     """Forget, after the test, the answers a real server committed during it."""
     from django.utils import timezone

@@ -18,9 +18,6 @@ from pathlib import Path
 import pytest
 
 from bench.latency import Gunicorn
-from chat.models import ApiKey
-from ingestion.models import Book
-from tests.conftest import committed
 
 CHECKS = ("not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,"
           "negative_data_rejection,positive_data_acceptance")
@@ -77,18 +74,8 @@ def test_max_results_is_a_json_integer_as_the_schema_reads_it(value, accepted):
 
 
 @pytest.fixture
-def fuzz_key(manual_book, served, django_db_blocker) -> str:
-    def create() -> str:
-        key = ApiKey(name="schemathesis", kind=ApiKey.SECRET, book=Book.objects.get(slug="bookchat-manual"))
-        raw = key.issue()
-        key.save()
-        return raw
-
-    with django_db_blocker.unblock():
-        raw = committed(create)
-    yield raw
-    with django_db_blocker.unblock():
-        committed(lambda: ApiKey.objects.filter(name="schemathesis").delete())
+def fuzz_key(secret_key) -> str:
+    return secret_key("schemathesis")
 
 
 @pytest.mark.slow

@@ -26,9 +26,6 @@ from mcp.client.streamable_http import streamable_http_client
 
 from audit.models import AuditLog
 from bench.latency import Gunicorn
-from chat.models import ApiKey
-from ingestion.models import Book
-from tests.conftest import committed
 
 REPO = Path(__file__).resolve().parent.parent
 BOOK = "bookchat-manual"
@@ -155,18 +152,8 @@ def test_mcp_command_refuses_an_unknown_book(manual_book):
 
 
 @pytest.fixture
-def mcp_key(manual_book, served, django_db_blocker) -> str:
-    def create() -> str:
-        key = ApiKey(name="mcp-test", kind=ApiKey.SECRET, book=Book.objects.get(slug=BOOK))
-        raw = key.issue()
-        key.save()
-        return raw
-
-    with django_db_blocker.unblock():
-        raw = committed(create)
-    yield raw
-    with django_db_blocker.unblock():
-        committed(lambda: ApiKey.objects.filter(name="mcp-test").delete())
+def mcp_key(secret_key) -> str:
+    return secret_key("mcp-test")
 
 
 @asynccontextmanager
