@@ -29,9 +29,9 @@ def _setup() -> None:
     django.setup()
 
 
-def retrieve_pools(book: str, path: str) -> list[tuple]:
-    """Per question with evidence: (question, the fused pool's best POOL candidates, the lexical result, labels).
-    Kept in ``var/bench/pools-*.pickle`` so that refitting doesn't retrieve again (delete it after re-indexing)."""
+def cached(prefix: str, book: str, path: str, make):
+    """``make()``, kept in ``var/bench/<prefix>-*.pickle`` per book and question file, so that refitting doesn't
+    retrieve again (delete it after re-indexing)."""
     import hashlib
     import pickle
     from pathlib import Path
@@ -39,9 +39,22 @@ def retrieve_pools(book: str, path: str) -> list[tuple]:
     from django.conf import settings
 
     cache = Path(settings.DATA_DIR) / "bench" / (
-        "pools-" + hashlib.sha256(f"{book}:{Path(path).resolve()}".encode()).hexdigest()[:12] + ".pickle")
+        f"{prefix}-" + hashlib.sha256(f"{book}:{Path(path).resolve()}".encode()).hexdigest()[:12] + ".pickle")
     if cache.exists():
         return pickle.loads(cache.read_bytes())
+    out = make()
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_bytes(pickle.dumps(out))
+    return out
+
+
+def retrieve_pools(book: str, path: str) -> list[tuple]:
+    """Per question with evidence: (question, the fused pool's best POOL candidates, the lexical result, labels);
+    ``cached`` as ``pools``."""
+    return cached("pools", book, path, lambda: _retrieve_pools(book, path))
+
+
+def _retrieve_pools(book: str, path: str) -> list[tuple]:
     from django.test.utils import override_settings
 
     from bookchat.conf import setting
@@ -53,7 +66,8 @@ def retrieve_pools(book: str, path: str) -> list[tuple]:
 
     target = Book.objects.get(slug=book)
     out = []
-    with override_settings(BOOKCHAT={**_current(), "RERANKER": "off"}):
+    # The fused order, as the re-ranker sees it: no re-ranker, and no sentence re-sort after it.
+    with override_settings(BOOKCHAT={**_current(), "RERANKER": "off", "SENTENCE_VECTORS": "off"}):
         assert setting("RERANKER") == "off"
         for q in load_questions(path):
             if not q.evidence or q.kind in ("unanswerable", "out_of_scope"):
@@ -64,8 +78,6 @@ def retrieve_pools(book: str, path: str) -> list[tuple]:
             head = retrieval.pool[:POOL]
             labels = [1.0 if _hit_rank([c.text], q.evidence) else 0.0 for c in head]
             out.append((question, head, retrieval.lexical, labels))
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    cache.write_bytes(pickle.dumps(out))
     return out
 
 

@@ -21,21 +21,16 @@ import sys
 
 import numpy as np
 
-from bench.fit_reranker import _current, _setup, fit_arguments, fit_sets
+from bench.fit_reranker import _current, _setup, cached, fit_arguments, fit_sets
 
 
 def collect(book: str, path: str) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per question with evidence: (``resort_features`` of its best passages, labels)."""
-    import hashlib
-    import pickle
-    from pathlib import Path
+    """Per question with evidence: (``resort_features`` of its best passages, labels); ``cached`` as
+    ``sentences``."""
+    return cached("sentences", book, path, lambda: _collect(book, path))
 
-    from django.conf import settings
 
-    cache = Path(settings.DATA_DIR) / "bench" / (
-        "sentences-" + hashlib.sha256(f"{book}:{Path(path).resolve()}".encode()).hexdigest()[:12] + ".pickle")
-    if cache.exists():
-        return pickle.loads(cache.read_bytes())
+def _collect(book: str, path: str) -> list[tuple[np.ndarray, np.ndarray]]:
     from django.test.utils import override_settings
 
     from chat.deadline import Deadline
@@ -62,8 +57,6 @@ def collect(book: str, path: str) -> list[tuple[np.ndarray, np.ndarray]]:
             continue
         out.append((np.asarray(resort_features(head), dtype=np.float64),
                     np.asarray([1.0 if _hit_rank([c.text], q.evidence) else 0.0 for c in head])))
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    cache.write_bytes(pickle.dumps(out))
     return out
 
 
