@@ -215,12 +215,18 @@ def compose_extractive(question: str, sources: list, *, max_units: int = 3, sele
     return _render(chosen, passages, lead.source)
 
 
+def answer_units(blocks: list[Block]) -> list[Unit]:
+    """A passage's units that can be read as prose (code blocks aside), in its order: the units sentence
+    vectors are made for (``chat.sentences``)."""
+    return [u for block in blocks for u in block.units if u.kind != "code"]
+
+
 def _similarities(sources: list, passages: list[list[Block]]) -> dict[int, float] | None:
     """``id(unit)`` → the question's cosine with the unit, when every source has its units' (the
-    ``similarities`` of an ``Excerpt``, in ``chat.sentences.unit_texts`` order); else ``None``."""
+    ``similarities`` of an ``Excerpt``, in ``answer_units`` order); else ``None``."""
     out = {}
     for chunk, blocks in zip(sources, passages, strict=True):
-        units = [u for block in blocks for u in block.units if u.kind != "code"]
+        units = answer_units(blocks)
         given = getattr(chunk, "similarities", None)
         if given is None or len(given) != len(units):
             return None

@@ -56,9 +56,9 @@ WRITE_BATCH = 200
 @lru_cache(maxsize=4096)
 def unit_texts(text: str) -> tuple[str, ...]:
     """The texts of a passage's answer units (code blocks aside), in the passage's order."""
-    from chat.extractive import blocks_of
+    from chat.extractive import answer_units, blocks_of
 
-    return tuple(u.text for block in blocks_of(text, 1) for u in block.units if u.kind != "code")
+    return tuple(u.text for u in answer_units(blocks_of(text, 1)))
 
 
 def sentence_key(embedder_name: str, units: tuple[str, ...]) -> str:
@@ -70,16 +70,15 @@ def enabled() -> bool:
 
 
 def fill_book(book, *, embedder=None) -> dict:
-    """Embed the units of every passage of ``book`` whose stored vectors are missing or stale.
-    Returns ``{"passages", "reused", "units_embedded", "seconds"}`` (all 0 when there was nothing to do)."""
+    """Embed the units of every passage of ``book`` whose stored vectors are missing or stale (whatever
+    ``SENTENCE_VECTORS`` says: the caller checks ``enabled()``). Returns ``{"passages", "reused",
+    "units_embedded", "seconds"}`` (all 0 when there was nothing to do)."""
     from chat.models import SentenceVectors
     from ingestion.embedders import get_embedder
     from ingestion.models import Chunk
 
     started = time.monotonic()
     report = {"passages": 0, "reused": 0, "units_embedded": 0, "seconds": 0.0}
-    if not enabled():
-        return report
     embedder = embedder or get_embedder()
     if book.embedder_name != embedder.name:
         return report  # indexed with another embedder: its passages can't be compared with this one's vectors
