@@ -25,7 +25,7 @@ from audit.reports import dashboard, review_queue_filter
 
 REVIEW_FIELDS = ("review_status", "reviewer_note")
 CSV_COLUMNS = ("created_at", "answer_id", "channel", "book_slug", "question", "selected_text", "answer",
-               "status", "confidence", "confidence_level", "generator", "sources", "feedback_rating",
+               "draft_answer", "status", "confidence", "confidence_level", "generator", "sources", "feedback_rating",
                "feedback_comment", "review_status", "reviewer_note", "latency_ms", "api_key_name", "session_id")
 
 
@@ -87,7 +87,7 @@ class AuditLogAdmin(admin.ModelAdmin):
         ("Review", {"fields": ("review_status", "reviewer_note", "reviewed_by", "reviewed_at")}),
         ("Question", {"fields": ("created_at", "channel", "book_slug", "question", "selected_text",
                                  "resolved_question")}),
-        ("Answer", {"fields": ("answer", "sources_links", "suggestion_links", "status", "confidence",
+        ("Answer", {"fields": ("answer", "draft_answer", "sources_links", "suggestion_links", "status", "confidence",
                                "confidence_level", "generator", "flagged", "grounding_summary", "error_code",
                                "error_message")}),
         ("Feedback", {"fields": ("feedback_rating", "feedback_comment", "feedback_at")}),

@@ -1,6 +1,6 @@
 """Coverage gaps: questions the book could not answer well, grouped by meaning, so authors see what is missing.
 
-The questions are the refused ("not covered"), withheld and low-confidence answers of the
+The questions are the refused ("not covered" or unsure), withheld and low-confidence answers of the
 period. Each is embedded once (as a query, with the book's embedder; the vector is kept on
 its audit row) and grouped greedily: a question joins the group whose centre is closest if
 its cosine to it is at least ``threshold``, else it starts a group. Greedy grouping is
@@ -55,7 +55,7 @@ class Gap:
 
 def gap_questions(*, days: int, book: str | None = None):
     rows = AuditLog.objects.filter(created_at__gte=timezone.now() - timedelta(days=days)).filter(
-        Q(status__in=[S.NOT_COVERED, S.WITHHELD]) | Q(status=S.ANSWERED, confidence_level="low"))
+        Q(status__in=[S.NOT_COVERED, S.UNSURE, S.WITHHELD]) | Q(status=S.ANSWERED, confidence_level="low"))
     return rows.filter(book_slug=book) if book else rows
 
 
@@ -91,7 +91,7 @@ def coverage_gaps(*, days: int = 90, book: str | None = None, threshold: float =
 
 def _add(gap: Gap, row: AuditLog) -> None:
     gap.count += 1
-    gap.refused += row.status == S.NOT_COVERED
+    gap.refused += row.status in (S.NOT_COVERED, S.UNSURE)
     gap.books[row.book_slug] += 1
     gap.ids.append(row.id)
     if row.question not in gap.examples:

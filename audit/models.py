@@ -20,6 +20,7 @@ class AuditLog(models.Model):
     class Status(models.TextChoices):
         ANSWERED = "answered", "answered"
         NOT_COVERED = "not_covered", "not covered (refused)"
+        UNSURE = "unsure", "unsure (closest sections instead of a guess)"
         WITHHELD = "withheld", "withheld by the grounding check"
         TIMEOUT = "timeout", "timed out"
         ERROR = "error", "failed"
@@ -43,6 +44,8 @@ class AuditLog(models.Model):
     selected_text = models.TextField(blank=True)
     resolved_question = models.TextField(blank=True, help_text="The question as searched (follow-ups resolved).")
     answer = models.TextField(blank=True)
+    draft_answer = models.TextField(blank=True, help_text="An unsure answer as it was written, before the reader "
+                                    "was sent the closest sections instead.")
     generator = models.CharField(max_length=200, blank=True)
     sources = models.JSONField(default=list, blank=True)
     suggestions = models.JSONField(default=list, blank=True)
@@ -81,7 +84,8 @@ class AuditLog(models.Model):
 
 
 class ReviewQueueItem(AuditLog):
-    """The answers worth a human look: low confidence, withheld or failed, or thumbs down; not reviewed yet."""
+    """The answers worth a human look: unsure or low confidence, withheld or failed, or thumbs down; not reviewed
+    yet."""
 
     class Meta:
         proxy = True

@@ -26,8 +26,8 @@ _failures = {"count": 0, "last_error": None, "last_at": None}
 
 # Fields of a record that are copied to the row as they are.
 _COPIED = ("answer_id", "channel", "book_slug", "api_key_id", "api_key_name", "session_id", "question",
-           "selected_text", "resolved_question", "answer", "generator", "sources", "suggestions", "confidence",
-           "confidence_level", "status", "refused", "flagged", "grounding", "retrieval", "error_code",
+           "selected_text", "resolved_question", "answer", "draft_answer", "generator", "sources", "suggestions",
+           "confidence", "confidence_level", "status", "refused", "flagged", "grounding", "retrieval", "error_code",
            "error_message", "latency_ms", "timings_ms")
 
 

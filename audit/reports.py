@@ -13,21 +13,24 @@ from django.utils import timezone
 from audit import charts
 from audit.models import AuditLog
 from bookchat.conf import setting
+from chat.confidence import thresholds
 
 S = AuditLog.Status
 
 
 def review_queue_filter() -> Q:
-    """Answers worth a human look: withheld by the grounding check, timed out or failed, thumbs down, or
-    answered with a confidence below ``REVIEW_CONFIDENCE_BELOW``. Refusals ("not covered") go to coverage
-    gaps instead, unless a reader voted them down."""
+    """Answers worth a human look: unsure (held back for a confidence below medium), withheld by the grounding
+    check, timed out or failed, thumbs down, or answered with a confidence below ``REVIEW_CONFIDENCE_BELOW``
+    (0: below the high level). Refusals ("not covered") go to coverage gaps instead, unless a reader voted them
+    down."""
+    below = setting("REVIEW_CONFIDENCE_BELOW") or thresholds()[0]
     return Q(review_status=AuditLog.Review.NEW) & (
-        Q(status__in=[S.WITHHELD, S.TIMEOUT, S.ERROR]) | Q(feedback_rating="down")
-        | Q(status=S.ANSWERED, confidence__lt=setting("REVIEW_CONFIDENCE_BELOW")))
+        Q(status__in=[S.UNSURE, S.WITHHELD, S.TIMEOUT, S.ERROR]) | Q(feedback_rating="down")
+        | Q(status=S.ANSWERED, confidence__lt=below))
 
 
 def mix_label(status: str, level: str) -> str:
-    return {S.NOT_COVERED: "not covered", S.WITHHELD: "withheld", S.TIMEOUT: "failed",
+    return {S.NOT_COVERED: "not covered", S.UNSURE: "unsure", S.WITHHELD: "withheld", S.TIMEOUT: "failed",
             S.ERROR: "failed"}.get(status, level or "low")
 
 
@@ -50,7 +53,8 @@ def dashboard(*, days: int = 30, book: str | None = None) -> dict:
     mix = Counter()
     for status, level, n in rows.values_list("status", "confidence_level").annotate(n=Count("id")):
         mix[mix_label(status, level)] += n
-    parts = {name: mix.get(name, 0) for name in ("high", "medium", "low", "not covered", "withheld", "failed")}
+    parts = {name: mix.get(name, 0) for name in ("high", "medium", "low", "unsure", "not covered", "withheld",
+                                                    "failed")}
     total = sum(d["total"] for d in daily)
     refused = sum(d["refused"] for d in daily)
     up, down = sum(d["up"] for d in daily), sum(d["down"] for d in daily)

@@ -142,11 +142,14 @@ SETTINGS: list[Setting] = [
             "contain for the sentence to count as supported.", float),
     Setting("GROUNDING_MAX_UNSUPPORTED", 0.5, "An answer with a larger share of unsupported sentences is "
             "withheld and flagged for review.", float),
-    Setting("CONFIDENCE_RETRIEVAL_WEIGHT", 0.6, "Weight of retrieval strength in the confidence (grounding has "
-            "the rest).", float),
-    Setting("CONFIDENCE_HIGH", 0.85, "Confidence from which the level is `high`.", float),
-    Setting("CONFIDENCE_MEDIUM", 0.70, "Confidence from which the level is `medium` (below: `low`, with a "
-            "disclaimer).", float),
+    Setting("CONFIDENCE_HIGH", 0.0, "Confidence (the fitted probability that an answer is right) from which the "
+            "level is `high`; 0 → the cut fitted with the model (`chat/confidence.py`), where ≥ 90 % of high "
+            "answers were right on held-out question sets.", float),
+    Setting("CONFIDENCE_MEDIUM", 0.0, "Confidence from which the level is `medium` (below: `low`); 0 → the "
+            "fitted cut.", float),
+    Setting("UNSURE_ANSWERS", "refuse", "An answer below the medium level, or made only of navigation links: "
+            "`refuse` (say the book doesn't seem to answer it directly, link the closest sections and send it to "
+            "the review queue) or `answer` (show it, labelled low, with a disclaimer).", choices=("refuse", "answer")),
     # Conversations and time
     Setting("HISTORY_TURNS", 5, "Question/answer pairs a conversation remembers for follow-ups.", int, minimum=0),
     Setting("SESSION_IDLE_MINUTES", 30, "A conversation idle this long expires (and is purged).", int),
@@ -166,8 +169,8 @@ SETTINGS: list[Setting] = [
     # Audit trail
     Setting("AUDIT_RETENTION_DAYS", 365, "Audit records older than this are archived to `var/archive/` and "
             "deleted.", int),
-    Setting("REVIEW_CONFIDENCE_BELOW", 0.7, "Answers below this confidence go to the review queue (with "
-            "flagged and thumbs-down ones).", float),
+    Setting("REVIEW_CONFIDENCE_BELOW", 0.0, "Answers below this confidence go to the review queue (with unsure, "
+            "flagged and thumbs-down ones); 0 → below the high level.", float),
     # Uploads and background indexing
     Setting("UPLOAD_MAX_BYTES", 50_000_000, "Largest file staff may upload in the admin (a `.md`, `.mdx` or "
             "`.zip`).", int),

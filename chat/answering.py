@@ -22,7 +22,7 @@ from bookchat.errors import BookchatError, NotFound, RequestError
 from chat import conversations
 from chat.answerability import Answerability, check_retrieved
 from chat.calibration import scope_score
-from chat.confidence import answer_confidence, confidence_level, question_coverage, retrieval_strength
+from chat.confidence import LEVEL_NOTES, Situation, assess
 from chat.deadline import Deadline
 from chat.errors import error_reply
 from chat.generation import (
@@ -47,6 +47,8 @@ WITHHELD_MESSAGE = ("I couldn't answer this reliably from the book: the answer I
                     "passages it cited. The sources below are the closest passages; please check them.")
 LOW_CONFIDENCE_DISCLAIMER = ("Low confidence: this answer may be incomplete or not quite what you asked. "
                              "Check the cited sections before relying on it.")
+# Why an answer is a refusal: the scope check, the answerability check, or a confidence below medium.
+NOT_COVERED, UNANSWERABLE, UNSURE = "not_covered", "unanswerable", "unsure"
 # Channels whose answers are not audited: quality evaluation asks hundreds of made-up questions.
 UNAUDITED_CHANNELS = frozenset({"evaluate"})
 
@@ -84,6 +86,8 @@ class Prepared:
     scope_score: float = 0.0
     calibration: dict = field(default_factory=dict)
     answerability: Answerability | None = None  # checked for questions in scope
+    confidence_features: dict[str, float] = field(default_factory=dict)  # what the confidence model read
+    draft_answer: str = ""  # an unsure answer, as written before it was replaced by the refusal
     answer_id: uuid.UUID = field(default_factory=uuid.uuid4)
 
 
@@ -186,14 +190,14 @@ def answer_events(prepared: Prepared) -> Iterator[tuple[str, dict]]:
 
 def _answer_events(p: Prepared) -> Iterator[tuple[str, dict]]:
     generation_started = time.monotonic()
-    generator_name, notice, refused = "extractive", None, False
+    generator_name, notice, refused = "extractive", None, None
     if p.in_scope and answerability_on(p.calibration):  # on the passages the answer will cite
         p.answerability = check_retrieved(p.resolved_question, p.retrieval.chunks,
                                           selected_text=p.request.selected_text)
     if not p.in_scope:
-        answer, refused = _not_covered_message(p.book), True
+        answer, refused = _not_covered_message(p.book), NOT_COVERED
     elif p.answerability is not None and not p.answerability.answerable:
-        answer, refused = _unanswerable_message(p.book, p.answerability.missing), True
+        answer, refused = _unanswerable_message(p.book, p.answerability.missing), UNANSWERABLE
     else:
         generator = get_generator()
         generator_name = generator.name
@@ -225,12 +229,12 @@ def _answer_events(p: Prepared) -> Iterator[tuple[str, dict]]:
             generator_name = ExtractiveGenerator.name
             answer = "".join(ExtractiveGenerator().stream(data, budget_seconds=0)).strip()
         if answer.startswith(NOT_IN_BOOK) or answer.endswith(NOT_IN_BOOK):
-            answer, refused = _not_covered_message(p.book), True
-    if refused or generator_name == ExtractiveGenerator.name:
-        yield "token", {"text": answer}
+            answer, refused = _not_covered_message(p.book), NOT_COVERED
     p.deadline.check("generation")
     response = _respond(p, answer=answer, refused=refused, generator_name=generator_name, notice=notice,
                         generation_seconds=time.monotonic() - generation_started)
+    if refused or generator_name == ExtractiveGenerator.name:  # an unsure answer is sent as its refusal
+        yield "token", {"text": response["answer"]}
     yield "final", response
 
 
@@ -244,7 +248,7 @@ def answer_question(request: AskRequest, *, deadline: Deadline | None = None) ->
 
 
 # -- the response -----------------------------------------------------------------------------
-def _respond(p: Prepared, *, answer: str, refused: bool, generator_name: str, notice: str | None,
+def _respond(p: Prepared, *, answer: str, refused: str | None, generator_name: str, notice: str | None,
              generation_seconds: float) -> dict:
     chunks = p.retrieval.chunks
     grounding = GroundingReport()
@@ -255,13 +259,21 @@ def _respond(p: Prepared, *, answer: str, refused: bool, generator_name: str, no
         if not grounding.passed:
             logger.info("answer withheld (%s): %r", grounding.reason, p.request.question[:200])
             answer, flagged = WITHHELD_MESSAGE, True
-    confidence = answer_confidence(
-        strength=retrieval_strength(scope_score=p.scope_score, threshold=p.threshold, calibration=p.calibration,
-                                    selected_overlap=p.retrieval.best_selected_overlap),
-        refused=refused, flagged=flagged, grounding=grounding,
-        coverage=question_coverage(p.resolved_question, answer, [chunks[n - 1].heading_path for n in grounding.cited]))
-    level = confidence_level(confidence)
-    suggestions = nearest_sections(p.retrieval) if refused or flagged else []
+    confidence, level = 0.0, "low"
+    if not refused and not flagged:
+        assessed = assess(Situation(
+            question=p.request.question, resolved_question=p.resolved_question, answer=answer, chunks=chunks,
+            cited=grounding.cited, scope_score=p.scope_score, threshold=p.threshold, calibration=p.calibration,
+            selected_overlap=p.retrieval.best_selected_overlap))
+        p.confidence_features = assessed.features
+        confidence, level = assessed.probability, assessed.level
+        if assessed.unsure and setting("UNSURE_ANSWERS") == "refuse":
+            p.draft_answer, answer, refused, level = answer, _unsure_message(p.book), UNSURE, "low"
+            logger.info("answer held back as unsure (confidence %.3f%s): %r", confidence,
+                        ", navigation links only" if assessed.navigation else "", p.request.question[:200])
+    suggestions = []
+    if refused or flagged:
+        suggestions = nearest_sections(p.retrieval, by_rank=refused == UNSURE)
     sources = [] if refused else [source_card(n, c, answer, n in grounding.cited) for n, c in enumerate(chunks, 1)]
     response = {
         "answer": answer,
@@ -269,6 +281,7 @@ def _respond(p: Prepared, *, answer: str, refused: bool, generator_name: str, no
         "sources": sources,
         "confidence": confidence,
         "confidence_level": level,
+        "confidence_note": None if refused or flagged else LEVEL_NOTES[level],
         "generator": generator_name,
         "session_id": str(p.conversation.id),
         "response_time_ms": p.deadline.elapsed_ms(),
@@ -276,7 +289,8 @@ def _respond(p: Prepared, *, answer: str, refused: bool, generator_name: str, no
         "book": p.book.root.slug,
         "version": p.book.version,
         "locale": p.book.locale,
-        "refused": refused,
+        "refused": bool(refused),
+        "refusal_reason": refused,
         "suggestions": suggestions,
         "disclaimer": LOW_CONFIDENCE_DISCLAIMER if level == "low" and not refused and not flagged else None,
         "notice": notice,
@@ -286,18 +300,20 @@ def _respond(p: Prepared, *, answer: str, refused: bool, generator_name: str, no
         "retrieval": {"best_cosine": round(p.retrieval.best_cosine, 4), "scope_score": round(p.scope_score, 4),
                       "threshold": round(p.threshold, 4), "lexical_coverage": round(p.retrieval.lexical_coverage, 3),
                       "candidates": p.retrieval.candidates,
-                      "answerability": p.answerability.as_dict() if p.answerability else None},
+                      "answerability": p.answerability.as_dict() if p.answerability else None,
+                      "confidence_features": {k: round(v, 4) for k, v in p.confidence_features.items()}},
         "timings_ms": {"retrieval": round(p.retrieval.seconds * 1000, 2), **p.retrieval.timings_ms,
                        "generation": round(generation_seconds * 1000, 2),
                        "grounding": round((time.monotonic() - grounding_started) * 1000, 2)},
     }
     conversations.record_turn(p.conversation, question=p.request.question, resolved_question=p.resolved_question,
-                              answer=answer, answer_id=p.answer_id, refused=refused, response=response)
-    status = "not_covered" if refused else ("withheld" if flagged else "answered")
+                              answer=answer, answer_id=p.answer_id, refused=bool(refused), response=response)
+    status = UNSURE if refused == UNSURE else "not_covered" if refused else "withheld" if flagged else "answered"
     send_audit(p.request, answer_id=p.answer_id, book_slug=p.book.slug, session_id=p.conversation.id,
                 resolved_question=p.resolved_question, answer=answer, generator=generator_name,
                 sources=[audited_source(s) for s in sources], suggestions=suggestions, confidence=confidence,
-                confidence_level=level, status=status, refused=refused, flagged=flagged,
+                confidence_level=level, status=status, refused=bool(refused), flagged=flagged,
+                draft_answer=p.draft_answer,
                 grounding=response["grounding"], retrieval=response["retrieval"],
                 latency_ms=response["response_time_ms"], timings_ms=response["timings_ms"])
     return response
@@ -347,6 +363,11 @@ def _unanswerable_message(book: Book, missing: list[str]) -> str:
     named = ", ".join(f"“{term}”" for term in missing[:3])
     return (f"“{book.title}” doesn't mention {named} where it discusses this, so I can't answer it from the "
             "book. The sections below came closest.")
+
+
+def _unsure_message(book: Book) -> str:
+    return (f"“{book.title}” doesn't seem to answer this directly, and rather than guess, I'll point you to the "
+            "sections that came closest:")
 
 
 def _not_covered_message(book: Book) -> str:

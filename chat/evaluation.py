@@ -21,16 +21,18 @@ import numpy as np
 
 from bookchat.conf import setting
 from bookchat.errors import BookchatError, RequestError
+from chat.answerability import check_retrieved
 from chat.answering import answer_events, book_calibration, prepare, resolve_book, scope_threshold
 from chat.calibration import is_current
 from chat.serializers import has_lone_surrogate, validate_ask
-from chat.terms import normalise
+from chat.terms import normalise, split_sentences, strip_citations
 
 KINDS = ("answerable", "unanswerable", "out_of_scope", "selected_text", "follow_up")
 SHOULD_REFUSE = ("unanswerable", "out_of_scope")
 ANSWER_KIND_METRICS = ("hit_at_1", "hit_at_5", "mrr_at_10", "answer_contains_rate", "citation_precision",
                        "false_refusal_rate", "withheld_rate")
 RANKED = 10
+EVIDENCE_PREFIX = 80  # characters of an evidence string an answer must hold to be right, when a question has no answers
 
 
 class QuestionFileError(BookchatError):
@@ -99,8 +101,26 @@ def _hit_rank(chunk_texts: list[str], evidence: list[str]) -> int | None:
     return None
 
 
-def evaluate_question(q: Question, *, book: str, top_k: int) -> dict:
-    """Ask one question through the pipeline; the per-question record of ``--details``."""
+def answer_right(q: Question, answer: str, *, refused: bool) -> bool | None:
+    """Whether an answer is right, for the confidence figures: it contains one of the question's short answers
+    (or, without them, the start or a sentence of one of its evidence strings); an answer to a question that
+    should be refused is wrong. ``None`` when nothing says (a refusal, or an answerable question with neither)."""
+    if refused:
+        return None
+    if q.kind in SHOULD_REFUSE:
+        return False
+    said = normalise(strip_citations(answer))
+    if q.answers:
+        return any(normalise(a) in said for a in q.answers if a.strip())
+    # Without short answers: the start of an evidence string, or one of its sentences, quoted.
+    pieces = [p for e in q.evidence for p in (normalise(e)[:EVIDENCE_PREFIX], *map(normalise, split_sentences(e)))
+              if len(p) >= 20]
+    return any(p in said for p in pieces) if pieces else None
+
+
+def evaluate_question(q: Question, *, book: str, top_k: int, answer_all: bool = False) -> dict:
+    """Ask one question through the pipeline; the per-question record of ``--details``. ``answer_all``: answer
+    even a question the scope check would refuse (``in_scope`` says what it decided), for fitting confidence."""
     started = time.monotonic()
     record = {"id": q.id, "kind": q.kind, "question": q.question}
     try:
@@ -117,6 +137,9 @@ def evaluate_question(q: Question, *, book: str, top_k: int) -> dict:
         prepared = prepare(validate_ask(data, channel="evaluate"))
         ranked = prepared.retrieval.chunks
         prepared.retrieval.chunks = ranked[:top_k]
+        in_scope = prepared.in_scope
+        if answer_all:
+            prepared.in_scope = True
         response = next(payload for kind, payload in answer_events(prepared) if kind == "final")
     except RequestError as exc:
         record.update(error=exc.code, message=exc.message, latency_ms=int((time.monotonic() - started) * 1000))
@@ -127,8 +150,16 @@ def evaluate_question(q: Question, *, book: str, top_k: int) -> dict:
     record.update(
         retrieved=[{"chunk_id": c.id, "heading_path": c.heading_path, "score": round(c.score, 4)} for c in ranked],
         hit_rank=_hit_rank([c.text for c in ranked], q.evidence) if q.evidence else None,
-        answer=response["answer"], refused=response["refused"], withheld=response["flagged_for_review"],
+        answer=response["answer"], refused=response["refused"], refusal_reason=response["refusal_reason"],
+        withheld=response["flagged_for_review"],
         confidence=response["confidence"], confidence_level=response["confidence_level"],
+        right=answer_right(q, response["answer"], refused=response["refused"] or response["flagged_for_review"]),
+        draft_right=answer_right(q, prepared.draft_answer, refused=False) if prepared.draft_answer else None,
+        in_scope=in_scope,
+        # What the answerability check says of these passages, even where it is off (confidence fitting reads it).
+        answerable=check_retrieved(prepared.resolved_question, prepared.retrieval.chunks,
+                                   selected_text=q.selected_text).answerable,
+        features=prepared.confidence_features,
         scope_score=response["retrieval"]["scope_score"], generator=response["generator"],
         cited=cited,
         cited_hits=sum(_hit_rank([texts[c]], q.evidence) is not None for c in cited) if q.evidence else None,
@@ -182,6 +213,54 @@ def by_kind(records: list[dict]) -> dict:
     return figures
 
 
+def confidence_report(records: list[dict]) -> dict:
+    """How far the confidence can be relied on. Over the answers to questions that should be answered and can
+    be judged (``answer_right``): the share right at each level (``precision``), the expected calibration
+    error over ten bins (``ece``; the bins are ``reliability``) and the risk–coverage curve (answers taken
+    from the most confident down: the share of those questions answered, and the share of those answers
+    wrong). Besides: the share of all questions answered (``coverage``), of those that should be answered
+    answered at all and answered high, the questions that should have been refused but were answered, per
+    level, and the refusals per reason."""
+    ok = [r for r in records if "error" not in r]
+    answered = [r for r in ok if not r["refused"] and not r["withheld"]]
+    should_answer = [r for r in ok if r["kind"] not in SHOULD_REFUSE]
+    judged = [r for r in answered if r["kind"] not in SHOULD_REFUSE and r.get("right") is not None]
+    levels = ("high", "medium", "low")
+    reliability = []
+    for tenth in range(10):
+        in_bin = [r for r in judged if min(int(r["confidence"] * 10), 9) == tenth]
+        if in_bin:
+            reliability.append({"from": tenth / 10, "to": (tenth + 1) / 10, "n": len(in_bin),
+                                "confidence": round(float(np.mean([r["confidence"] for r in in_bin])), 4),
+                                "right": round(float(np.mean([bool(r["right"]) for r in in_bin])), 4)})
+    ece = sum(abs(b["confidence"] - b["right"]) * b["n"] for b in reliability) / len(judged) if judged else None
+    ranked = sorted(judged, key=lambda r: -r["confidence"])
+    total = sum(1 for r in should_answer if r.get("right") is not None or r.get("draft_right") is not None
+                or r["refused"] or r["withheld"])
+    curve, wrong = [], 0
+    steps = {max(1, round(len(ranked) * f / 10)) for f in range(1, 11)} if ranked else set()
+    for n, r in enumerate(ranked, 1):
+        wrong += not r["right"]
+        if n in steps:
+            curve.append({"confidence": r["confidence"], "coverage": round(n / total, 4), "risk": round(wrong / n, 4)})
+    return {
+        "judged": len(judged),
+        "levels": {level: sum(1 for r in judged if r["confidence_level"] == level) for level in levels},
+        "precision": {level: _rate([r for r in judged if r["confidence_level"] == level], lambda r: r["right"])
+                      for level in levels},
+        "ece": round(float(ece), 4) if judged else None,
+        "reliability": reliability,
+        "risk_coverage": curve,
+        "coverage": _rate(ok, lambda r: not r["refused"] and not r["withheld"]),
+        "answerable_answered": _rate(should_answer, lambda r: not r["refused"] and not r["withheld"]),
+        "answerable_high": _rate(should_answer, lambda r: not r["refused"] and r["confidence_level"] == "high"),
+        "should_refuse_answered": {level: sum(1 for r in answered if r["kind"] in SHOULD_REFUSE
+                                              and r["confidence_level"] == level) for level in levels},
+        "refusals": {reason: sum(1 for r in ok if r.get("refusal_reason") == reason)
+                     for reason in ("not_covered", "unanswerable", "unsure")},
+    }
+
+
 def summarise(records: list[dict], *, book, top_k: int) -> dict:
     """The summary object ``evaluate --json`` prints."""
     ok = [r for r in records if "error" not in r]
@@ -205,6 +284,7 @@ def summarise(records: list[dict], *, book, top_k: int) -> dict:
         "withheld_rate": quality["withheld_rate"],
         "by_kind": by_kind(records),
         "confidence_levels": levels,
+        "confidence": confidence_report(records),
         "latency_ms_p50": int(np.percentile(latencies, 50)) if latencies else None,
         "latency_ms_p95": int(np.percentile(latencies, 95)) if latencies else None,
         "scope_threshold": round(scope_threshold(book, calibration), 4),

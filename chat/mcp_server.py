@@ -126,8 +126,13 @@ SOURCE = _object({
 ASK_OUTPUT = _object({
     "answer": {**_STRING, "description": "Markdown with [n] citations; a refusal has none."},
     "sources": {"type": "array", "items": SOURCE},
-    "confidence": {"type": "number"}, "confidence_level": {"enum": ["high", "medium", "low"]},
-    "refused": {"type": "boolean", "description": "The book doesn't cover the question."},
+    "confidence": {"type": "number", "description": "The fitted probability that the answer is right."},
+    "confidence_level": {"enum": ["high", "medium", "low"], "description": "high: at least 9 in 10 such answers "
+                         "were right when tested; medium: at least 6 in 10; a refusal is low."},
+    "confidence_note": {**_NULLABLE_STRING, "description": "What the level means, in words for a reader."},
+    "refused": {"type": "boolean", "description": "The book doesn't cover the question, or doesn't seem to answer "
+                "it directly (then the related sections are offered instead of a guess)."},
+    "refusal_reason": {"enum": ["not_covered", "unanswerable", "unsure", None]},
     "flagged_for_review": {"type": "boolean", "description": "The answer was withheld by the grounding check."},
     "suggestions": {"type": "array", "description": "Related sections (links, not citations) of a refusal.",
                     "items": _object({"title": _STRING, "heading_path": _STRING, "url": _STRING},
@@ -341,7 +346,9 @@ def render_answer(result: dict) -> str:
     if result["suggestions"]:
         lines += ["", "Related sections (links, not citations):"]
         lines += [f"- {s['title']} — {s['url']}" for s in result["suggestions"]]
-    lines += ["", f"Confidence: {result['confidence']:.2f} ({result['confidence_level']})"]
+    if not result["refused"]:
+        lines += ["", f"Confidence: {result['confidence']:.2f} ({result['confidence_level']}). "
+                      f"{result.get('confidence_note') or ''}".rstrip()]
     return "\n".join(lines)
 
 

@@ -338,11 +338,18 @@ def retrieve(*, book: Book, question: str, selected_text: str = "", chapter: str
                      lexical=lexical_result)
 
 
-def nearest_sections(retrieval: Retrieval, count: int | None = None) -> list[dict]:
-    """The closest distinct sections of a retrieval, as ``{title, heading_path, url}`` suggestions."""
+def nearest_sections(retrieval: Retrieval, count: int | None = None, *, by_rank: bool = False) -> list[dict]:
+    """The closest distinct sections of a retrieval, as ``{title, heading_path, url}`` suggestions: by cosine
+    (a question the book doesn't cover: what is nearest in meaning), or ``by_rank``, in the answer's order (a
+    question it may answer: the passages it would have been answered from come first)."""
     count = setting("SCOPE_SUGGESTIONS") if count is None else count
     seen, out = set(), []
-    for chunk in sorted(retrieval.pool, key=lambda c: -c.dense):
+    if by_rank:
+        shown = {c.id for c in retrieval.chunks}
+        ranked = retrieval.chunks + [c for c in retrieval.pool if c.id not in shown]
+    else:
+        ranked = sorted(retrieval.pool, key=lambda c: -c.dense)
+    for chunk in ranked:
         key = (chunk.document_id, chunk.anchor)
         if key in seen:
             continue

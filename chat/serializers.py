@@ -316,6 +316,9 @@ class RetrievalSerializer(serializers.Serializer):
     lexical_coverage = serializers.FloatField()
     candidates = serializers.IntegerField()
     answerability = AnswerabilitySerializer(allow_null=True)
+    confidence_features = serializers.DictField(child=serializers.FloatField(), help_text="What the confidence "
+                                                "model read (`chat/confidence.py`); empty for a refusal that "
+                                                "drafted no answer.")
 
 
 class AnswerSerializer(serializers.Serializer):
@@ -324,8 +327,13 @@ class AnswerSerializer(serializers.Serializer):
     answer = serializers.CharField(help_text="Markdown with `[n]` citation markers.")
     answer_html = serializers.CharField(help_text="The answer rendered and sanitised, markers linked to sources.")
     sources = SourceSerializer(many=True)
-    confidence = serializers.FloatField()
-    confidence_level = serializers.ChoiceField(["high", "medium", "low"])
+    confidence = serializers.FloatField(help_text="The fitted probability that the answer is right (for a "
+                                        "refusal: that the best answer found would have been; 0 when none was).")
+    confidence_level = serializers.ChoiceField(["high", "medium", "low"], help_text="`high`: ≥ 90 % of such "
+                                               "answers were right on held-out question sets; `medium`: ≥ 60 %; a "
+                                               "refusal is `low`.")
+    confidence_note = serializers.CharField(allow_null=True, help_text="What the level means, in words to show "
+                                            "a reader (null for a refusal).")
     generator = serializers.CharField()
     session_id = serializers.UUIDField()
     response_time_ms = serializers.IntegerField()
@@ -335,6 +343,11 @@ class AnswerSerializer(serializers.Serializer):
                                     "without versions).")
     locale = serializers.CharField(allow_blank=True, help_text="The locale that answered (\"\" when unknown).")
     refused = serializers.BooleanField()
+    refusal_reason = serializers.ChoiceField(["not_covered", "unanswerable", "unsure"], allow_null=True,
+                                             help_text="`not_covered`: off the book's topic; `unanswerable`: the "
+                                             "book never names what the question asks about; `unsure`: the best "
+                                             "answer found was below medium confidence (or only links), so the "
+                                             "closest sections are offered instead.")
     suggestions = SuggestionSerializer(many=True)
     disclaimer = serializers.CharField(allow_null=True)
     notice = serializers.CharField(allow_null=True)

@@ -32,6 +32,7 @@ from ingestion.models import Book
 from ingestion.outline import book_outline
 
 LEVEL_LABELS = {"high": "High confidence", "medium": "Medium confidence", "low": "Low confidence"}
+REFUSAL_LABELS = {"unsure": "Not answered directly"}  # any other refusal: "Not covered"
 
 
 def _books() -> list[Book]:
@@ -60,6 +61,8 @@ def turn_context(turn: Turn, feedback: str | None) -> dict:
         "suggestions": response.get("suggestions", []),
         "level": response.get("confidence_level"),
         "level_label": LEVEL_LABELS.get(response.get("confidence_level"), ""),
+        "level_note": response.get("confidence_note"),
+        "refusal_label": REFUSAL_LABELS.get(response.get("refusal_reason"), "Not covered"),
         "confidence": response.get("confidence"),
         "disclaimer": response.get("disclaimer"),
         "notice": response.get("notice"),

@@ -1,5 +1,5 @@
 """Unit tests of the answering pipeline's pure parts: the grounding check, score fusion, the extractive
-composer, terms, follow-up resolution, text-fragment links and confidence levels; and the scope calibration
+composer, terms, follow-up resolution and text-fragment links; and the scope calibration
 stored for the bundled manual."""
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ import pytest
 
 from bookchat.errors import RequestError
 from chat.calibration import off_topic_questions
-from chat.confidence import confidence_level
 from chat.conversations import is_follow_up, resolve_follow_up
 from chat.extractive import compose_extractive
 from chat.grounding import answer_segments, check_grounding
@@ -235,7 +234,7 @@ def test_resolve_follow_up_chains_through_the_resolved_question():
     assert resolve_follow_up("what about it?", turns) == "what about it? (and the widget? (How do I install?))"
 
 
-# -- links and confidence ------------------------------------------------------------------------
+# -- links ------------------------------------------------------------------------------------
 def test_fragment_url_after_an_existing_anchor():
     url = fragment_url("/using/ingest#options", "The ingest command reads a folder of Markdown files.")
     assert url == "/using/ingest#options:~:text=The%20ingest%20command%20reads%20a%20folder"
@@ -248,13 +247,6 @@ def test_fragment_url_without_an_anchor_and_with_hyphens():
 
 def test_fragment_url_needs_two_words():
     assert fragment_url("/faq", "Yes") == "/faq"
-
-
-@pytest.mark.parametrize(("confidence", "level"), [
-    (1.0, "high"), (0.85, "high"), (0.849, "medium"), (0.7, "medium"), (0.69, "low"), (0.0, "low"),
-])
-def test_confidence_levels(confidence, level):
-    assert confidence_level(confidence) == level
 
 
 # -- calibration ------------------------------------------------------------------------------

@@ -100,8 +100,10 @@ def test_changelist_filters_and_search(client, reviewer, query):
     assert response.context["cl"].result_count == expected
 
 
-def test_review_queue_holds_low_confidence_withheld_failed_and_thumbs_down(client, reviewer):
+def test_review_queue_holds_unsure_low_confidence_withheld_failed_and_thumbs_down(client, reviewer):
     low = row("low", confidence=0.4, confidence_level="low")
+    unsure = row("unsure", status="unsure", refused=True, confidence=0.2, confidence_level="low",
+                 answer="The book doesn't seem to answer this directly…", draft_answer="Run it [1].")
     withheld = row("withheld", status="withheld", flagged=True, confidence=0.3, confidence_level="low")
     down = row("down", feedback_rating="down")
     failed = row("failed", status="timeout", confidence=None, confidence_level="")
@@ -109,16 +111,19 @@ def test_review_queue_holds_low_confidence_withheld_failed_and_thumbs_down(clien
     row("refused", status="not_covered", refused=True, confidence=0.1, confidence_level="low")  # → coverage gaps
     row("reviewed", confidence=0.4, confidence_level="low", review_status="ok")
     queued = set(AuditLog.objects.filter(review_queue_filter()).values_list("question", flat=True))
-    assert queued == {"low", "withheld", "down", "failed"}
+    assert queued == {"low", "unsure", "withheld", "down", "failed"}
 
     url = reverse("admin:audit_reviewqueueitem_changelist")
     page = client.get(url)
-    assert page.status_code == 200 and page.context["cl"].result_count == 4
+    assert page.status_code == 200 and page.context["cl"].result_count == 5
     response = client.post(url, {"action": "mark_wrong", "_selected_action": [low.pk, down.pk]})
     assert response.status_code == 302
-    assert client.get(url).context["cl"].result_count == 2, "marked answers leave the queue"
+    assert client.get(url).context["cl"].result_count == 3, "marked answers leave the queue"
     assert AuditLog.objects.get(pk=low.pk).review_status == "wrong"
-    assert {withheld.pk, failed.pk} == set(AuditLog.objects.filter(review_queue_filter()).values_list("pk", flat=True))
+    assert {withheld.pk, failed.pk, unsure.pk} == set(
+        AuditLog.objects.filter(review_queue_filter()).values_list("pk", flat=True))
+    detail = client.get(reverse("admin:audit_auditlog_change", args=[unsure.pk])).content.decode()
+    assert "Run it [1]." in detail, "the reviewer sees the answer that was held back"
 
 
 def test_csv_export_keeps_text_and_defuses_formulas(client, reviewer):

@@ -40,6 +40,7 @@
     unreadable: "The chat server sent a response the widget couldn't read; please ask again."
   };
   var LEVELS = { high: 'High confidence', medium: 'Medium confidence', low: 'Low confidence' };
+  var REFUSALS = { not_covered: 'Not covered', unanswerable: 'Not covered', unsure: 'Not answered directly' };
 
   // ---------------------------------------------------------------- options
 
@@ -419,6 +420,8 @@
     '.bc-badge[data-level="high"]{color:var(--bc-high);background:var(--bc-high-bg);}',
     '.bc-badge[data-level="medium"]{color:var(--bc-medium);background:var(--bc-medium-bg);}',
     '.bc-badge[data-level="low"]{color:var(--bc-low);background:var(--bc-low-bg);}',
+    '.bc-badge[data-level="none"]{color:var(--bc-muted);background:var(--bc-surface);}',
+    '.bc-level-note{font-size:12px;color:var(--bc-muted);}',
     '.bc-disclaimer,.bc-notice{margin:0;font-size:12.5px;padding:8px 10px;border-radius:8px;background:var(--bc-note-bg);',
     'border:1px solid var(--bc-border);}',
     '.bc-section-title{margin:0 0 6px;font-size:12px;font-weight:600;color:var(--bc-muted);text-transform:uppercase;',
@@ -693,9 +696,14 @@
       }
       var meta = el('div', 'bc-meta');
       var level = LEVELS[final.confidence_level] ? final.confidence_level : 'low';
-      var badge = el('span', 'bc-badge', LEVELS[level], { 'data-level': level });
-      if (typeof final.confidence === 'number') badge.title = 'Confidence ' + Math.round(final.confidence * 100) + '%';
+      var badge = final.refused
+        ? el('span', 'bc-badge', REFUSALS[final.refusal_reason] || REFUSALS.not_covered, { 'data-level': 'none' })
+        : el('span', 'bc-badge', LEVELS[level], { 'data-level': level });
+      if (typeof final.confidence === 'number' && !final.refused) {
+        badge.title = 'Confidence ' + Math.round(final.confidence * 100) + '%';
+      }
       meta.append(badge);
+      if (final.confidence_note && !final.refused) meta.append(el('span', 'bc-level-note', final.confidence_note));
       node.append(meta);
       if (final.disclaimer) node.append(el('p', 'bc-disclaimer', final.disclaimer));
       if (final.notice) node.append(el('p', 'bc-notice', final.notice));

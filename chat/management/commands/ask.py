@@ -74,6 +74,8 @@ def render_answer(r: dict) -> str:
         for s in r["sources"]:
             mark = "*" if s["cited"] else " "
             lines.append(f" {mark}[{s['n']}] {s['heading_path']} (score {s['score']:.2f})\n       {s['url']}")
+    if r["confidence_note"]:
+        lines += ["", r["confidence_note"]]
     lines += ["", f"Confidence: {r['confidence']:.2f} ({r['confidence_level']}) · generator: {r['generator']} · "
               f"{r['response_time_ms']} ms · session {r['session_id']}"]
     return "\n".join(lines)

@@ -1,7 +1,8 @@
 """``manage.py evaluate --questions FILE.jsonl``: retrieval and answer quality on a question set.
 
 Prints a table (overall, then per kind), or with ``--json`` one summary object; ``--details FILE``
-writes one JSON line per question. ``--compare A B`` runs the questions under two settings specs
+writes one JSON line per question (with the features the confidence model read); ``--plot FILE.svg`` draws
+the reliability diagram and the risk–coverage curve. ``--compare A B`` runs the questions under two settings specs
 (``default`` or ``NAME=VALUE,...``) and prints them side by side. Exit status: 0 evaluated, 2 bad
 file or options (unknown book, bad line, bad compare spec).
 """
@@ -16,6 +17,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from bookchat.errors import BookchatError
 from chat.comparison import describe, parse_settings_spec, run_comparison, stale_calibration
 from chat.evaluation import ANSWER_KIND_METRICS, KINDS, SHOULD_REFUSE, load_questions, run_evaluation
+from chat.plots import confidence_svg
 
 
 class Command(BaseCommand):
@@ -28,6 +30,8 @@ class Command(BaseCommand):
         parser.add_argument("--book", help="Book slug (needed when several books are indexed).")
         parser.add_argument("--limit", type=int, help="Evaluate only the first N questions.")
         parser.add_argument("--details", help="Write one JSON line per question to this file.")
+        parser.add_argument("--plot", help="Write the confidence's reliability diagram and risk–coverage curve to "
+                                           "this SVG file.")
         parser.add_argument("--json", action="store_true", help="Print the summary as one JSON object.")
         parser.add_argument("--compare", nargs=2, metavar=("A", "B"),
                             help="Run the questions under two settings specs, each `default` or NAME=VALUE[,...] "
@@ -59,6 +63,11 @@ class Command(BaseCommand):
             with open(options["details"], "w", encoding="utf-8") as fh:
                 for record in records:
                     fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+        if options["plot"]:
+            sides = {"": summary} if not specs else {"A": summary["a"]["summary"], "B": summary["b"]["summary"]}
+            with open(options["plot"], "w", encoding="utf-8") as fh:
+                fh.write("".join(confidence_svg(s["confidence"], title=f"{s['book']} {side}".strip())
+                                 for side, s in sides.items()))
         if options["json"]:
             self.stdout.write(json.dumps(summary, ensure_ascii=False))
         elif specs:
@@ -87,6 +96,7 @@ def _fmt(value) -> str:
 
 
 def render_summary(s: dict) -> str:
+    c = s["confidence"]
     rows = [
         ("book", s["book"]), ("questions", f"{s['questions']} {s['kinds']}"), ("errors", s["errors"]),
         ("hit@1 / @3 / @5", f"{_fmt(s['hit_at_1'])} / {_fmt(s['hit_at_3'])} / {_fmt(s['hit_at_5'])}"),
@@ -97,6 +107,11 @@ def render_summary(s: dict) -> str:
         ("  unanswerable", _fmt(s["refusal_rate_unanswerable"])),
         ("false refusal rate", _fmt(s["false_refusal_rate"])), ("withheld", _fmt(s["withheld_rate"])),
         ("confidence levels", s["confidence_levels"]),
+        ("  right when high / medium / low", " / ".join(_fmt(c["precision"][lvl]) for lvl in ("high", "medium", "low"))
+         + f"  (of {c['judged']} judged answers)"),
+        ("  answerable answered high", _fmt(c["answerable_high"])),
+        ("  calibration error (ECE)", _fmt(c["ece"])),
+        ("  refused: not covered / unanswerable / unsure", " / ".join(str(n) for n in c["refusals"].values())),
         ("latency p50 / p95", f"{s['latency_ms_p50']} / {s['latency_ms_p95']} ms"),
         ("scope threshold", f"{_fmt(s['scope_threshold'])} ({s['scope_threshold_source']})"
          + ("" if not s["calibration"] or s["calibration"]["current"]

@@ -1,0 +1,214 @@
+"""Fit the confidence model (``chat/confidence.py``) and its two level cuts on development question sets, and
+check them across sets.
+
+    .venv/bin/python -m bench.fit_confidence --fit squad2-dev:../shared/data/squad2-dev/questions.jsonl \\
+        --fit docusaurus-docs:../shared/data/docusaurus-docs/questions.jsonl \\
+        --fit docusaurus-docs:../shared/data/docusaurus-docs/questions-2.jsonl
+
+Each ``BOOK:FILE`` names an indexed book and a question file. Every question is asked through the
+pipeline as ``evaluate`` asks it, but answered whatever the scope and answerability checks
+decide and never held back as unsure (``evaluate_question(answer_all=True)``), so that each
+answer's features and whether it is right (``chat.evaluation.answer_right``) are known; what the
+two checks decided is kept beside them. Kept in ``var/bench/confidence-*.pickle`` (delete it after
+re-indexing or after changing a feature).
+
+The model is a logistic regression (``bench.fit_reranker.fit``, L2) on the judged answers to the
+questions that should be answered and that the checks let through, every set weighing the same. Answers
+to unanswerable and off-topic questions are not among its examples: SQuAD 2.0's unanswerable questions
+are rewrites of answerable ones that keep their words, and as wrong answers they turn the weight of
+covering the question's words negative, which is wrong on every other book (BENCHMARKS.md,
+"Confidence"). They count where the cuts are chosen instead. Each ``--fit`` set is predicted by the
+model fitted on the other sets (cross-set), and the cuts are chosen on those held-out predictions, every
+set weighing the same in all: ``HIGH`` is the lowest cut from which the answers are ≥ ``HIGH_PRECISION``
+right, at that cut and at every cut up to ``WINDOW`` above it; ``MEDIUM`` the highest cut below it at
+which no set's false refusals (answerable questions refused by either check or for being unsure) exceed
+``MAX_FALSE_REFUSALS``, or the checks' own plus ``EXTRA_FALSE_REFUSALS`` where those already do. The
+share right between the two cuts is printed beside the ``MEDIUM_PRECISION`` aimed for: a false refusal
+hides a right answer, so the budget decides and the share is reported. The figures of each set under the
+held-out model are printed, then the constants to paste.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from bench.fit_reranker import _current, _setup, cached, fit, fit_arguments
+
+HIGH_PRECISION = 0.90
+MEDIUM_PRECISION = 0.60
+MAX_FALSE_REFUSALS = 0.05
+EXTRA_FALSE_REFUSALS = 0.01
+WINDOW = 0.1  # HIGH must hold its precision at every cut up to this much above it: not a lucky bump
+SHOULD_REFUSE = ("unanswerable", "out_of_scope")
+
+
+def collect(book: str, path: str) -> list[dict]:
+    """Per question: its kind, features, ``right``, and what the scope and answerability checks decided."""
+    return cached("confidence", book, path, lambda: _collect(book, path))
+
+
+def _collect(book: str, path: str) -> list[dict]:
+    from django.test.utils import override_settings
+
+    from bookchat.conf import setting
+    from chat.answering import book_calibration, resolve_book
+    from chat.evaluation import evaluate_question, load_questions
+
+    target = resolve_book(book)
+    gate = bool(book_calibration(target).get("answerability"))
+    out = []
+    with override_settings(BOOKCHAT={**_current(), "ANSWERABILITY": "off", "UNSURE_ANSWERS": "answer"}):
+        for q in load_questions(path):
+            r = evaluate_question(q, book=target.slug, top_k=setting("TOP_K"), answer_all=True)
+            if "error" in r:
+                continue
+            out.append({"id": r["id"], "kind": r["kind"], "features": r["features"], "right": r["right"],
+                        "withheld": r["withheld"], "in_scope": r["in_scope"],
+                        "answerable": r["answerable"] is not False or not gate, "answer": r["answer"],
+                        "question": r["question"]})
+    return out
+
+
+def matrix(rows: list[dict]) -> np.ndarray:
+    from chat.confidence import FEATURES
+
+    return np.asarray([[r["features"][name] for name in FEATURES] for r in rows], dtype=np.float64)
+
+
+def passes_checks(r: dict) -> bool:
+    return r["in_scope"] and r["answerable"] and not r["withheld"]
+
+
+def judged(r: dict) -> bool:
+    """An answer to a question that should be answered, let through by the checks, whose rightness is known."""
+    return passes_checks(r) and r["kind"] not in SHOULD_REFUSE and r["right"] is not None and bool(r["features"])
+
+
+def fit_model(sets: dict[str, list[dict]], specs: list[str], *, l2: float) -> tuple[np.ndarray, float]:
+    """The logistic model on the judged answers of ``specs``, every set weighing the same."""
+    groups, weights = [], []
+    for spec in specs:
+        rows = [r for r in sets[spec] if judged(r)]
+        x, y = matrix(rows), np.asarray([float(r["right"]) for r in rows])
+        groups += [(x[i:i + 1], y[i:i + 1]) for i in range(len(rows))]
+        weights += [1.0 / len(rows)] * len(rows)
+    scale = len(groups) / sum(weights)
+    return fit(groups, l2=l2, weights=[w * scale for w in weights])
+
+
+def predict(rows: list[dict], weights: np.ndarray, bias: float) -> np.ndarray:
+    """Each row's probability (0 for a question that drafted no answer)."""
+    from chat.confidence import FEATURES
+
+    x = np.asarray([[r["features"].get(name, 0.0) for name in FEATURES] for r in rows], dtype=np.float64)
+    p = 1 / (1 + np.exp(-np.clip(x @ weights + bias, -30, 30)))
+    return np.where([bool(r["features"]) for r in rows], p, 0.0)
+
+
+def outcome(rows: list[dict], p: np.ndarray, high: float, medium: float) -> dict:
+    """A set's figures when answers below ``medium`` are refused as unsure: precision of the high and medium
+    answers (``answer_right``, over questions that should be answered), the share of those questions answered
+    high, refusals, and the expected calibration error over ten bins."""
+    refused, levels = [], []
+    for r, prob in zip(rows, p, strict=True):
+        refused.append(not passes_checks(r) or prob < medium)
+        levels.append(None if refused[-1] else "high" if prob >= high else "medium")
+    answered = [(r, lvl, prob) for r, lvl, prob, ref in zip(rows, levels, p, refused, strict=True)
+                if not ref and judged(r)]
+
+    def share(items, predicate):
+        return sum(1 for i in items if predicate(i)) / len(items) if items else None
+
+    should = [(r, ref, lvl) for r, ref, lvl in zip(rows, refused, levels, strict=True)
+              if r["kind"] not in SHOULD_REFUSE]
+    ece = 0.0
+    for low in np.linspace(0, 0.9, 10):
+        b = [(prob, r["right"]) for r, _, prob in answered if low <= prob < low + 0.1 or (low >= 0.9 and prob >= 1)]
+        if b:
+            ece += abs(np.mean([x for x, _ in b]) - np.mean([y for _, y in b])) * len(b) / len(answered)
+    return {
+        "high": share([a for a in answered if a[1] == "high"], lambda a: a[0]["right"]),
+        "n_high": sum(1 for a in answered if a[1] == "high"),
+        "medium": share([a for a in answered if a[1] == "medium"], lambda a: a[0]["right"]),
+        "n_medium": sum(1 for a in answered if a[1] == "medium"),
+        "answerable_high": share(should, lambda s: s[2] == "high"),
+        "unanswerable_refused": share([(r, ref) for r, ref in zip(rows, refused, strict=True)
+                                       if r["kind"] == "unanswerable"], lambda s: s[1]),
+        "out_of_scope_refused": share([(r, ref) for r, ref in zip(rows, refused, strict=True)
+                                       if r["kind"] == "out_of_scope"], lambda s: s[1]),
+        "false_refusals": share(should, lambda s: s[1]),
+        "checks_false_refusals": share(should, lambda s: not passes_checks(s[0])),
+        "ece": ece if answered else None,
+    }
+
+
+def choose_cuts(held: dict[str, tuple[list[dict], np.ndarray]]) -> tuple[float, float]:
+    """``HIGH`` and ``MEDIUM`` from held-out predictions (see the module docstring)."""
+    answers = {spec: [(prob, bool(r["right"])) for r, prob in zip(rows, p, strict=True) if judged(r)]
+               for spec, (rows, p) in held.items()}
+
+    def precision(cut: float, below: float = 2.0) -> float:
+        """The share right of the answers from ``cut`` to ``below``, each answer weighing 1 / its set's judged
+        answers (so every set weighs the same in all, and a set's few answers above a cut weigh little)."""
+        right = total = 0.0
+        for items in answers.values():
+            at = [y for prob, y in items if cut <= prob < below]
+            right += sum(at) / len(items)
+            total += len(at) / len(items)
+        return right / total if total else 0.0
+
+    grid = np.round(np.arange(0.05, 0.991, 0.01), 2)
+    high = next((float(c) for c in grid if all(precision(d) >= HIGH_PRECISION for d in grid if c <= d <= c + WINDOW)),
+                0.99)
+    medium = 0.0
+    for cut in grid[grid < high]:
+        ok = True
+        for rows, p in held.values():
+            o = outcome(rows, p, high, cut)
+            allowed = max(MAX_FALSE_REFUSALS, o["checks_false_refusals"] + EXTRA_FALSE_REFUSALS)
+            ok = ok and o["false_refusals"] <= allowed
+        if ok:
+            medium = float(cut)
+    print(f"answers between the cuts right: {precision(medium, high):.3f} (aimed for: {MEDIUM_PRECISION})",
+          file=sys.stderr)
+    return high, medium
+
+
+def main(argv=None) -> int:
+    args = fit_arguments(__doc__.split("\n")[0], argv)
+    _setup()
+    from chat.confidence import FEATURES
+
+    sets = {}
+    for spec in args.fit + args.check:
+        sets[spec] = collect(*spec.split(":", 1))
+        print(f"{spec}: {len(sets[spec])} questions", file=sys.stderr)
+    weights, bias = fit_model(sets, args.fit, l2=args.l2)
+    held = {}
+    for spec in args.fit:
+        others = [o for o in args.fit if o != spec] or [spec]
+        held[spec] = (sets[spec], predict(sets[spec], *fit_model(sets, others, l2=args.l2)))
+    for spec in args.check:
+        held[spec] = (sets[spec], predict(sets[spec], weights, bias))
+    high, medium = choose_cuts({spec: held[spec] for spec in args.fit})
+    print(f"cuts on held-out predictions: high {high:.3f}, medium {medium:.3f}")
+    columns = ("high", "n_high", "medium", "n_medium", "answerable_high", "unanswerable_refused",
+               "out_of_scope_refused", "false_refusals", "checks_false_refusals", "ece")
+    print(f"{'set (held out)':58} " + " ".join(f"{c[:12]:>12}" for c in columns))
+    for spec, (rows, p) in held.items():
+        o = outcome(rows, p, high, medium)
+        print(f"{spec[-58:]:58} " + " ".join(
+            f"{'—':>12}" if o[c] is None else f"{o[c]:>12.3f}" if isinstance(o[c], float) else f"{o[c]:>12}"
+            for c in columns))
+    print("WEIGHTS = (" + ", ".join(f"{w:.4f}" for w in weights) + ")")
+    print(f"BIAS = {bias:.4f}")
+    print(f"HIGH = {high:.3f}")
+    print(f"MEDIUM = {medium:.3f}")
+    print("# " + ", ".join(FEATURES))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,252 @@
+"""Confidence (chat/confidence.py): the fitted probability and its levels, answers made of navigation links, the
+unsure answer that becomes a refusal with the closest sections (and reaches the review queue), and the figures
+``evaluate`` reports about it (chat/evaluation.py, chat/plots.py)."""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from audit.models import AuditLog
+from audit.reports import review_queue_filter
+from chat import confidence
+from chat.answering import AskRequest, answer_events, answer_question, prepare
+from chat.confidence import (
+    FEATURES,
+    HIGH,
+    MEDIUM,
+    Situation,
+    assess,
+    confidence_features,
+    confidence_level,
+    navigation_only,
+)
+from chat.evaluation import Question, answer_right, confidence_report
+from chat.plots import confidence_svg
+from chat.retrieval import RetrievedChunk
+from tests.conftest import committed, run_command
+
+MANUAL = "bookchat-manual"
+NEXT_STEPS = "Next steps:\n\n- [Walking in Isaac Sim](#) [1]\n- [Balance control](#) [1]\n- [Sim-to-real](#) [1]"
+
+
+def chunk(text: str, *, score: float = 0.95, similarities=None, heading: str = "Robots > Walking") -> RetrievedChunk:
+    return RetrievedChunk(id=str(abs(hash(text))), document_id=1, heading_path=heading, anchor="", url="/walking",
+                          text=text, document_title="Walking", document_path="walking.md", category="",
+                          score=score, dense=0.9, sentence_similarities=similarities)
+
+
+def situation(answer: str, chunks: list[RetrievedChunk], question: str = "How does the robot keep its balance?",
+              **kwargs) -> Situation:
+    return Situation(question=question, resolved_question=question, answer=answer, chunks=chunks, cited=[1],
+                     scope_score=0.95, threshold=0.85, calibration={"in_scope_median": 0.9}, **kwargs)
+
+
+BALANCE = ("The robot keeps its balance with an inertial measurement unit. It reads the tilt a thousand times a "
+           "second.")
+STRONG = [chunk(BALANCE, score=0.97), chunk("Cameras see the floor.", score=0.05)]
+
+
+# -- the model and its levels ----------------------------------------------------------------------------------
+def test_levels_follow_the_fitted_cuts():
+    assert 0 < MEDIUM < HIGH < 1
+    assert confidence_level(HIGH) == "high"
+    assert confidence_level(HIGH - 0.001) == "medium"
+    assert confidence_level(MEDIUM) == "medium"
+    assert confidence_level(MEDIUM - 0.001) == "low"
+    assert confidence_level(1.0, dead_links=True) == "medium", "an answer with a link to # is never high"
+
+
+def test_settings_replace_the_fitted_cuts(settings):
+    settings.BOOKCHAT = {**settings.BOOKCHAT, "CONFIDENCE_HIGH": 0.99, "CONFIDENCE_MEDIUM": 0.5}
+    assert confidence_level(0.98) == "medium" and confidence_level(0.49) == "low"
+
+
+def test_one_weight_per_feature_and_a_probability():
+    assert len(confidence.WEIGHTS) == len(FEATURES)
+    features = confidence_features(situation(f"{BALANCE} [1]", STRONG))
+    assert list(features) == list(FEATURES)
+    assert 0 < confidence.probability(features) < 1
+
+
+def test_a_clear_lead_and_a_covered_question_score_higher_than_a_close_call():
+    clear = assess(situation(f"{BALANCE} [1]", STRONG))
+    close = assess(situation(f"{BALANCE} [1]", [chunk(BALANCE, score=0.4), chunk("Cameras see the floor.",
+                                                                                  score=0.38)]))
+    off = assess(situation("Cameras see the floor. [1]", [chunk("Cameras see the floor.", score=0.4),
+                                                          chunk(BALANCE, score=0.38)]))
+    assert clear.probability > close.probability > off.probability
+    assert clear.level == "high", clear
+
+
+def test_the_sentence_gap_counts_only_with_sentence_vectors():
+    quoted = [0.91, 0.80]  # the answer's sentence is the closest in meaning
+    others = [chunk("Cameras see the floor.", similarities=[0.70])]
+    near = confidence_features(situation(f"{BALANCE.split('. ')[0]}. [1]",
+                                         [chunk(BALANCE, similarities=quoted), *others]))
+    assert near["unit_gap"] == pytest.approx(10 * (0.91 - 0.80))
+    without = confidence_features(situation(f"{BALANCE} [1]", STRONG))
+    assert without["unit_gap"] == confidence.MISSING["unit_gap"]
+
+
+@pytest.mark.parametrize(("answer", "expected"), [
+    (NEXT_STEPS, True),
+    ("- [Walking](/walking) [1]\n- [Balance](/balance) [1]", True),
+    ("See [the IMU section](/imu) [1]", True),
+    ("The IMU measures tilt and acceleration so the controller can correct a fall; see [IMU](/imu). [1]", False),
+    (BALANCE + " [1]", False),
+    ("```md\n[link](#)\n```", False),
+])
+def test_navigation_only(answer, expected):
+    assert navigation_only(answer) is expected
+
+
+def test_a_list_of_links_to_hash_is_never_high_and_is_unsure():
+    assessed = assess(situation(NEXT_STEPS, [chunk(NEXT_STEPS, score=0.999), chunk("Other.", score=0.001)]))
+    assert assessed.navigation and assessed.dead_links
+    assert assessed.level != "high"
+    assert assessed.unsure
+
+
+# -- through the pipeline ---------------------------------------------------------------------------------------
+@pytest.mark.django_db
+def test_an_unsure_answer_becomes_a_refusal_with_the_closest_sections_and_is_reviewed(manual_book, settings,
+                                                                                       django_db_blocker):
+    question = "How do I ingest a folder?"
+    plain = answer_question(AskRequest(question=question, book=MANUAL))
+    assert not plain["refused"] and plain["refusal_reason"] is None
+    assert plain["confidence_note"] and plain["retrieval"]["confidence_features"].keys() == set(FEATURES)
+
+    settings.BOOKCHAT = {**settings.BOOKCHAT, "CONFIDENCE_HIGH": 0.9999, "CONFIDENCE_MEDIUM": 0.999}
+    prepared = prepare(AskRequest(question=question, book=MANUAL, channel="api"))
+    events = list(answer_events(prepared))
+    tokens = "".join(payload["text"] for kind, payload in events if kind == "token")
+    final = events[-1][1]
+    assert final["refused"] and final["refusal_reason"] == "unsure"
+    assert "doesn't seem to answer this directly" in final["answer"] and tokens == final["answer"]
+    assert final["sources"] == [] and final["confidence_level"] == "low" and final["confidence_note"] is None
+    assert final["confidence"] == plain["confidence"], "the probability of the answer it held back"
+    sections = [s["heading_path"] for s in final["suggestions"]]
+    assert sections and sections[0] == plain["sources"][0]["heading_path"], "closest sections in answer order"
+    assert prepared.draft_answer == plain["answer"]
+
+    row = AuditLog.objects.get(answer_id=final["answer_id"])
+    assert row.status == "unsure" and row.refused and row.draft_answer == plain["answer"]
+    assert AuditLog.objects.filter(review_queue_filter(), pk=row.pk).exists()
+
+    settings.BOOKCHAT = {**settings.BOOKCHAT, "UNSURE_ANSWERS": "answer"}
+    shown = answer_question(AskRequest(question=question, book=MANUAL))
+    assert not shown["refused"] and shown["answer"] == plain["answer"]
+    assert shown["confidence_level"] == "low" and shown["disclaimer"]
+
+
+@pytest.mark.django_db
+def test_a_navigation_page_is_not_an_answer(book_dir, django_db_blocker):
+    book_dir.write("walking.md", "# Walking in simulation\n\nThe walking controller of the humanoid runs in Isaac "
+                                 "Sim as a ROS 2 node.\n\n## Next steps\n\n- [Make the robot walk in Isaac Sim](#)\n"
+                                 "- [Tune the balance controller](#)\n- [Move from sim to real](#)\n")
+    book_dir.write("sensors.md", "# Sensors\n\nAn IMU measures acceleration and rotation; a lidar measures "
+                                 "distance with laser light.\n")
+    with django_db_blocker.unblock():
+        code, out, _ = committed(lambda: run_command("ingest", str(book_dir.root), "--book", "nav-book", "--json"))
+    assert code == 0, out
+    response = answer_question(AskRequest(question="What are the next steps to make my robot walk in Isaac Sim?",
+                                          book="nav-book"))
+    assert response["confidence_level"] != "high"
+    if not response["refused"]:
+        assert not navigation_only(response["answer"]), response["answer"]
+    elif response["refusal_reason"] == "unsure":
+        assert "(#)" not in response["answer"] and response["suggestions"]
+
+
+# -- what evaluate reports --------------------------------------------------------------------------------------
+def q(kind="answerable", **fields) -> Question:
+    return Question(id="1", question="Which option sets the port?", kind=kind, **fields)
+
+
+@pytest.mark.parametrize(("question", "answer", "refused", "right"), [
+    (q(answers=["PORT"]), "Set `PORT` to change it. [1]", False, True),
+    (q(answers=["PORT"]), "Use a bigger machine. [1]", False, False),
+    (q(evidence=["Run make run. The server listens on port 8000 by default."]),
+     "It listens on port 8000 by default. [1]", False, False),
+    (q(evidence=["Run make run. The server listens on port 8000 by default."]),
+     "The server listens on port 8000 by default. [1]", False, True),
+    (q(kind="unanswerable"), "Anything at all. [1]", False, False),
+    (q(kind="unanswerable"), "This isn't covered.", True, None),
+    (q(), "Some answer. [1]", False, None),
+])
+def test_answer_right(question, answer, refused, right):
+    assert answer_right(question, answer, refused=refused) is right
+
+
+def record(level: str, confidence_value: float, right, kind="answerable", refused=False, reason=None) -> dict:
+    return {"kind": kind, "confidence": confidence_value, "confidence_level": level, "right": right,
+            "refused": refused, "withheld": False, "refusal_reason": reason, "draft_right": None}
+
+
+def test_confidence_report_precision_calibration_and_curve():
+    records = ([record("high", 0.95, True)] * 9 + [record("high", 0.95, False)]
+               + [record("medium", 0.55, True)] * 3 + [record("medium", 0.55, False)] * 2
+               + [record("low", 0.05, None, refused=True, reason="unsure")]
+               + [record("medium", 0.5, False, kind="unanswerable")]
+               + [record("low", 0.0, None, kind="out_of_scope", refused=True, reason="not_covered")])
+    report = confidence_report(records)
+    assert report["judged"] == 15
+    assert report["precision"] == {"high": 0.9, "medium": 0.6, "low": None}
+    assert report["levels"] == {"high": 10, "medium": 5, "low": 0}
+    # |0.95 - 0.9| × 10 + |0.55 - 0.6| × 5, over 15 answers
+    assert report["ece"] == pytest.approx(0.05)
+    assert [(b["from"], b["n"]) for b in report["reliability"]] == [(0.5, 5), (0.9, 10)]
+    assert report["should_refuse_answered"] == {"high": 0, "medium": 1, "low": 0}
+    assert report["refusals"] == {"not_covered": 1, "unanswerable": 0, "unsure": 1}
+    assert report["answerable_high"] == round(10 / 16, 4)
+    curve = report["risk_coverage"]
+    assert [p["coverage"] for p in curve] == sorted(p["coverage"] for p in curve)
+    assert curve[-1]["coverage"] == round(15 / 16, 4) and curve[-1]["risk"] == round(3 / 15, 4)
+    assert curve[0]["risk"] <= curve[-1]["risk"], "the most confident answers are wrong less often"
+
+
+def test_plot_is_one_svg_with_both_charts_and_escaped_labels():
+    records = [record("high", 0.9, True), record("medium", 0.4, False)]
+    svg = confidence_svg(confidence_report(records), title="<book> & co")
+    root = ET.fromstring(svg)
+    assert root.tag.endswith("svg")
+    text = " ".join(t for t in root.itertext())
+    assert "Reliability" in text and "Risk–coverage" in text and "<book> & co" in text
+    assert "&lt;book&gt; &amp; co" in svg
+    assert len(re.findall(r"<rect [^>]*fill=\"#1565c0\"", svg)) == 2, "a bar per tenth of confidence holding answers"
+
+
+@pytest.mark.django_db
+def test_evaluate_reports_confidence_and_draws_it(tmp_path, manual_book):
+    questions = tmp_path / "q.jsonl"
+    questions.write_text("\n".join(json.dumps(line) for line in [
+        {"id": "1", "question": "How do I ingest a folder?", "kind": "answerable",
+         "evidence": ["pass the folder that holds the book's pages"]},
+        {"id": "2", "question": "What is the best recipe for chocolate chip cookies?", "kind": "out_of_scope"},
+    ]))
+    plot, details = tmp_path / "c.svg", tmp_path / "d.jsonl"
+    code, out, _ = run_command("evaluate", str(questions), "--book", MANUAL, "--json", "--plot", str(plot),
+                               "--details", str(details))
+    assert code == 0
+    report = json.loads(out)["confidence"]
+    assert {"precision", "ece", "reliability", "risk_coverage", "coverage", "answerable_high", "refusals"} <= set(
+        report)
+    assert report["refusals"]["not_covered"] == 1
+    ET.fromstring(plot.read_text())
+    rows = [json.loads(line) for line in details.read_text().splitlines()]
+    assert set(rows[0]["features"]) == set(FEATURES) and rows[1]["features"] == {}
+    code, text, _ = run_command("evaluate", str(questions), "--book", MANUAL)
+    assert "right when high / medium / low" in text and "calibration error (ECE)" in text
+
+
+def test_situation_reads_only_what_it_is_given():
+    """No database: the features come from the situation alone (the API computes them on every answer)."""
+    features = confidence_features(situation(f"{BALANCE} [1]", STRONG, selected_overlap=0.8))
+    assert features["selected"] == 0.8 and features["follow_up"] == 0.0
+    follow = Situation(question="And why?", resolved_question="Why does the robot need an IMU? (And why?)",
+                       answer=f"{BALANCE} [1]", chunks=STRONG, cited=[1])
+    assert confidence_features(follow)["follow_up"] == 1.0
