@@ -1,31 +1,36 @@
 """Fit the confidence model (``chat/confidence.py``) and its two level cuts on development question sets, and
-check them across sets.
+check them on books the model was not fitted on.
 
     .venv/bin/python -m bench.fit_confidence --fit squad2-dev:../shared/data/squad2-dev/questions.jsonl \\
         --fit docusaurus-docs:../shared/data/docusaurus-docs/questions.jsonl \\
-        --fit docusaurus-docs:../shared/data/docusaurus-docs/questions-2.jsonl
+        --fit docusaurus-docs:../shared/data/docusaurus-docs/questions-2.jsonl \\
+        --fit mdbook-guide:bench/questions/mdbook-guide.jsonl \\
+        --fit mkdocs-material:bench/questions/mkdocs-material.jsonl
 
-Each ``BOOK:FILE`` names an indexed book and a question file. Every question is asked through the
-pipeline as ``evaluate`` asks it, but answered whatever the scope and answerability checks
+Each ``BOOK:FILE`` names an indexed book and a question file (the last two are ours, written for
+the mdBook guide and Material for MkDocs in ``../shared/data``; ingest those as ``mdbook-guide``
+from the book root and ``mkdocs-material`` from the site root). Every question is asked through
+the pipeline as ``evaluate`` asks it, but answered whatever the scope and answerability checks
 decide and never held back as unsure (``evaluate_question(answer_all=True)``), so that each
 answer's features and whether it is right (``chat.evaluation.answer_right``) are known; what the
-two checks decided is kept beside them. Kept in ``var/bench/confidence-*.pickle`` (delete it after
-re-indexing or after changing a feature).
+two checks decided is kept beside them. Kept in ``var/bench/confidence-*.pickle`` (delete it
+after re-indexing or after changing a feature).
 
 The model is a logistic regression (``bench.fit_reranker.fit``, L2) on the judged answers to the
-questions that should be answered and that the checks let through, every set weighing the same. Answers
-to unanswerable and off-topic questions are not among its examples: SQuAD 2.0's unanswerable questions
-are rewrites of answerable ones that keep their words, and as wrong answers they turn the weight of
-covering the question's words negative, which is wrong on every other book (BENCHMARKS.md,
-"Confidence"). They count where the cuts are chosen instead. Each ``--fit`` set is predicted by the
-model fitted on the other sets (cross-set), and the cuts are chosen on those held-out predictions, every
-set weighing the same in all: ``HIGH`` is the lowest cut from which the answers are ≥ ``HIGH_PRECISION``
-right, at that cut and at every cut up to ``WINDOW`` above it; ``MEDIUM`` the highest cut below it at
-which no set's false refusals (answerable questions refused by either check or for being unsure) exceed
-``MAX_FALSE_REFUSALS``, or the checks' own plus ``EXTRA_FALSE_REFUSALS`` where those already do. The
-share right between the two cuts is printed beside the ``MEDIUM_PRECISION`` aimed for: a false refusal
-hides a right answer, so the budget decides and the share is reported. The figures of each set under the
-held-out model are printed, then the constants to paste.
+questions that should be answered and that the checks let through, every book weighing the same.
+Answers to unanswerable and off-topic questions are not among its examples: SQuAD 2.0's
+unanswerable questions are rewrites of answerable ones that keep their words, and as wrong answers
+they turn the weight of covering the question's words negative, which is wrong on every other book
+(BENCHMARKS.md, "Confidence"). They count where the cuts are chosen instead.
+
+Cross-book: each book's sets are predicted by the model fitted on the other books, and the cuts
+are chosen on those held-out predictions, every book weighing the same: ``HIGH`` is the lowest cut
+from which the answers are ≥ ``HIGH_PRECISION`` right; ``MEDIUM`` the highest cut below it at
+which no set's false refusals (answerable questions refused by either check or for being unsure)
+exceed ``MAX_FALSE_REFUSALS``, or the checks' own plus ``EXTRA_FALSE_REFUSALS`` where those already
+do. The share right between the two cuts is printed beside the ``MEDIUM_PRECISION`` aimed for: a
+false refusal hides a right answer, so the budget decides and the share is reported. Then the
+figures of each set under its held-out model, and the constants to paste.
 """
 
 from __future__ import annotations
@@ -40,7 +45,6 @@ HIGH_PRECISION = 0.90
 MEDIUM_PRECISION = 0.60
 MAX_FALSE_REFUSALS = 0.05
 EXTRA_FALSE_REFUSALS = 0.01
-WINDOW = 0.1  # HIGH must hold its precision at every cut up to this much above it: not a lucky bump
 SHOULD_REFUSE = ("unanswerable", "out_of_scope")
 
 
@@ -71,6 +75,10 @@ def _collect(book: str, path: str) -> list[dict]:
     return out
 
 
+def book_of(spec: str) -> str:
+    return spec.split(":", 1)[0]
+
+
 def matrix(rows: list[dict]) -> np.ndarray:
     from chat.confidence import FEATURES
 
@@ -87,13 +95,15 @@ def judged(r: dict) -> bool:
 
 
 def fit_model(sets: dict[str, list[dict]], specs: list[str], *, l2: float) -> tuple[np.ndarray, float]:
-    """The logistic model on the judged answers of ``specs``, every set weighing the same."""
+    """The logistic model on the judged answers of ``specs``, every book weighing the same."""
     groups, weights = [], []
+    books = {book_of(spec) for spec in specs}
     for spec in specs:
         rows = [r for r in sets[spec] if judged(r)]
+        of_book = sum(1 for other in specs if book_of(other) == book_of(spec) for r in sets[other] if judged(r))
         x, y = matrix(rows), np.asarray([float(r["right"]) for r in rows])
         groups += [(x[i:i + 1], y[i:i + 1]) for i in range(len(rows))]
-        weights += [1.0 / len(rows)] * len(rows)
+        weights += [1.0 / (of_book * len(books))] * len(rows)
     scale = len(groups) / sum(weights)
     return fit(groups, l2=l2, weights=[w * scale for w in weights])
 
@@ -146,12 +156,14 @@ def outcome(rows: list[dict], p: np.ndarray, high: float, medium: float) -> dict
 
 def choose_cuts(held: dict[str, tuple[list[dict], np.ndarray]]) -> tuple[float, float]:
     """``HIGH`` and ``MEDIUM`` from held-out predictions (see the module docstring)."""
-    answers = {spec: [(prob, bool(r["right"])) for r, prob in zip(rows, p, strict=True) if judged(r)]
-               for spec, (rows, p) in held.items()}
+    answers: dict[str, list[tuple[float, bool]]] = {}
+    for spec, (rows, p) in held.items():
+        answers.setdefault(book_of(spec), []).extend((prob, bool(r["right"])) for r, prob in zip(rows, p, strict=True)
+                                                     if judged(r))
 
     def precision(cut: float, below: float = 2.0) -> float:
-        """The share right of the answers from ``cut`` to ``below``, each answer weighing 1 / its set's judged
-        answers (so every set weighs the same in all, and a set's few answers above a cut weigh little)."""
+        """The share right of the answers from ``cut`` to ``below``, each answer weighing 1 / its book's judged
+        answers (so every book weighs the same in all, and a book's few answers above a cut weigh little)."""
         right = total = 0.0
         for items in answers.values():
             at = [y for prob, y in items if cut <= prob < below]
@@ -159,9 +171,8 @@ def choose_cuts(held: dict[str, tuple[list[dict], np.ndarray]]) -> tuple[float, 
             total += len(at) / len(items)
         return right / total if total else 0.0
 
-    grid = np.round(np.arange(0.05, 0.991, 0.01), 2)
-    high = next((float(c) for c in grid if all(precision(d) >= HIGH_PRECISION for d in grid if c <= d <= c + WINDOW)),
-                0.99)
+    grid = np.round(np.arange(0.05, 0.991, 0.005), 3)
+    high = next((float(c) for c in grid if precision(c) >= HIGH_PRECISION), 0.99)
     medium = 0.0
     for cut in grid[grid < high]:
         ok = True
@@ -171,8 +182,8 @@ def choose_cuts(held: dict[str, tuple[list[dict], np.ndarray]]) -> tuple[float, 
             ok = ok and o["false_refusals"] <= allowed
         if ok:
             medium = float(cut)
-    print(f"answers between the cuts right: {precision(medium, high):.3f} (aimed for: {MEDIUM_PRECISION})",
-          file=sys.stderr)
+    print(f"held-out answers right: {precision(high):.3f} from the high cut, {precision(medium, high):.3f} between "
+          f"the cuts (aimed for: {HIGH_PRECISION}, {MEDIUM_PRECISION})", file=sys.stderr)
     return high, medium
 
 
@@ -187,8 +198,8 @@ def main(argv=None) -> int:
         print(f"{spec}: {len(sets[spec])} questions", file=sys.stderr)
     weights, bias = fit_model(sets, args.fit, l2=args.l2)
     held = {}
-    for spec in args.fit:
-        others = [o for o in args.fit if o != spec] or [spec]
+    for spec in args.fit:  # each book left out in turn: its sets are predicted by a model fitted on the others
+        others = [o for o in args.fit if book_of(o) != book_of(spec)] or [spec]
         held[spec] = (sets[spec], predict(sets[spec], *fit_model(sets, others, l2=args.l2)))
     for spec in args.check:
         held[spec] = (sets[spec], predict(sets[spec], weights, bias))

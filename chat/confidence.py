@@ -41,12 +41,12 @@ from chat.terms import content_terms, normalise, strip_citations
 
 FEATURES = ("rank_logit", "rank_margin", "scope", "unit_gap", "coverage", "selected", "follow_up")
 # Fitted by bench/fit_confidence.py (see BENCHMARKS.md, "Confidence"): one weight per feature, in FEATURES order.
-WEIGHTS = (-0.1685, 0.6303, 0.2668, 1.8179, 0.3209, -2.4709, 0.7595)
-BIAS = -0.8639
-# Feature values used when a book has no sentence vectors: their means on the fitting sets.
-MISSING = {"unit_gap": 0.0}
-HIGH = 0.75  # the fitted cut from which an answer is "high"
-MEDIUM = 0.30  # … and "medium"; below it an answer is unsure
+WEIGHTS = (0.4620, 0.1388, 0.0316, 2.5529, 1.7950, -2.1342, 0.9690)
+BIAS = -1.2463
+# Feature values used when a book has no sentence vectors: their means on the fitting books (each weighing the same).
+MISSING = {"unit_gap": 0.103}
+HIGH = 0.905  # the fitted cut from which an answer is "high"
+MEDIUM = 0.090  # … and "medium"; below it an answer is unsure
 # What a level means, in a reader's words (the page, the widget and MCP show it beside the level).
 LEVEL_NOTES = {
     "high": "In tests on other books, about 9 in 10 answers at this level were right.",
@@ -123,7 +123,7 @@ def confidence_features(s: Situation) -> dict[str, float]:
         "rank_logit": scores[0] if scores else -6.0,
         "rank_margin": min(8.0, scores[0] - scores[1]) if len(scores) > 1 else 8.0 if scores else 0.0,
         "scope": max(-2.0, min(3.0, (s.scope_score - s.threshold) / span)),
-        "unit_gap": 10 * _unit_gap(s),
+        "unit_gap": _unit_gap(s),
         "coverage": question_coverage(s.resolved_question, s.answer,
                                       [s.chunks[n - 1].heading_path for n in s.cited if 0 < n <= len(s.chunks)]),
         "selected": min(1.0, s.selected_overlap),
@@ -171,8 +171,9 @@ def _logit(p: float) -> float:
 
 
 def _unit_gap(s: Situation) -> float:
-    """How far the closest unit the answer quotes stands above the closest unit of the sources it leaves out
-    (cosines with the question, ±0.2; the fitted mean when the sources have no sentence vectors)."""
+    """How far the closest unit the answer quotes stands above the closest unit of the sources it leaves out:
+    10 × the difference of their cosines with the question, within ±2 (as ``chat.sentences`` scales its gap);
+    the fitting books' mean when the sources have no sentence vectors."""
     if not s.chunks or any(c.sentence_similarities is None for c in s.chunks):
         return MISSING["unit_gap"]
     said = normalise(strip_citations(s.answer))
@@ -186,4 +187,4 @@ def _unit_gap(s: Situation) -> float:
     if not inside:
         return MISSING["unit_gap"]
     best = max(inside)
-    return max(-0.2, min(0.2, best - max(outside, default=best - 0.2)))
+    return 10 * max(-0.2, min(0.2, best - max(outside, default=best - 0.2)))

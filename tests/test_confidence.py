@@ -151,10 +151,11 @@ def test_a_navigation_page_is_not_an_answer(book_dir, django_db_blocker):
     book_dir.write("sensors.md", "# Sensors\n\nAn IMU measures acceleration and rotation; a lidar measures "
                                  "distance with laser light.\n")
     with django_db_blocker.unblock():
-        code, out, _ = committed(lambda: run_command("ingest", str(book_dir.root), "--book", "nav-book", "--json"))
+        code, out, _ = committed(lambda: run_command("ingest", str(book_dir.root), "--book", "confidence-nav",
+                                                     "--json"))
     assert code == 0, out
     response = answer_question(AskRequest(question="What are the next steps to make my robot walk in Isaac Sim?",
-                                          book="nav-book"))
+                                          book="confidence-nav"))
     assert response["confidence_level"] != "high"
     if not response["refused"]:
         assert not navigation_only(response["answer"]), response["answer"]

@@ -107,7 +107,7 @@ def test_review_queue_holds_unsure_low_confidence_withheld_failed_and_thumbs_dow
     withheld = row("withheld", status="withheld", flagged=True, confidence=0.3, confidence_level="low")
     down = row("down", feedback_rating="down")
     failed = row("failed", status="timeout", confidence=None, confidence_level="")
-    row("fine")  # high confidence
+    row("fine", confidence=0.97)  # high confidence
     row("refused", status="not_covered", refused=True, confidence=0.1, confidence_level="low")  # → coverage gaps
     row("reviewed", confidence=0.4, confidence_level="low", review_status="ok")
     queued = set(AuditLog.objects.filter(review_queue_filter()).values_list("question", flat=True))
