@@ -61,4 +61,5 @@ def confidence_svg(report: dict, *, title: str = "") -> str:
     heading = f"Confidence{': ' + title if title else ''} (ECE {report['ece'] if report['ece'] is not None else '—'})"
     return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {2 * SIZE} {SIZE + 16}" role="img" '
             f'aria-label="{escape(heading)}" style="font:11px sans-serif"><title>{escape(heading)}</title>'
+            f'<text x="4" y="12" fill="#555">{escape(heading)}</text>'
             f'<g transform="translate(0 16)">{"".join(body)}</g></svg>\n')

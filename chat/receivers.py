@@ -1,6 +1,7 @@
 """Chat's reactions to ingestion: embed the sentences of passages that lack current sentence vectors, and
 recalibrate the book's scope threshold when its passages changed (the sentence vectors re-order the best
-five passages but never change which five they are, so they don't move the threshold)."""
+five passages but never change which five they are, so they don't move the threshold). What each did goes in
+the indexing report's ``after`` ("sentence_vectors", "calibration"), which ``ingest`` prints."""
 
 from __future__ import annotations
 
@@ -34,6 +35,9 @@ def calibrate_after_indexing(sender, *, book, report, changed: bool, **kwargs) -
     if current is not None and not changed and is_current(current.details):
         return
     try:
-        calibrate_book(book)  # logs the new threshold
+        details = calibrate_book(book)  # logs the new threshold
+        # The one thing confidence sets per book: the fitted model (chat/confidence.py) is the same for every book.
+        report.after["calibration"] = {key: details[key] for key in (
+            "threshold", "off_topic_refused", "probes_refused", "answerability", "seconds")}
     except Exception:  # a failed calibration must not fail the indexing run; the old threshold stays
         logger.exception("calibrating book %s failed", book.slug)

@@ -153,6 +153,8 @@ def test_page_streams_an_llm_answer_with_clickable_citations_badge_and_thumbs(se
     assert page.locator("#live").text_content().strip(), "the live region announces the answer"
     badge = turn.locator(".badge")
     assert badge.text_content().strip() in ("High confidence", "Medium confidence", "Low confidence")
+    note = turn.locator(".level-note").text_content()
+    assert note.startswith(badge.text_content().strip() + ":") and len(note) > 40, "the level says what it means"
     open_links = turn.locator("a.open-in-book")
     assert open_links.count() >= 1 and ":~:text=" in open_links.first.get_attribute("href")
 
@@ -263,6 +265,7 @@ def test_widget_answers_on_a_docs_site_and_the_sites_css_does_not_leak_in(server
     answer.wait_for()
     assert "ingest" in answer.locator(".bc-answer-text").text_content().lower()
     assert answer.locator(".bc-badge").get_attribute("data-level") in ("high", "medium", "low")
+    assert len(answer.locator(".bc-level-note").text_content()) > 40, "the level says what it means"
     source_links = answer.locator(".bc-sources a")
     assert source_links.count() >= 1
     citation = answer.locator(".bc-answer-text a.bookchat-cite").first

@@ -154,6 +154,8 @@ def test_a_navigation_page_is_not_an_answer(book_dir, django_db_blocker):
         code, out, _ = committed(lambda: run_command("ingest", str(book_dir.root), "--book", "confidence-nav",
                                                      "--json"))
     assert code == 0, out
+    calibration = json.loads(out)["after"]["calibration"]  # ingest says what it set for this book
+    assert calibration["threshold"] > 0 and 0 <= calibration["off_topic_refused"] <= 1
     response = answer_question(AskRequest(question="What are the next steps to make my robot walk in Isaac Sim?",
                                           book="confidence-nav"))
     assert response["confidence_level"] != "high"
@@ -251,3 +253,21 @@ def test_situation_reads_only_what_it_is_given():
     follow = Situation(question="And why?", resolved_question="Why does the robot need an IMU? (And why?)",
                        answer=f"{BALANCE} [1]", chunks=STRONG, cited=[1])
     assert confidence_features(follow)["follow_up"] == 1.0
+
+
+@pytest.mark.django_db
+def test_the_page_and_mcp_show_an_unsure_answer_as_related_sections(manual_book, settings, client):
+    from chat.mcp_server import render_answer
+
+    settings.BOOKCHAT = {**settings.BOOKCHAT, "CONFIDENCE_HIGH": 0.9999, "CONFIDENCE_MEDIUM": 0.999,
+                         "DEADLINE_SECONDS": 60.0, "RETRIEVAL_SECONDS": 30.0}
+    html = client.post("/", {"question": "How do I ingest a folder?", "book": MANUAL}, follow=True).content.decode()
+    assert "Not answered directly" in html and "Not covered" not in html
+    assert 'aria-label="Related sections"' in html and 'class="sources"' not in html
+    assert 'class="level-note"' not in html, "a refusal claims no confidence"
+
+    text = render_answer(answer_question(AskRequest(question="How do I ingest a folder?", book=MANUAL)))
+    assert "Related sections (links, not citations):" in text and "Confidence:" not in text
+    settings.BOOKCHAT = {**settings.BOOKCHAT, "CONFIDENCE_HIGH": 0.0, "CONFIDENCE_MEDIUM": 0.0}
+    shown = render_answer(answer_question(AskRequest(question="How do I ingest a folder?", book=MANUAL)))
+    assert re.search(r"Confidence: 0\.\d\d \((high|medium)\)\. \S", shown), "the level and what it means"

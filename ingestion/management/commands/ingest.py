@@ -130,6 +130,11 @@ class Command(BaseCommand):
             lines.append(f"Sentence vectors: {sentences['passages']} passages made ({sentences['reused']} shared with "
                          f"equal passages), {sentences['units_embedded']} sentences embedded in "
                          f"{sentences['seconds']:.1f} s.")
+        if calibration := r.after.get("calibration"):
+            lines.append(f"Calibration: questions scoring below {calibration['threshold']:.3f} are not covered (this "
+                         f"refuses {calibration['off_topic_refused']:.0%} of the off-topic probes and "
+                         f"{calibration['probes_refused'] or 0:.0%} of the book's own); the answerability check is "
+                         f"{'on' if calibration['answerability'] else 'off'} for this book.")
         for title, items in (("Errors", r.errors), ("Warnings", r.warnings)):
             if items:
                 lines.append(f"{title}:")
