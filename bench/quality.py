@@ -1,4 +1,5 @@
-"""Quality in the same report: ``evaluate`` on every question set in the shared data."""
+"""Quality in the same report: ``evaluate`` on every question set in the shared data, with how far its confidence
+levels hold."""
 
 from __future__ import annotations
 
@@ -14,4 +15,10 @@ SHOWN = ("questions", "errors", "hit_at_1", "hit_at_3", "hit_at_5", "mrr_at_10",
 def evaluate(book: str, questions_file: Path, *, limit: int | None = None) -> dict:
     questions = load_questions(questions_file, limit=limit)
     summary, _ = run_evaluation(questions, book_slug=book)
-    return {key: summary.get(key) for key in SHOWN}
+    confidence = summary["confidence"]
+    return {**{key: summary.get(key) for key in SHOWN},
+            # How far the confidence levels hold (chat.evaluation.confidence_report): share right and count per level.
+            "right_when_high": confidence["precision"]["high"], "answered_high": confidence["levels"]["high"],
+            "right_when_medium": confidence["precision"]["medium"], "answered_medium": confidence["levels"]["medium"],
+            "answerable_answered_high": confidence["answerable_high"], "confidence_ece": confidence["ece"],
+            "refused_unsure": confidence["refusals"]["unsure"]}
