@@ -191,6 +191,7 @@ def answer_events(prepared: Prepared) -> Iterator[tuple[str, dict]]:
 def _answer_events(p: Prepared) -> Iterator[tuple[str, dict]]:
     generation_started = time.monotonic()
     generator_name, notice, refused = "extractive", None, None
+    held = True  # LLM text is held back until it cannot be the NOT_IN_BOOK marker
     if p.in_scope and answerability_on(p.calibration):  # on the passages the answer will cite
         p.answerability = check_retrieved(p.resolved_question, p.retrieval.chunks,
                                           selected_text=p.request.selected_text)
@@ -208,7 +209,6 @@ def _answer_events(p: Prepared) -> Iterator[tuple[str, dict]]:
             history=[(t.question, t.answer) for t in p.turns],
         )
         pieces: list[str] = []
-        held = True  # LLM text is held back until it cannot be the NOT_IN_BOOK marker
         try:
             budget = p.deadline.stage_budget(setting("GENERATION_SECONDS"))
             for piece in generator.stream(data, budget_seconds=budget):
@@ -233,7 +233,9 @@ def _answer_events(p: Prepared) -> Iterator[tuple[str, dict]]:
     p.deadline.check("generation")
     response = _respond(p, answer=answer, refused=refused, generator_name=generator_name, notice=notice,
                         generation_seconds=time.monotonic() - generation_started)
-    if refused or generator_name == ExtractiveGenerator.name:  # an unsure answer is sent as its refusal
+    # An extractive answer or a refusal goes out in one piece, once it is known to be sent (confidence may still
+    # turn an answer into a refusal); an LLM's text already streamed is replaced by the final event when it must be.
+    if generator_name == ExtractiveGenerator.name or (response["refused"] and held):
         yield "token", {"text": response["answer"]}
     yield "final", response
 

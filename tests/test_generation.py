@@ -217,3 +217,15 @@ def test_conversation_history_reaches_the_llm_on_a_follow_up(llm):
     assert "Reader: How do I ingest a folder of Markdown files?" in conversation
     assert f"Assistant: {first['answer']}" in conversation
     assert "<question>\nand how do I install it?\n</question>" in user
+
+
+def test_a_streamed_llm_answer_held_back_as_unsure_is_replaced_by_the_final_event(llm, settings):
+    # The model's text goes out as it is written; when confidence then finds it unsure, the final event carries
+    # the refusal, and no refusal text is appended to the tokens already sent.
+    configure(settings, CONFIDENCE_HIGH=0.9999, CONFIDENCE_MEDIUM=0.999)
+    seen = events()
+    tokens = [payload["text"] for kind, payload in seen if kind == "token"]
+    final = seen[-1][1]
+    assert tokens and "[1]" in "".join(tokens), "the model's answer streamed"
+    assert final["refused"] and final["refusal_reason"] == "unsure" and final["generator"] == "test-model"
+    assert not any("doesn't seem to answer" in t for t in tokens)
