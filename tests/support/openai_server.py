@@ -92,6 +92,10 @@ class _Handler(BaseHTTPRequestHandler):
         excerpt = match.group(1) if match else ""
         prose = [line for line in excerpt.splitlines()
                  if line.strip() and not line.lstrip().startswith(("#", "`", "|"))]
+        if not prose:  # an excerpt that is only a table: a model would say its first row in words
+            rows = [line.strip().strip("|") for line in excerpt.splitlines() if line.lstrip().startswith("|")
+                    and not re.fullmatch(r"[\s|:-]+", line)]
+            prose = [" ".join(cell.strip().strip("`") for cell in rows[1].split("|")) + "."] if len(rows) > 1 else []
         first = re.split(r"(?<=[.!?])\s", " ".join(prose).strip())[0] if prose else "The book says nothing"
         mode = server.chat_mode
         if mode == "not_in_book":
