@@ -170,7 +170,8 @@ SETTINGS: list[Setting] = [
     Setting("AUDIT_RETENTION_DAYS", 365, "Audit records older than this are archived to `var/archive/` and "
             "deleted.", int),
     Setting("REVIEW_CONFIDENCE_BELOW", 0.0, "Answers below this confidence go to the review queue (with unsure, "
-            "flagged and thumbs-down ones); 0 → below the high level.", float),
+            "flagged and thumbs-down ones); 0 → below the medium level (answers held back as unsure are queued "
+            "anyway).", float),
     # Uploads and background indexing
     Setting("UPLOAD_MAX_BYTES", 50_000_000, "Largest file staff may upload in the admin (a `.md`, `.mdx` or "
             "`.zip`).", int),
