@@ -3,8 +3,8 @@ diagram (in each tenth of confidence, the share of answers that were right, agai
 confidence would follow) and the risk–coverage curve (answering from the most confident answer down: the share
 of the questions answered, and the share of those answers wrong).
 
-Plain SVG with escaped labels and a ``<title>`` per chart, like the admin dashboard's charts: no JavaScript,
-nothing fetched.
+Plain SVG with escaped labels and a ``<title>``, like the admin dashboard's charts: no JavaScript, nothing
+fetched. With ``--compare``, one row of the two charts per run, in one file.
 """
 
 from __future__ import annotations
@@ -38,6 +38,24 @@ def _panel(left: float, title: str, x_label: str, y_label: str) -> list[str]:
 
 def confidence_svg(report: dict, *, title: str = "") -> str:
     """``report``: ``confidence_report``'s result (``reliability`` and ``risk_coverage``)."""
+    return confidence_svgs({title: report})
+
+
+def confidence_svgs(reports: dict[str, dict]) -> str:
+    """One SVG with a row of the two charts per report (``evaluate --compare`` draws both runs)."""
+    rows = []
+    for n, (title, report) in enumerate(reports.items()):
+        heading = (f"Confidence{': ' + title if title else ''} "
+                   f"(ECE {report['ece'] if report['ece'] is not None else '—'})")
+        rows.append(f'<g transform="translate(0 {n * (SIZE + 16)})"><text x="4" y="12" fill="#555">'
+                    f'{escape(heading)}</text><g transform="translate(0 16)">{"".join(_charts(report))}</g></g>')
+    label = "; ".join(f"Confidence {t}".strip() for t in reports) or "Confidence"
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {2 * SIZE} {len(reports) * (SIZE + 16)}" '
+            f'role="img" aria-label="{escape(label)}" style="font:11px sans-serif"><title>{escape(label)}</title>'
+            f'{"".join(rows)}</svg>\n')
+
+
+def _charts(report: dict) -> list[str]:
     body = _panel(0, "Reliability", "confidence", "share right")
     body.append(f'<line x1="{_x(0, 0)}" y1="{_y(0)}" x2="{_x(1, 0)}" y2="{_y(1)}" stroke="#bbb" '
                 'stroke-dasharray="4 3"/>')
@@ -50,16 +68,12 @@ def confidence_svg(report: dict, *, title: str = "") -> str:
                     f'<title>confidence {b["from"]:g}–{b["to"]:g}: {b["n"]} answers, {b["right"]:.0%} right '
                     f'(mean confidence {b["confidence"]:.2f})</title></rect>')
     body += _panel(SIZE, "Risk–coverage", "coverage (share answered)", "risk (share wrong)")
-    points = [(0.0, 0.0)] + [(p["coverage"], p["risk"]) for p in report["risk_coverage"]]
-    if len(points) > 1:
-        path = " ".join(f"{_x(c, SIZE):.1f},{_y(r):.1f}" for c, r in points[1:])
+    points = [(p["coverage"], p["risk"]) for p in report["risk_coverage"]]
+    if points:
+        path = " ".join(f"{_x(c, SIZE):.1f},{_y(r):.1f}" for c, r in points)
         body.append(f'<polyline points="{path}" fill="none" stroke="#e65100" stroke-width="2"/>')
         for p in report["risk_coverage"]:
             body.append(f'<circle cx="{_x(p["coverage"], SIZE):.1f}" cy="{_y(p["risk"]):.1f}" r="3" fill="#e65100">'
                         f'<title>from confidence {p["confidence"]:.2f}: {p["coverage"]:.0%} answered, '
                         f'{p["risk"]:.0%} wrong</title></circle>')
-    heading = f"Confidence{': ' + title if title else ''} (ECE {report['ece'] if report['ece'] is not None else '—'})"
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {2 * SIZE} {SIZE + 16}" role="img" '
-            f'aria-label="{escape(heading)}" style="font:11px sans-serif"><title>{escape(heading)}</title>'
-            f'<text x="4" y="12" fill="#555">{escape(heading)}</text>'
-            f'<g transform="translate(0 16)">{"".join(body)}</g></svg>\n')
+    return body

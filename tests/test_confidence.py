@@ -244,6 +244,11 @@ def test_evaluate_reports_confidence_and_draws_it(tmp_path, manual_book):
     assert set(rows[0]["features"]) == set(FEATURES) and rows[1]["features"] == {}
     code, text, _ = run_command("evaluate", str(questions), "--book", MANUAL)
     assert "right when high / medium / low" in text and "calibration error (ECE)" in text
+    code, _, _ = run_command("evaluate", str(questions), "--book", MANUAL, "--compare", "default",
+                             "UNSURE_ANSWERS=answer", "--plot", str(plot))
+    assert code == 0
+    both = ET.fromstring(plot.read_text())  # one document, a row of charts per run
+    assert sum("Reliability" in (t.text or "") for t in both.iter()) == 2
 
 
 def test_situation_reads_only_what_it_is_given():

@@ -17,7 +17,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from bookchat.errors import BookchatError
 from chat.comparison import describe, parse_settings_spec, run_comparison, stale_calibration
 from chat.evaluation import ANSWER_KIND_METRICS, KINDS, SHOULD_REFUSE, load_questions, run_evaluation
-from chat.plots import confidence_svg
+from chat.plots import confidence_svgs
 
 
 class Command(BaseCommand):
@@ -66,8 +66,7 @@ class Command(BaseCommand):
         if options["plot"]:
             sides = {"": summary} if not specs else {"A": summary["a"]["summary"], "B": summary["b"]["summary"]}
             with open(options["plot"], "w", encoding="utf-8") as fh:
-                fh.write("".join(confidence_svg(s["confidence"], title=f"{s['book']} {side}".strip())
-                                 for side, s in sides.items()))
+                fh.write(confidence_svgs({f"{s['book']} {side}".strip(): s["confidence"] for side, s in sides.items()}))
         if options["json"]:
             self.stdout.write(json.dumps(summary, ensure_ascii=False))
         elif specs:
