@@ -39,7 +39,7 @@ import sys
 
 import numpy as np
 
-from bench.fit_reranker import _current, _setup, cached, fit, fit_arguments
+from bench.fit_reranker import _current, _setup, cached, fit, fit_arguments, load_sets
 
 HIGH_PRECISION = 0.90
 MEDIUM_PRECISION = 0.60
@@ -79,9 +79,10 @@ def book_of(spec: str) -> str:
 
 
 def matrix(rows: list[dict]) -> np.ndarray:
+    """Rows' ``FEATURES`` (0 for a question that drafted no answer, which has none)."""
     from chat.confidence import FEATURES
 
-    return np.asarray([[r["features"][name] for name in FEATURES] for r in rows], dtype=np.float64)
+    return np.asarray([[r["features"].get(name, 0.0) for name in FEATURES] for r in rows], dtype=np.float64)
 
 
 def passes_checks(r: dict) -> bool:
@@ -115,47 +116,36 @@ def fit_model(sets: dict[str, list[dict]], specs: list[str], *, l2: float) -> tu
 
 def predict(rows: list[dict], weights: np.ndarray, bias: float) -> np.ndarray:
     """Each row's probability (0 for a question that drafted no answer)."""
-    from chat.confidence import FEATURES
-
-    x = np.asarray([[r["features"].get(name, 0.0) for name in FEATURES] for r in rows], dtype=np.float64)
-    p = 1 / (1 + np.exp(-np.clip(x @ weights + bias, -30, 30)))
+    p = 1 / (1 + np.exp(-np.clip(matrix(rows) @ weights + bias, -30, 30)))
     return np.where([bool(r["features"]) for r in rows], p, 0.0)
 
 
 def outcome(rows: list[dict], p: np.ndarray, high: float, medium: float) -> dict:
-    """A set's figures when answers below ``medium`` are refused as unsure: precision of the high and medium
-    answers (``answer_right``, over questions that should be answered), the share of those questions answered
-    high, refusals, and the expected calibration error over ten bins."""
-    refused, levels = [], []
-    for r, prob in zip(rows, p, strict=True):
-        refused.append(not passes_checks(r) or prob < medium)
-        levels.append(None if refused[-1] else "high" if prob >= high else "medium")
-    answered = [(r, lvl, prob) for r, lvl, prob, ref in zip(rows, levels, p, refused, strict=True)
-                if not ref and judged(r)]
+    """A set's figures when answers below ``medium`` are refused as unsure: what ``evaluate`` reports of its
+    confidence (``chat.evaluation.confidence_report``: precision and count per level, the share of questions
+    that should be answered answered high, the calibration error) and the refusals per kind."""
+    from chat.evaluation import confidence_report
 
-    def share(items, predicate):
-        return sum(1 for i in items if predicate(i)) / len(items) if items else None
+    refused = [not passes_checks(r) or prob < medium for r, prob in zip(rows, p, strict=True)]
+    report = confidence_report([
+        {"kind": r["kind"], "confidence": float(prob), "confidence_level": "high" if prob >= high else "medium",
+         "right": r["right"], "refused": ref, "withheld": False}
+        for r, prob, ref in zip(rows, p, refused, strict=True)])
 
-    should = [(r, ref, lvl) for r, ref, lvl in zip(rows, refused, levels, strict=True)
-              if not should_refuse(r)]
-    ece = 0.0
-    for low in np.linspace(0, 0.9, 10):
-        b = [(prob, r["right"]) for r, _, prob in answered if low <= prob < low + 0.1 or (low >= 0.9 and prob >= 1)]
-        if b:
-            ece += abs(np.mean([x for x, _ in b]) - np.mean([y for _, y in b])) * len(b) / len(answered)
+    def share(flags: list[bool], keep) -> float | None:
+        kept = [flag for r, flag in zip(rows, flags, strict=True) if keep(r)]
+        return sum(kept) / len(kept) if kept else None
+
+    by_checks = [not passes_checks(r) for r in rows]
     return {
-        "high": share([a for a in answered if a[1] == "high"], lambda a: a[0]["right"]),
-        "n_high": sum(1 for a in answered if a[1] == "high"),
-        "medium": share([a for a in answered if a[1] == "medium"], lambda a: a[0]["right"]),
-        "n_medium": sum(1 for a in answered if a[1] == "medium"),
-        "answerable_high": share(should, lambda s: s[2] == "high"),
-        "unanswerable_refused": share([(r, ref) for r, ref in zip(rows, refused, strict=True)
-                                       if r["kind"] == "unanswerable"], lambda s: s[1]),
-        "out_of_scope_refused": share([(r, ref) for r, ref in zip(rows, refused, strict=True)
-                                       if r["kind"] == "out_of_scope"], lambda s: s[1]),
-        "false_refusals": share(should, lambda s: s[1]),
-        "checks_false_refusals": share(should, lambda s: not passes_checks(s[0])),
-        "ece": ece if answered else None,
+        "high": report["precision"]["high"], "n_high": report["levels"]["high"],
+        "medium": report["precision"]["medium"], "n_medium": report["levels"]["medium"],
+        "answerable_high": report["answerable_high"],
+        "unanswerable_refused": share(refused, lambda r: r["kind"] == "unanswerable"),
+        "out_of_scope_refused": share(refused, lambda r: r["kind"] == "out_of_scope"),
+        "false_refusals": share(refused, lambda r: not should_refuse(r)),
+        "checks_false_refusals": share(by_checks, lambda r: not should_refuse(r)),
+        "ece": report["ece"],
     }
 
 
@@ -197,10 +187,7 @@ def main(argv=None) -> int:
     _setup()
     from chat.confidence import FEATURES
 
-    sets = {}
-    for spec in args.fit + args.check:
-        sets[spec] = collect(*spec.split(":", 1))
-        print(f"{spec}: {len(sets[spec])} questions", file=sys.stderr)
+    sets = load_sets(args, collect)
     weights, bias = fit_model(sets, args.fit, l2=args.l2)
     held = {}
     for spec in args.fit:  # each book left out in turn: its sets are predicted by a model fitted on the others

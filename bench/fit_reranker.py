@@ -139,6 +139,15 @@ def fit_arguments(description: str, argv=None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def load_sets(args: argparse.Namespace, collect) -> dict[str, list]:
+    """``collect(book, file)`` for every ``--fit`` and ``--check`` spec, each counted on stderr."""
+    sets = {}
+    for spec in args.fit + args.check:
+        sets[spec] = collect(*spec.split(":", 1))
+        print(f"{spec}: {len(sets[spec])} questions", file=sys.stderr)
+    return sets
+
+
 def fit_sets(sets: dict[str, list], specs: list[str], *, l2: float) -> tuple[np.ndarray, float]:
     """:func:`fit` on the groups of ``specs``, every set weighing the same however many questions it has."""
     groups = [g for spec in specs for g in sets[spec]]
@@ -151,10 +160,7 @@ def main(argv=None) -> int:
     _setup()
     from chat.reranking import FEATURES
 
-    sets = {}
-    for spec in args.fit + args.check:
-        sets[spec] = collect(*spec.split(":", 1))
-        print(f"{spec}: {len(sets[spec])} questions", file=sys.stderr)
+    sets = load_sets(args, collect)
     weights, bias = fit_sets(sets, args.fit, l2=args.l2)
     print(f"{'set':70} {'fused h@1/h@5':>16} {'reranked h@1/h@5':>18} {'left out h@1/h@5':>18}")
     for spec, groups in sets.items():

@@ -21,7 +21,7 @@ import sys
 
 import numpy as np
 
-from bench.fit_reranker import _current, _setup, cached, fit_arguments, fit_sets
+from bench.fit_reranker import _current, _setup, cached, fit_arguments, fit_sets, load_sets
 
 
 def collect(book: str, path: str) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -72,10 +72,7 @@ def hit_at_1(groups, weights=None, bias=0.0) -> float:
 def main(argv=None) -> int:
     args = fit_arguments(__doc__.split("\n")[0], argv)
     _setup()
-    sets = {}
-    for spec in args.fit + args.check:
-        sets[spec] = collect(*spec.split(":", 1))
-        print(f"{spec}: {len(sets[spec])} questions", file=sys.stderr)
+    sets = load_sets(args, collect)
     weights, bias = fit_sets(sets, args.fit, l2=args.l2)
     print(f"{'set':70} {'re-ranked h@1':>14} {'re-sorted h@1':>14} {'left out h@1':>13}")
     for spec, groups in sets.items():

@@ -120,7 +120,8 @@ def answer_right(q: Question, answer: str, *, refused: bool) -> bool | None:
 
 def evaluate_question(q: Question, *, book: str, top_k: int, answer_all: bool = False) -> dict:
     """Ask one question through the pipeline; the per-question record of ``--details``. ``answer_all``: answer
-    even a question the scope check would refuse (``in_scope`` says what it decided), for fitting confidence."""
+    even a question the scope check would refuse (``in_scope`` says what it decided; ``answerable``, what the
+    answerability check would), for fitting confidence."""
     started = time.monotonic()
     record = {"id": q.id, "kind": q.kind, "question": q.question}
     try:
@@ -155,11 +156,7 @@ def evaluate_question(q: Question, *, book: str, top_k: int, answer_all: bool = 
         confidence=response["confidence"], confidence_level=response["confidence_level"],
         right=answer_right(q, response["answer"], refused=response["refused"] or response["flagged_for_review"]),
         draft_right=answer_right(q, prepared.draft_answer, refused=False) if prepared.draft_answer else None,
-        in_scope=in_scope,
-        # What the answerability check says of these passages, even where it is off (confidence fitting reads it).
-        answerable=check_retrieved(prepared.resolved_question, prepared.retrieval.chunks,
-                                   selected_text=q.selected_text).answerable,
-        features=prepared.confidence_features,
+        in_scope=in_scope, features=prepared.confidence_features,
         scope_score=response["retrieval"]["scope_score"], generator=response["generator"],
         cited=cited,
         cited_hits=sum(_hit_rank([texts[c]], q.evidence) is not None for c in cited) if q.evidence else None,
@@ -167,6 +164,9 @@ def evaluate_question(q: Question, *, book: str, top_k: int, answer_all: bool = 
                          if q.answers else None),
         latency_ms=latency,
     )
+    if answer_all:  # what the answerability check says of these passages, even where it is off (fitting reads it)
+        record["answerable"] = check_retrieved(prepared.resolved_question, prepared.retrieval.chunks,
+                                               selected_text=q.selected_text).answerable
     return record
 
 
