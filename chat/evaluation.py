@@ -7,6 +7,10 @@ Each question is validated and prepared exactly as an API request; retrieval is 
 passage that contains one of the question's evidence strings (both sides normalised: NFKC,
 case-folded, ``*``/``_``/backtick markers dropped, whitespace collapsed). The summary gives the
 figures over all questions and, under ``by_kind``, each kind's own (the ones that apply to it).
+
+A ``code`` question is an answerable one whose answer is a code block: besides the usual
+fields it lists ``code``, strings that must all appear inside one code block of the rendered
+answer (``answer_html``'s ``<pre>``) for it to count as *code answered as code*.
 """
 
 from __future__ import annotations
@@ -24,10 +28,11 @@ from bookchat.errors import BookchatError, RequestError
 from chat.answerability import check_retrieved
 from chat.answering import answer_events, book_calibration, prepare, resolve_book, scope_threshold
 from chat.calibration import is_current
+from chat.rendering import pre_texts
 from chat.serializers import has_lone_surrogate, validate_ask
 from chat.terms import normalise, split_sentences, strip_citations
 
-KINDS = ("answerable", "unanswerable", "out_of_scope", "selected_text", "follow_up")
+KINDS = ("answerable", "unanswerable", "out_of_scope", "selected_text", "follow_up", "code")
 SHOULD_REFUSE = ("unanswerable", "out_of_scope")
 ANSWER_KIND_METRICS = ("hit_at_1", "hit_at_5", "mrr_at_10", "answer_contains_rate", "citation_precision",
                        "false_refusal_rate", "withheld_rate")
@@ -48,6 +53,7 @@ class Question:
     answers: list[str] = field(default_factory=list)
     selected_text: str = ""
     previous: str = ""
+    code: list[str] = field(default_factory=list)  # a code question's: all inside one code block of the answer
 
 
 def load_questions(path: Path | str, *, limit: int | None = None) -> list[Question]:
@@ -79,12 +85,17 @@ def load_questions(path: Path | str, *, limit: int | None = None) -> list[Questi
         kind = item.get("kind", "answerable")
         if kind not in KINDS:
             raise QuestionFileError(f"unknown kind {kind!r} (one of {', '.join(KINDS)})", file=str(path), line=number)
-        lists = {key: item.get(key) or [] for key in ("evidence", "answers")}
+        lists = {key: item.get(key) or [] for key in ("evidence", "answers", "code")}
         if not all(isinstance(v, list) and all(isinstance(s, str) for s in v) for v in lists.values()):
-            raise QuestionFileError("evidence and answers must be lists of strings", file=str(path), line=number)
+            raise QuestionFileError("evidence, answers and code must be lists of strings", file=str(path),
+                                    line=number)
+        if kind == "code" and not any(c.strip() for c in lists["code"]):
+            raise QuestionFileError("a code question lists the strings its code block holds under 'code'",
+                                    file=str(path), line=number)
         questions.append(Question(id=str(item.get("id", number)), question=item["question"], kind=kind,
                                   evidence=lists["evidence"], answers=lists["answers"],
-                                  selected_text=item.get("selected_text") or "", previous=item.get("previous") or ""))
+                                  selected_text=item.get("selected_text") or "", previous=item.get("previous") or "",
+                                  code=[c for c in lists["code"] if c.strip()]))
         if limit and len(questions) >= limit:
             break
     if not questions:
@@ -164,10 +175,17 @@ def evaluate_question(q: Question, *, book: str, top_k: int, answer_all: bool = 
                          if q.answers else None),
         latency_ms=latency,
     )
+    if q.kind == "code":
+        record["code_as_code"] = not response["refused"] and code_in_one_block(response["answer_html"], q.code)
     if answer_all:  # what the answerability check says of these passages, even where it is off (fitting reads it)
         record["answerable"] = check_retrieved(prepared.resolved_question, prepared.retrieval.chunks,
                                                selected_text=q.selected_text).answerable
     return record
+
+
+def code_in_one_block(answer_html: str, code: list[str]) -> bool:
+    """Whether every string of ``code`` is inside one and the same code block (``<pre>``) of the answer."""
+    return any(all(c in block for c in code) for block in pre_texts(answer_html))
 
 
 def _rate(items: list[dict], predicate) -> float | None:
@@ -210,6 +228,8 @@ def by_kind(records: list[dict]) -> dict:
         else:
             quality = _answer_quality(ok)
             figures[kind] = {"n": len(of_kind), **{m: quality[m] for m in ANSWER_KIND_METRICS}}
+            if kind == "code":
+                figures[kind]["code_answered_as_code"] = _rate(ok, lambda r: r["code_as_code"])
     return figures
 
 
@@ -282,6 +302,7 @@ def summarise(records: list[dict], *, book, top_k: int) -> dict:
         "refusal_rate_unanswerable": _rate([r for r in refuse if r["kind"] == "unanswerable"], lambda r: r["refused"]),
         "false_refusal_rate": quality["false_refusal_rate"],
         "withheld_rate": quality["withheld_rate"],
+        "code_answered_as_code": _rate([r for r in ok if r["kind"] == "code"], lambda r: r["code_as_code"]),
         "by_kind": by_kind(records),
         "confidence_levels": levels,
         "confidence": confidence_report(records),

@@ -31,20 +31,29 @@ from dataclasses import dataclass, field
 
 from chat.terms import content_terms, normalise, split_sentences
 
-MAX_CODE_LINES = 20
+MAX_CODE_LINES = 20  # a longer code block is shortened at a line boundary, with SHORTENED as its last line
+SHORTENED = "…"
 MAX_LIST_ITEMS = 10
 MAX_UNIT_CHARS = 600
 MAX_SPAN_CHARS = 420  # the lead span grows past its first sentence only up to this length
 ADD_SHARE = 0.6  # a unit from another passage joins when it scores this share of the lead
 HOW_TO_BONUS = 0.25
+CODE_SHARE = 0.4  # a code block from another passage joins when it and its intro hold this share of the question
+CODE_RANK_SHARE = 0.3  # …and its passage ranks at least this share of the lead's
+CODE_NEAR_BONUS = 0.15  # a block in the lead's passage, and again one right by the lead's paragraph
 RANK_PRIOR = 0.3  # weight of the passage's rank score (the re-ranker's probability) in a unit's score
 SIMILARITY_WEIGHT = 2.0  # per unit of cosine that a unit's sentence vector falls below the best unit's
 _FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})")
 _LIST_ITEM = re.compile(r"^(\s*)([-*+]|\d+[.)])\s+")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}")
-_HOW_TO = re.compile(r"^\s*(?:how\s+(?:do|can|should|would|to|does)\b|what\s+(?:are\s+the\s+)?steps\b|steps\s+to\b"
-                     r"|(?:show|tell)\s+me\s+how\b)", re.IGNORECASE)
+# A "how do I…" sentence anywhere in the question ("The build fails. How do I…"), not only at its start.
+_HOW_TO = re.compile(r"\bhow\s+(?:do|can|should|would|to)\s|(?:^|[.!?]\s+)\s*(?:how\s+does\b"
+                     r"|what\s+(?:are\s+the\s+)?steps\b|steps\s+to\b|(?:show|tell)\s+me\s+how\b)", re.IGNORECASE)
+# Words that ask for code: the command, the snippet, what to put in a file, what to run.
+_CODE_WORDS = re.compile(r"\b(?:commands?|curl|snippets?|examples?|syntax|scripts?|code|install(?:ing)?|"
+                         r"configur(?:e|ing)|config|cli|terminal|shell|show\s+me|what\s+(?:do|should)\s+i\s+"
+                         r"(?:put|write|type|add|run|set))\b", re.IGNORECASE)
 
 
 @dataclass
@@ -107,7 +116,7 @@ def blocks_of(text: str, source: int) -> list[Block]:
                 if lines[i].strip().startswith(marker[0] * len(marker)):
                     break
                 i += 1
-            if len(body) - 2 <= MAX_CODE_LINES and (u := unit("\n".join(body), "code")) is not None:
+            if (u := unit("\n".join(_shortened(body)), "code")) is not None:
                 blocks.append(Block("code", [u]))
         elif not line.strip() or _HEADING.match(line):
             flush()
@@ -151,8 +160,34 @@ def blocks_of(text: str, source: int) -> list[Block]:
     return blocks
 
 
+def _shortened(fenced: list[str]) -> list[str]:
+    """A fenced block's lines, its code cut after ``MAX_CODE_LINES`` lines with a line ``…`` (the answer then
+    says where the rest is); a block without its closing fence (the passage ends inside it) is closed."""
+    opening, closed = fenced[0], len(fenced) > 1 and fenced[-1].strip().startswith(fenced[0].strip()[:3])
+    code = fenced[1:-1] if closed else fenced[1:]
+    closing = fenced[-1] if closed else opening[:len(opening) - len(opening.lstrip())] + _FENCE.match(opening).group(2)
+    if len(code) > MAX_CODE_LINES:
+        cut = MAX_CODE_LINES
+        while cut > MAX_CODE_LINES // 2 and code[cut - 1].strip():  # end on a blank line when one is near
+            cut -= 1
+        cut = cut if cut > MAX_CODE_LINES // 2 else MAX_CODE_LINES
+        indent = code[cut - 1][:len(code[cut - 1]) - len(code[cut - 1].lstrip())]
+        code = [*code[:cut], f"{indent}{SHORTENED}"]
+    return [opening, *code, closing]
+
+
+def ends_with_colon(text: str) -> bool:
+    """A sentence that introduces what follows (``To build, run:``, a label ``**npm:**``)."""
+    return text.rstrip().rstrip("*_").endswith(":")
+
+
 def is_how_to(question: str) -> bool:
-    return bool(_HOW_TO.match(question))
+    return bool(_HOW_TO.search(question))
+
+
+def wants_code(question: str) -> bool:
+    """A question a code block may answer: how to do something, or one that asks for a command or snippet."""
+    return is_how_to(question) or bool(_CODE_WORDS.search(question))
 
 
 def compose_extractive(question: str, sources: list, *, max_units: int = 3, selected_text: str = "") -> str:
@@ -212,6 +247,8 @@ def compose_extractive(question: str, sources: list, *, max_units: int = 3, sele
         seen |= {normalise(u.text) for u in extra}
         covered_terms |= unit.terms & question_terms
         prose += sum(u.kind != "code" for u in extra)
+    if wants_code(question) and not any(u.kind in ("code", "item") for u in chosen):
+        chosen += [u for u in _code_for(passages, sources, lead, question_terms, idf) if u not in chosen]
     return _render(chosen, passages, lead.source)
 
 
@@ -253,7 +290,7 @@ def _span(blocks: list[Block], lead: Unit, question_terms: set[str], how_to: boo
     if lead.block + 1 < len(blocks):
         after = blocks[lead.block + 1]
         ends_paragraph = span[-1] is block.units[-1]
-        introduces = span[-1].text.rstrip().endswith(":")
+        introduces = ends_with_colon(span[-1].text)
         if ends_paragraph and (introduces or (how_to and after.kind in ("code", "list"))):
             span += after.units[:MAX_LIST_ITEMS]
         elif ends_paragraph and after.kind == "paragraph" and length < MAX_SPAN_CHARS // 2:
@@ -261,10 +298,41 @@ def _span(blocks: list[Block], lead: Unit, question_terms: set[str], how_to: boo
     return span
 
 
+def _code_for(passages: list[list[Block]], sources: list, lead: Unit, question_terms: set[str],
+              idf: dict[str, float]) -> list[Unit]:
+    """For a question that asks for code and a lead that brought none: the code block that shows what the lead
+    says, with the sentence that introduces it, or nothing.
+
+    Each code block of a passage ranked at least ``CODE_RANK_SHARE`` of the lead's is scored by the share of
+    the question's words (weighted by rarity) its code and introduction hold; a block in the lead's passage
+    gains ``CODE_NEAR_BONUS``, twice over when it sits right before or after the lead's paragraph (a sentence
+    that explains the flags of the command above it). The best block joins when it holds ``CODE_SHARE`` of
+    the question, or sits right by the lead and holds some of it."""
+    weight_total = sum(idf.values()) or 1.0
+    lead_score = sources[lead.source - 1].score
+    candidates = []
+    for n, blocks in enumerate(passages, 1):
+        if sources[n - 1].score < CODE_RANK_SHARE * lead_score:
+            continue
+        for index, block in enumerate(blocks):
+            if block.kind != "code":
+                continue
+            terms = set(block.units[0].terms) | {t for u in _intro(blocks, index) for t in u.terms}
+            share = sum(idf[t] for t in question_terms & terms) / weight_total
+            adjacent = n == lead.source and abs(index - lead.block) == 1
+            near = CODE_NEAR_BONUS * ((n == lead.source) + adjacent)
+            if share >= CODE_SHARE or (adjacent and share > 0):
+                candidates.append((share + near, -n, -abs(index - lead.block), n, index))
+    if not candidates:
+        return []
+    *_, n, index = max(candidates)
+    return _intro(passages[n - 1], index) + passages[n - 1][index].units
+
+
 def _introduces(blocks: list[Block], unit: Unit) -> bool:
     """Whether ``unit`` is in a paragraph that ends with a colon right before a code block or a list."""
     block = blocks[unit.block]
-    return (block.kind == "paragraph" and block.units[-1].text.rstrip().endswith(":")
+    return (block.kind == "paragraph" and ends_with_colon(block.units[-1].text)
             and unit.block + 1 < len(blocks) and blocks[unit.block + 1].kind in ("code", "list"))
 
 
@@ -272,7 +340,7 @@ def _intro(blocks: list[Block], index: int) -> list[Unit]:
     """The sentence that introduces the block at ``index`` (the paragraph's last, ending with a colon)."""
     if index > 0 and blocks[index - 1].kind == "paragraph":
         last = blocks[index - 1].units[-1]
-        if last.text.rstrip().endswith(":"):
+        if ends_with_colon(last.text):
             return [last]
     return []
 
@@ -292,7 +360,7 @@ def _context(blocks: list[Block], unit: Unit) -> list[Unit]:
     if block.kind == "list":
         return _intro(blocks, unit.block) + _parent(block, unit) + [unit]
     out = [unit]
-    if (unit.text.rstrip().endswith(":") and unit is block.units[-1] and unit.block + 1 < len(blocks)
+    if (ends_with_colon(unit.text) and unit is block.units[-1] and unit.block + 1 < len(blocks)
             and blocks[unit.block + 1].kind == "code"):
         out += blocks[unit.block + 1].units
     return out
@@ -320,6 +388,8 @@ def _render(chosen: list[Unit], passages: list[list[Block]], lead_source: int) -
             cite = f" [{source}]"
             if block.kind == "code":
                 paragraphs.append(group[0].text.strip("\n"))
+                if group[0].text.rstrip().rsplit("\n", 2)[-2].strip() == SHORTENED:
+                    paragraphs.append(f"*The block is shortened here; it goes on in the book.*{cite}")
             elif block.kind == "list":
                 lines = []
                 for unit in group:
@@ -340,6 +410,6 @@ def _render(chosen: list[Unit], passages: list[list[Block]], lead_source: int) -
                 paragraphs.append(" ".join(rows) + cite)
             else:
                 text = " ".join(u.text.strip() for u in group)
-                intro = text.endswith(":") and following is not None and following.kind == "list"
+                intro = ends_with_colon(text) and following is not None and following.kind == "list"
                 paragraphs.append(text if intro else text + cite)
     return "\n\n".join(paragraphs).strip()

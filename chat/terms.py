@@ -18,6 +18,10 @@ _CITATION = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 _MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _MD_MARKS = re.compile(r"[*_`~]+")
 _HTML_TAG = re.compile(r"</?[A-Za-z][^>]*>")
+_FENCE_LINE = re.compile(r"^\s*(`{3,}|~{3,})")
+# Inline code (any run of backticks, closed by the same run) and TeX math: kept as written in plain text.
+_VERBATIM = re.compile(r"(?<!`)(`+)(?!`)\s?(.+?)\s?(?<!`)\1(?!`)|\$\$.+?\$\$"
+                       r"|(?<![\w$\\])\$(?=\S)[^$\n]+?(?<=\S)\$(?![\w$])", re.DOTALL)
 # A table's delimiter row (`| --- | :-: |`, `--- | ---`): it has a pipe, which a thematic break never has.
 _TABLE_RULE = re.compile(r"^[ \t]*(?=[^|\n]*\|)\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
 _TABLE_PIPE = re.compile(r"(?<!\\)\|")
@@ -106,12 +110,39 @@ def split_sentences(text: str) -> list[str]:
 
 def plain_text(markdown: str) -> str:
     """Markdown reduced to the words a reader sees: links keep their text, markers and tags go, and a table
-    reads as its rows, each row's cells joined by `` · `` and ended like a sentence."""
-    text = _MD_LINK.sub(r"\1", _tables_as_rows(markdown) if "|" in markdown else markdown)
-    text = _HTML_TAG.sub("", text)
-    text = re.sub(r"^\s{0,3}(?:#{1,6}\s+|>\s?|[-*+]\s+|\d+[.)]\s+)", "", text, flags=re.MULTILINE)
-    text = _MD_MARKS.sub("", text)
-    return re.sub(r"\s+", " ", text).strip()
+    reads as its rows, each row's cells joined by `` · `` and ended like a sentence. The book's own words
+    stay as written: inline code (`` `<head>` ``, `` `a < b` ``), math (``$x_1$``, ``$$…$$``) and the lines of
+    a code block are kept verbatim; a block's fences are not text (``js title="a.js"`` is not shown)."""
+    out, prose, fence = [], [], ""
+    for line in markdown.split("\n"):
+        opened = _FENCE_LINE.match(line)
+        if fence:
+            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence) \
+                    and not line.strip()[len(opened.group(1)):].strip():
+                fence = ""
+            else:
+                out.append(line)
+        elif opened:
+            out.append(_prose_text("\n".join(prose)))
+            prose, fence = [], opened.group(1)
+        else:
+            prose.append(line)
+    out.append(_prose_text("\n".join(prose)))
+    return re.sub(r"\s+", " ", " ".join(out)).strip()
+
+
+def _prose_text(markdown: str) -> str:
+    markdown = _tables_as_rows(markdown) if "|" in markdown else markdown
+    out, end = [], 0
+    for found in [*_VERBATIM.finditer(markdown), None]:
+        text = _MD_LINK.sub(r"\1", markdown[end:found.start() if found else len(markdown)])
+        text = _HTML_TAG.sub("", text)
+        text = re.sub(r"^\s{0,3}(?:#{1,6}\s+|>\s?|[-*+]\s+|\d+[.)]\s+)", "", text, flags=re.MULTILINE)
+        out.append(_MD_MARKS.sub("", text))
+        if found:  # code or math: only a code span's backticks go
+            out.append(found.group(2) if found.group(1) else found.group(0))
+            end = found.end()
+    return "".join(out)
 
 
 def _tables_as_rows(markdown: str) -> str:

@@ -6,9 +6,10 @@ left untouched; ``mdx-code-block`` fences are unwrapped (Docusaurus renders thei
 
 Decisions:
 - ESM ``import``/``export`` blocks at the top level and ``{/* */}``/``<!-- -->`` comments become blank.
-- JSX and HTML tags are removed and their children kept. A ``TabItem`` becomes ``Label: `` in front of
-  its content, ``<Admonition type="tip" title="T">`` becomes ``Tip (T): ``. ``<CodeBlock>{`…`}</CodeBlock>``
-  becomes a fenced code block. ``<head>``/``<script>``/``<style>``/``<svg>`` are dropped with content.
+- JSX and HTML tags are removed and their children kept. A ``TabItem`` becomes ``**Label:** `` in front of
+  its content, ``<Admonition type="tip" title="T">`` becomes ``**Tip (T):** `` (bold: a label, not words).
+  ``<CodeBlock>{`…`}</CodeBlock>`` becomes a fenced code block. ``<head>``/``<script>``/``<style>``/``<svg>``
+  are dropped with content.
 - Lowercase tags that are not HTML elements (``<robot>`` in prose) are text, not JSX.
 - Self-closing components keep their prose props as a line ``Name: title — description`` (string props
   named ``title``, ``description``, ``label``, ``alt``, ``summary``… or whose value has two words of
@@ -17,7 +18,7 @@ Decisions:
 - Unbalanced component tags raise ParseError in ``.mdx`` files; in ``.md`` files (which may be read
   as CommonMark) they only warn. Unbalanced lowercase HTML is tolerated.
 - ``{'text'}`` / ``{`text`}`` expressions become their text; other ``{expressions}`` stay literal.
-- Admonitions ``:::type[Title]`` become a label line (``Tip (Title):``) and their content is kept.
+- Admonitions ``:::type[Title]`` become a label line (``**Tip (Title):**``) and their content is kept.
 - Other generators' syntax (Liquid/Jinja tags, mdBook includes, MkDocs ``!!!`` admonitions) is rewritten
   first, by ``ingestion.generators``.
 """
@@ -327,7 +328,8 @@ class _Scanner:
             parent_labels = self.stack[-1].tab_labels if self.stack else {}
             # Docusaurus: labels given by <Tabs values={…}> win over the TabItem's own.
             text = parent_labels.get(value) or tag.attrs.get("label") or value
-            return f"{text.strip()}:" if text.strip() and not text.startswith("{") else ""
+            text = text.strip().replace("*", "")
+            return f"**{text}:**" if text and not text.startswith("{") else ""  # bold: see admonition_label
         if tag.name == "Admonition":
             title = tag.attrs.get("title")
             title = None if title and title.startswith("{") else title
@@ -419,10 +421,12 @@ def _tab_labels(tag: _Tag) -> dict[str, str]:
 
 
 def admonition_label(kind: str, title: str | None) -> str:
-    """``("tip", "Learn")`` → ``"Tip (Learn):"``; ``("note", None)`` → ``"Note:"``."""
+    """``("tip", "Learn")`` → ``"**Tip (Learn):**"``; ``("note", None)`` → ``"**Note:**"``. Bold, so an answer
+    or excerpt that starts inside an admonition shows its label as a label, not as the first words of a
+    sentence."""
     name = ADMONITION_LABELS.get(kind.lower(), kind[:1].upper() + kind[1:])
-    title = (title or "").strip()
-    return f"{name} ({title}):" if title else f"{name}:"
+    title = (title or "").strip().replace("*", "")
+    return f"**{name} ({title}):**" if title else f"**{name}:**"
 
 
 def fence_for(code: str) -> str:

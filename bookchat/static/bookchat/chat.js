@@ -5,6 +5,8 @@
  * token, shows the answer's text as it is written, then swaps in the server-rendered answer
  * (/answers/<id>) so citations, sources and feedback look exactly as after a reload.
  * Thumbs are sent to /api/v1/answers/<id>/feedback without leaving the page.
+ * Every code block of an answer gets a Copy button (a real <button>, so keyboard-reachable; the
+ * result is announced in the page's live region).
  */
 (function () {
   "use strict";
@@ -34,6 +36,46 @@
     live.textContent = "";
     window.setTimeout(function () { live.textContent = text; }, 50);
   }
+
+  function copyText(text) {
+    if (navigator.clipboard && window.isSecureContext) return navigator.clipboard.writeText(text);
+    var scratch = element("textarea");  // http on a LAN address: the old way
+    scratch.value = text;
+    scratch.setAttribute("readonly", "");
+    scratch.style.position = "fixed";
+    scratch.style.opacity = "0";
+    document.body.appendChild(scratch);
+    scratch.select();
+    var copied = document.execCommand("copy");
+    scratch.remove();
+    return copied ? Promise.resolve() : Promise.reject(new Error("copy refused"));
+  }
+
+  function addCopyButtons(root) {
+    root.querySelectorAll(".bookchat-code").forEach(function (block) {
+      if (block.querySelector(".code-copy")) return;
+      var code = block.querySelector("pre code") || block.querySelector("pre");
+      if (!code) return;
+      var title = block.querySelector(".bookchat-code-title");
+      var copy = element("button", "code-copy", "Copy");
+      copy.type = "button";
+      copy.setAttribute("aria-label", title ? "Copy code: " + title.textContent : "Copy code");
+      copy.addEventListener("click", function () {
+        copyText(code.textContent).then(function () {
+          copy.textContent = "Copied";
+          announce("Code copied to the clipboard.");
+        }, function () {
+          copy.textContent = "Copy failed";
+          announce("Couldn't copy the code; select it and copy by hand.");
+        }).then(function () {
+          window.setTimeout(function () { copy.textContent = "Copy"; }, 2000);
+        });
+      });
+      block.appendChild(copy);
+    });
+  }
+
+  addCopyButtons(conversation);
 
   function pendingTurn(text) {
     var turn = element("article", "turn pending");
@@ -138,10 +180,12 @@
       var rendered = await fetchTurn(final.answer_id);
       if (rendered) {
         turn.replaceWith(rendered);
+        addCopyButtons(rendered);
       } else {
         body.innerHTML = final.answer_html;  // sanitised by the server
         body.classList.remove("streaming");
         body.removeAttribute("aria-busy");
+        addCopyButtons(body);
       }
       question.value = "";
       if (selected) selected.value = "";

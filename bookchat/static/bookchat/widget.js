@@ -344,6 +344,8 @@
 
   var DARK_VARS = '--bc-bg:#1c1d21;--bc-fg:#e8e9ec;--bc-muted:#a3a7b0;--bc-border:#33363d;' +
     '--bc-surface:#25272c;--bc-shadow:0 12px 40px rgba(0,0,0,.55);--bc-link:#8ab4ff;' +
+    '--bc-code-comment:#8b949e;--bc-code-keyword:#ff7b72;--bc-code-string:#a5d6ff;--bc-code-number:#79c0ff;' +
+    '--bc-code-function:#d2a8ff;--bc-code-tag:#7ee787;--bc-code-builtin:#ffa657;' +
     '--bc-high:#7ee2a8;--bc-high-bg:#16392a;--bc-medium:#f5d37a;--bc-medium-bg:#3d3214;' +
     '--bc-low:#ffb0a6;--bc-low-bg:#47201c;--bc-note-bg:#2d2a1f;';
   var CSS_TEXT = [
@@ -352,6 +354,8 @@
     '.bc-root{--bc-on-accent:#fff;--bc-bg:#fff;--bc-fg:#1c1e21;--bc-muted:#5f6470;--bc-border:#e2e4e8;--bc-surface:#f5f6f8;',
     '--bc-shadow:0 12px 40px rgba(20,24,40,.18);--bc-link:var(--bc-accent);--bc-high:#146c3a;--bc-high-bg:#e3f5ea;',
     '--bc-medium:#7a5500;--bc-medium-bg:#fdf1d6;--bc-low:#a3281b;--bc-low-bg:#fde6e3;--bc-note-bg:#fbf7ea;',
+    '--bc-code-comment:#6e7781;--bc-code-keyword:#cf222e;--bc-code-string:#0a3069;--bc-code-number:#0550ae;',
+    '--bc-code-function:#8250df;--bc-code-tag:#116329;--bc-code-builtin:#953800;',
     'font-family:system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;font-size:14px;',
     'line-height:1.5;color:var(--bc-fg);font-weight:400;font-style:normal;letter-spacing:normal;text-align:left;',
     'text-transform:none;visibility:visible;direction:ltr;-webkit-font-smoothing:antialiased;}',
@@ -403,6 +407,23 @@
     'background:var(--bc-surface);padding:1px 4px;border-radius:4px;}',
     '.bc-answer-text pre{background:var(--bc-surface);padding:10px;border-radius:8px;overflow-x:auto;}',
     '.bc-answer-text pre code{padding:0;background:none;}',
+    // code blocks (chat/rendering.py): caption, Pygments' classes, copy button
+    '.bc-answer-text .bookchat-code{position:relative;margin:0 0 10px;}',
+    '.bc-answer-text .bookchat-code pre{margin:0;line-height:1.45;}',
+    '.bookchat-code-title{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:11.5px;',
+    'color:var(--bc-muted);background:var(--bc-surface);border-bottom:1px solid var(--bc-border);padding:4px 10px;',
+    'border-radius:8px 8px 0 0;}',
+    '.bc-answer-text .bookchat-code-title+pre{border-radius:0 0 8px 8px;}',
+    '.bc-copy{position:absolute;top:4px;right:4px;font-size:11.5px;padding:2px 8px;border-radius:6px;',
+    'border:1px solid var(--bc-border);background:var(--bc-bg);color:var(--bc-fg);}',
+    '.bc-answer-text pre span[class^="c"]{color:var(--bc-code-comment);font-style:italic;}',
+    '.bc-answer-text pre span[class^="k"],.bc-answer-text pre span.ow{color:var(--bc-code-keyword);}',
+    '.bc-answer-text pre span[class^="s"],.bc-answer-text pre span.dl{color:var(--bc-code-string);}',
+    '.bc-answer-text pre span[class^="m"],.bc-answer-text pre span.il,.bc-answer-text pre span.na{color:var(--bc-code-number);}',
+    '.bc-answer-text pre span.nf,.bc-answer-text pre span.nc,.bc-answer-text pre span.nd{color:var(--bc-code-function);}',
+    '.bc-answer-text pre span.nt,.bc-answer-text pre span.gi{color:var(--bc-code-tag);}',
+    '.bc-answer-text pre span.nb,.bc-answer-text pre span.bp,.bc-answer-text pre span.gd{color:var(--bc-code-builtin);}',
+    '.bc-answer-text pre span.gp{color:var(--bc-code-comment);user-select:none;}',
     '.bc-answer-text blockquote{border-left:3px solid var(--bc-border);padding-left:10px;color:var(--bc-muted);}',
     '.bc-answer-text table{border-collapse:collapse;display:block;overflow-x:auto;}',
     '.bc-answer-text th,.bc-answer-text td{border:1px solid var(--bc-border);padding:4px 8px;}',
@@ -519,6 +540,7 @@
     header.append(heading, newButton, closeButton);
 
     var log = el('div', 'bc-log', null, { role: 'log', 'aria-live': 'polite' });
+    var status = el('span', 'bc-sr', null, { role: 'status' });  // what a copy button did
 
     var form = el('form', 'bc-form', null, { novalidate: '' });
     var chip = el('div', 'bc-selection', null, { hidden: '' });
@@ -532,7 +554,7 @@
     var row = el('div', 'bc-row');
     row.append(input, send);
     form.append(chip, label, row, el('p', 'bc-hint', 'Enter to send · Shift+Enter for a new line'));
-    panel.append(header, log, form);
+    panel.append(header, log, form, status);
 
     var bubble = button('bc-ask-selection', 'Ask about this', null, { hidden: '' });
 
@@ -690,6 +712,7 @@
       if (typeof final.answer_html === 'string') {
         view.text.innerHTML = final.answer_html;  // sanitised by the server; the only HTML we insert
         fixLinks(view.text, final.sources);
+        addCopyButtons(view.text);
       } else {
         view.text.textContent = final.answer || '';
         view.text.style.whiteSpace = 'pre-wrap';
@@ -718,6 +741,43 @@
       // Show the start of a long answer rather than the bottom of its source list.
       var top = node.offsetTop - log.offsetTop - 8;
       log.scrollTop = node.offsetHeight > log.clientHeight ? top : log.scrollHeight;
+    }
+
+    function addCopyButtons(container) {
+      container.querySelectorAll('.bookchat-code').forEach(function (block) {
+        var code = block.querySelector('pre');
+        if (!code) return;
+        var title = block.querySelector('.bookchat-code-title');
+        var copy = button('bc-copy', 'Copy', title ? 'Copy code: ' + title.textContent : 'Copy code');
+        copy.addEventListener('click', function () {
+          copyText(code.textContent).then(function () {
+            copy.textContent = 'Copied';
+            say('Code copied to the clipboard.');
+          }, function () {
+            copy.textContent = 'Copy failed';
+            say("Couldn't copy the code; select it and copy by hand.");
+          }).then(function () {
+            setTimeout(function () { copy.textContent = 'Copy'; }, 2000);
+          });
+        });
+        block.append(copy);
+      });
+    }
+
+    function say(text) {
+      status.textContent = '';
+      setTimeout(function () { status.textContent = text; }, 50);
+    }
+
+    function copyText(text) {
+      if (navigator.clipboard && window.isSecureContext) return navigator.clipboard.writeText(text);
+      var scratch = el('textarea', null, null, { readonly: '', style: 'position:fixed;opacity:0;' });
+      scratch.value = text;
+      shadow.append(scratch);
+      scratch.select();
+      var copied = document.execCommand('copy');
+      scratch.remove();
+      return copied ? Promise.resolve() : Promise.reject(new Error('copy refused'));
     }
 
     function fixLinks(container, sources) {

@@ -105,6 +105,8 @@ def render_summary(s: dict) -> str:
         ("  out of scope", _fmt(s["refusal_rate_out_of_scope"])),
         ("  unanswerable", _fmt(s["refusal_rate_unanswerable"])),
         ("false refusal rate", _fmt(s["false_refusal_rate"])), ("withheld", _fmt(s["withheld_rate"])),
+        *([("code answered as code", _fmt(s["code_answered_as_code"]))] if s["code_answered_as_code"] is not None
+          else []),
         ("confidence levels", s["confidence_levels"]),
         ("  right when high / medium / low", " / ".join(_fmt(c["precision"][lvl]) for lvl in ("high", "medium", "low"))
          + f"  (of {c['judged']} judged answers)"),
@@ -129,12 +131,13 @@ LABELS = {
     "refusal_rate_unanswerable": "refusal rate: unanswerable", "false_refusal_rate": "false refusal rate",
     "withheld_rate": "withheld", "refused_rate": "refused", "latency_ms_p50": "latency p50 (ms)",
     "latency_ms_p95": "latency p95 (ms)", "scope_threshold": "scope threshold", "top_k": "top k",
+    "code_answered_as_code": "code answered as code",
 }
-KIND_METRICS = ("n", *ANSWER_KIND_METRICS, "refused_rate")
+KIND_METRICS = ("n", *ANSWER_KIND_METRICS, "code_answered_as_code", "refused_rate")
 TOP_LEVEL = ("questions", "errors", "hit_at_1", "hit_at_3", "hit_at_5", "mrr_at_10", "answer_contains_rate",
              "citation_precision", "refusal_rate", "refusal_rate_out_of_scope", "refusal_rate_unanswerable",
-             "false_refusal_rate", "withheld_rate", "latency_ms_p50", "latency_ms_p95", "scope_threshold",
-             "generator", "fusion", "top_k")
+             "false_refusal_rate", "withheld_rate", "code_answered_as_code", "latency_ms_p50", "latency_ms_p95",
+             "scope_threshold", "generator", "fusion", "top_k")
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:

@@ -1,0 +1,230 @@
+"""Code, tables, labels and math in answers and excerpts look as they do in the book (issue 32).
+
+Rendering: every fence syntax the indexer reads becomes one code block, its meta never text.
+Composition: a code block comes whole with the sentence that introduces it; a long one is shortened
+at a line boundary with a visible ``…``. Excerpts keep inline code, math and code lines verbatim.
+And the page, the stream, the API and MCP show the same answer.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+import pytest
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
+
+from chat.evaluation import QuestionFileError, code_in_one_block, load_questions
+from chat.extractive import MAX_CODE_LINES, SHORTENED, compose_extractive
+from chat.rendering import parse_info, pre_texts, render_answer, split_code_blocks
+from chat.terms import plain_text
+from ingestion.parsing import parse_document
+
+SOURCES = [{"n": 1, "url": "/guide/install#run", "chapter": "Guide", "section": "Run"}]
+MANUAL = "bookchat-manual"
+WIDGET_QUESTION = "How do I add the widget to my Docusaurus site?"
+
+
+def visible_outside_code(html: str) -> str:
+    """The text of rendered HTML outside its code blocks and their captions."""
+    html = re.sub(r'<div class="bookchat-code".*?</pre></div>', " ", html, flags=re.DOTALL)
+    return re.sub(r"<[^>]+>", " ", html)
+
+
+# -- rendering ------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("info", "lang", "title"), [
+    ('js title="docusaurus.config.js" {1,4-6} showLineNumbers', "js", "docusaurus.config.js"),
+    ("bash npm2yarn", "bash", ""),
+    ("jsx live", "jsx", ""),
+    ("{1,3}", "", ""),
+    ('{ .py title="main.py" linenums="1" hl_lines="2" }', "py", "main.py"),
+    ('py title=\'hello.py\' linenums="1"', "py", "hello.py"),
+    ("rust,ignore", "rust", ""),
+    ("toml", "toml", ""),
+    ("", "", ""),
+    ("title=config.yml", "", "config.yml"),
+])
+def test_fence_info_of_every_syntax_the_indexer_reads(info, lang, title):
+    assert parse_info(info) == (lang, title)
+
+
+def test_a_docusaurus_fence_is_a_highlighted_block_with_its_title_as_caption():
+    answer = ('Add it to the config: [1]\n\n```js title="docusaurus.config.js" {2} showLineNumbers\n'
+              "export default {\n  scripts: ['/widget.js'],\n};\n```\n\nThen restart [1].")
+    html = render_answer(answer, SOURCES)
+    assert html.count("<pre>") == 1
+    assert '<div class="bookchat-code-title">docusaurus.config.js</div>' in html
+    assert pre_texts(html) == ["export default {\n  scripts: ['/widget.js'],\n};"], "line breaks kept"
+    assert '<span class="k">export</span>' in html, "highlighted with Pygments' classes"
+    outside = visible_outside_code(html)
+    assert "title=" not in outside and "showLineNumbers" not in outside and "{2}" not in outside
+    assert html.count('class="bookchat-cite"') == 2
+
+
+def test_npm2yarn_mkdocs_mdbook_tilde_and_unknown_languages_render_as_blocks():
+    answer = ("```bash npm2yarn\nnpm install --save @docusaurus/theme-live-codeblock\n```\n\n"
+              '``` { .yaml title="mkdocs.yml" }\ntheme:\n  name: material\n```\n\n'
+              "```rust,ignore\nfn main() {}\n```\n\n~~~\nplain <b>text</b>\n~~~\n\n"
+              "```no-such-language\nx = 1\n```")
+    html = render_answer(answer, [])
+    assert html.count("<pre>") == 5
+    assert pre_texts(html)[0] == "npm install --save @docusaurus/theme-live-codeblock", "npm2yarn: the npm command"
+    assert '<div class="bookchat-code-title">mkdocs.yml</div>' in html
+    assert "plain &lt;b&gt;text&lt;/b&gt;" in html and "<b>" not in html, "code is text, never markup"
+    assert "npm2yarn" not in visible_outside_code(html) and ".yaml" not in visible_outside_code(html)
+
+
+def test_hostile_titles_and_placeholders_stay_text():
+    html = render_answer('```js title="<img src=x onerror=alert(1)>"\nalert(1)\n```\n\n'
+                         "bookchatcode0000000000000000n0 and bookchatcodeXn0", [])
+    assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+    assert html.count("<pre>") == 1 and "bookchatcode0000000000000000n0" in html, "a placeholder in the text is text"
+
+
+def test_an_unclosed_fence_runs_to_the_end_and_markers_in_code_stay_text():
+    html = render_answer("Run: [1]\n\n```bash\nmake run [1]\nmake test", SOURCES)
+    assert pre_texts(html) == ["make run [1]\nmake test"]
+    assert html.count('class="bookchat-cite"') == 1
+
+
+def test_a_fence_inside_a_list_item_is_a_block():
+    html = render_answer("1. Install it:\n   ```bash\n   pip install bookchat\n   ```\n2. Run it.", [])
+    assert pre_texts(html) == ["pip install bookchat"]
+    assert "```" not in html
+
+
+FENCE_INFOS = st.sampled_from(["", "js", 'js title="a.js"', "bash npm2yarn", "{1,3}", 'jsx title="b.jsx" {2}',
+                               '{ .py title="c.py" linenums="1" }', "rust,ignore", "showLineNumbers", "text"])
+CODE_LINE = st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=30).filter(
+    lambda line: not re.match(r"^\s*(`{3,}|~{3,})", line))
+PROSE = st.text(st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters="`~"), max_size=60)
+
+
+@hypothesis_settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(PROSE, FENCE_INFOS, st.lists(CODE_LINE, max_size=5)), min_size=1, max_size=4))
+def test_property_every_fence_is_one_block_and_no_meta_outside_it(parts):
+    answer = "\n\n".join(f"{prose}\n\n```{info}\n" + "\n".join(code) + "\n```" for prose, info, code in parts)
+    html = render_answer(answer, SOURCES)
+    assert len(split_code_blocks(answer)[1]) == len(parts) == html.count("<pre>")
+    outside = visible_outside_code(html)
+    for meta in ("title=", "showLineNumbers", "npm2yarn", "linenums", "rust,ignore", "{1,3}"):
+        assert meta not in outside or any(meta in prose for prose, _, _ in parts)
+
+
+# -- excerpts and labels ----------------------------------------------------------------------------
+def test_plain_text_keeps_inline_code_math_and_code_lines_verbatim():
+    text = plain_text("Put it in the `<head>` of a page (`<html lang>`) when `a < b`; **bold** <b>tag</b>.\n"
+                      "Energy is $E = m c^2$ and $x_1 * y_2$.\n\n$$\n\\sum_{i=1}^n x_i\n$$\n\n"
+                      "```js title=\"a.js\"\nconst key = 'pk_live';\n```")
+    assert "the <head> of a page (<html lang>) when a < b; bold tag." in text
+    assert "$E = m c^2$" in text and "$x_1 * y_2$" in text and "\\sum_{i=1}^n x_i" in text
+    assert "const key = 'pk_live';" in text and "title=" not in text and "js" not in text.split()
+
+
+def test_tab_and_admonition_labels_are_bold_labels():
+    doc = parse_document(
+        "# Install\n\nimport Tabs from '@theme/Tabs';\nimport TabItem from '@theme/TabItem';\n\n<Tabs>\n"
+        '<TabItem value="npm" label="npm">\n\nRun the installer.\n\n</TabItem>\n</Tabs>\n\n'
+        ":::tip[Faster]\n\nUse the cache.\n\n:::\n", rel_path="install.mdx")
+    texts = [b.text for b in doc.blocks]
+    assert "**npm:** Run the installer." in texts
+    assert "**Tip (Faster):** Use the cache." in texts
+
+
+# -- composing ----------------------------------------------------------------------------------------
+@dataclass
+class Passage:
+    text: str
+    heading_path: str = "Guide > Run"
+    score: float = 0.9
+    similarities: list[float] | None = None
+
+
+def test_a_long_code_block_is_shortened_at_a_line_with_a_visible_ellipsis_and_cited():
+    code = "\n".join(f"step_{i} = run({i})" for i in range(MAX_CODE_LINES + 15))
+    passage = Passage(f"To run every step of the pipeline, use this script:\n\n```python\n{code}\n```\n")
+    answer = compose_extractive("How do I run every step of the pipeline?", [passage])
+    blocks = split_code_blocks(answer)[1]
+    assert len(blocks) == 1
+    lines = blocks[0].code.split("\n")
+    assert lines[-1] == SHORTENED and len(lines) <= MAX_CODE_LINES + 1
+    assert all(line == f"step_{i} = run({i})" for i, line in enumerate(lines[:-1])), "cut between lines"
+    after = answer.split("```")[-1]
+    assert "shortened" in after and "[1]" in after, "says so, and links to the section"
+    assert not re.search(r"\[\d\]", blocks[0].code), "no citation marker inside code"
+
+
+def test_a_how_to_answer_brings_the_block_its_sentence_introduces_whole():
+    passage = Passage("Create the folder first.\n\n```bash\nmkdir docs\n```\n\n"
+                      "To check that a file parses, run:\n\n```bash\nmanage.py ingest --dry-run docs/intro.md\n"
+                      "echo done\n```\n")
+    answer = compose_extractive("How do I check that a file parses?", [passage])
+    assert "```bash\nmanage.py ingest --dry-run docs/intro.md\necho done\n```" in answer
+    assert "mkdir" not in answer
+
+
+# -- evaluate's code questions ------------------------------------------------------------------------
+def test_code_questions_need_their_code_strings(tmp_path):
+    path = tmp_path / "q.jsonl"
+    path.write_text(json.dumps({"question": "How do I build?", "kind": "code", "answers": ["npm run build"]}) + "\n")
+    with pytest.raises(QuestionFileError, match="'code'"):
+        load_questions(path)
+    path.write_text(json.dumps({"question": "How do I build?", "kind": "code", "code": ["npm run build"]}) + "\n")
+    assert load_questions(path)[0].code == ["npm run build"]
+
+
+def test_code_counts_as_code_only_inside_one_block():
+    html = render_answer("Run `npm run build`:\n\n```bash\nnpm run build\n```\n\n```bash\nnpm run serve\n```", [])
+    assert code_in_one_block(html, ["npm run build"])
+    assert not code_in_one_block(html, ["npm run build", "npm run serve"]), "two blocks are not one"
+    assert not code_in_one_block(render_answer("Run `npm run build`.", []), ["npm run build"])
+
+
+def test_shipped_code_question_sets_load():
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parent.parent / "bench" / "questions"
+    questions = [q for name in ("code-docusaurus.jsonl", "code-manual.jsonl") for q in load_questions(folder / name)]
+    assert len(questions) >= 20 and all(q.kind == "code" and q.code for q in questions)
+
+
+# -- one rendering everywhere ---------------------------------------------------------------------------
+@pytest.fixture
+def no_llm(manual_book, settings):
+    settings.BOOKCHAT = {**settings.BOOKCHAT, "LLM_BASE_URL": "", "LLM_API_KEY": "", "LLM_MODEL": "",
+                         "DEADLINE_SECONDS": 60.0, "RETRIEVAL_SECONDS": 30.0, "GENERATION_SECONDS": 30.0}
+
+
+@pytest.mark.django_db
+def test_the_manual_answers_the_widget_question_with_its_code_block_and_verbatim_excerpts(client, no_llm):
+    body = client.post("/api/v1/ask", data=json.dumps({"question": WIDGET_QUESTION, "book": MANUAL}),
+                       content_type="application/json").json()
+    assert any("scripts: [" in block and "\n" in block for block in pre_texts(body["answer_html"]))
+    assert "title=" not in visible_outside_code(body["answer_html"])
+    assert '```js title="docusaurus.config.js"' in body["answer"], "the API keeps the book's fence"
+    assert not body["answer"].startswith("scripts entry:"), "a tab's label is not the first words of a sentence"
+    excerpts = " ".join(s["excerpt"] for s in body["sources"])
+    assert "puts it in the <head> of every page" in excerpts, "inline code with angle brackets kept"
+    assert "js title=" not in excerpts
+
+
+@pytest.mark.django_db
+def test_page_stream_api_and_mcp_show_the_same_answer(client, no_llm):
+    from chat.answering import AskRequest, answer_question
+    from chat.mcp_server import render_answer as mcp_text
+    from tests.test_api import sse_events
+
+    payload = json.dumps({"question": WIDGET_QUESTION, "book": MANUAL})
+    body = client.post("/api/v1/ask", data=payload, content_type="application/json").json()
+    streamed = client.post("/api/v1/ask/stream", data=payload, content_type="application/json")
+    final = next(data for name, data in sse_events(streamed) if name == "final")
+    assert final["answer"] == body["answer"] and final["answer_html"] == body["answer_html"]
+    page = client.post("/", {"question": WIDGET_QUESTION, "book": MANUAL}, follow=True).content.decode()
+    assert pre_texts(page) == pre_texts(body["answer_html"]) != []
+    assert page.count('<div class="bookchat-code-title">docusaurus.config.js</div>') == 1
+    text = mcp_text(answer_question(AskRequest(question=WIDGET_QUESTION, book=MANUAL)))
+    fence = re.search(r"^```js title=\"docusaurus.config.js\"\n(.*?)\n```$", text, re.DOTALL | re.MULTILINE)
+    assert fence and fence.group(1) == pre_texts(body["answer_html"])[0], "MCP: Markdown with the fence intact"
