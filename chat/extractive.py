@@ -206,6 +206,7 @@ def compose_extractive(question: str, sources: list, *, max_units: int = 3, sele
     selected = normalise(selected_text) if selected_text else ""
     given: set[int] = set()  # units of the reader's selected passage
     how_to = is_how_to(question)
+    code_wanted = wants_code(question)
     similarity = _similarities(sources, passages)
     best_similarity = max(similarity.values(), default=0.0) if similarity else 0.0
     for unit in units:
@@ -227,7 +228,7 @@ def compose_extractive(question: str, sources: list, *, max_units: int = 3, sele
             given.add(id(unit))
     ranked = sorted((u for u in units if u.kind != "code"), key=lambda u: (-u.score, u.source, u.position))
     lead = ranked[0]
-    chosen = _span(passages[lead.source - 1], lead, question_terms, how_to)
+    chosen = _span(passages[lead.source - 1], lead, question_terms, how_to, code_wanted)
     covered_terms = set().union(*(u.terms for u in chosen)) & question_terms
     seen = {normalise(u.text) for u in chosen}
     prose = sum(u.kind != "code" for u in chosen)
@@ -247,7 +248,7 @@ def compose_extractive(question: str, sources: list, *, max_units: int = 3, sele
         seen |= {normalise(u.text) for u in extra}
         covered_terms |= unit.terms & question_terms
         prose += sum(u.kind != "code" for u in extra)
-    if wants_code(question) and not any(u.kind in ("code", "item") for u in chosen):
+    if code_wanted and not any(u.kind == "code" for u in chosen):
         chosen += [u for u in _code_for(passages, sources, lead, question_terms, idf) if u not in chosen]
     return _render(chosen, passages, lead.source)
 
@@ -271,12 +272,17 @@ def _similarities(sources: list, passages: list[list[Block]]) -> dict[int, float
     return out
 
 
-def _span(blocks: list[Block], lead: Unit, question_terms: set[str], how_to: bool) -> list[Unit]:
+def _span(blocks: list[Block], lead: Unit, question_terms: set[str], how_to: bool, code_wanted: bool) -> list[Unit]:
     """The lead unit with what it needs to read as an answer (see the module docstring)."""
     block = blocks[lead.block]
     if block.kind == "list":
         if how_to or len(block.units) <= 3:
-            return _intro(blocks, lead.block) + block.units[:MAX_LIST_ITEMS]
+            items = block.units[:MAX_LIST_ITEMS]
+            after = blocks[lead.block + 1] if lead.block + 1 < len(blocks) else None
+            # Steps that end on the command they announce ("3. Start the app with these variables:").
+            code = (after.units if after is not None and after.kind == "code" and items == block.units
+                    and (code_wanted or ends_with_colon(items[-1].text)) else [])
+            return _intro(blocks, lead.block) + items + code
         return _intro(blocks, lead.block) + _parent(block, lead) + [lead]
     if block.kind == "table":
         return [lead]
@@ -304,10 +310,11 @@ def _code_for(passages: list[list[Block]], sources: list, lead: Unit, question_t
     says, with the sentence that introduces it, or nothing.
 
     Each code block of a passage ranked at least ``CODE_RANK_SHARE`` of the lead's is scored by the share of
-    the question's words (weighted by rarity) its code and introduction hold; a block in the lead's passage
-    gains ``CODE_NEAR_BONUS``, twice over when it sits right before or after the lead's paragraph (a sentence
-    that explains the flags of the command above it). The best block joins when it holds ``CODE_SHARE`` of
-    the question, or sits right by the lead and holds some of it."""
+    the question's words (weighted by rarity) its code and the sentence before it hold; a block in the lead's passage
+    gains ``CODE_NEAR_BONUS``, twice over when it sits by the lead's paragraph (right before it: a sentence
+    that explains the flags of the command above; or just after it, one paragraph between at most). The best
+    block joins, with the sentence before it, when it holds ``CODE_SHARE`` of the question, or sits by the
+    lead and holds some of it."""
     weight_total = sum(idf.values()) or 1.0
     lead_score = sources[lead.source - 1].score
     candidates = []
@@ -317,16 +324,22 @@ def _code_for(passages: list[list[Block]], sources: list, lead: Unit, question_t
         for index, block in enumerate(blocks):
             if block.kind != "code":
                 continue
-            terms = set(block.units[0].terms) | {t for u in _intro(blocks, index) for t in u.terms}
+            terms = set(block.units[0].terms) | {t for u in _lead_in(blocks, index) for t in u.terms}
             share = sum(idf[t] for t in question_terms & terms) / weight_total
-            adjacent = n == lead.source and abs(index - lead.block) == 1
+            adjacent = n == lead.source and -1 <= index - lead.block <= 2
             near = CODE_NEAR_BONUS * ((n == lead.source) + adjacent)
             if share >= CODE_SHARE or (adjacent and share > 0):
                 candidates.append((share + near, -n, -abs(index - lead.block), n, index))
     if not candidates:
         return []
     *_, n, index = max(candidates)
-    return _intro(passages[n - 1], index) + passages[n - 1][index].units
+    return _lead_in(passages[n - 1], index) + passages[n - 1][index].units
+
+
+def _lead_in(blocks: list[Block], index: int) -> list[Unit]:
+    """The sentence right before the block at ``index`` (the last of the paragraph before it), if any: what
+    says what a code block is for, colon or not ("Use the `queryString` prop to enable this feature.")."""
+    return [blocks[index - 1].units[-1]] if index > 0 and blocks[index - 1].kind == "paragraph" else []
 
 
 def _introduces(blocks: list[Block], unit: Unit) -> bool:
