@@ -74,6 +74,7 @@ def fill_book(book, *, embedder=None) -> dict:
     ``SENTENCE_VECTORS`` says: the caller checks ``enabled()``). Returns ``{"passages", "reused",
     "units_embedded", "seconds"}`` (all 0 when there was nothing to do)."""
     from chat.models import SentenceVectors
+    from ingestion.chunking import unbold_labels
     from ingestion.embedders import get_embedder
     from ingestion.models import Chunk
 
@@ -100,7 +101,8 @@ def fill_book(book, *, embedder=None) -> dict:
                                         .values_list("key", "count", "vectors")):
                 reuse.setdefault(key, (count, bytes(vectors)))
             texts = sorted({u for key, units in batch.values() if key not in reuse for u in units})
-            made = dict(zip(texts, embedder.embed_documents(texts), strict=True)) if texts else {}
+            made = (dict(zip(texts, embedder.embed_documents([unbold_labels(t) for t in texts]), strict=True))
+                    if texts else {})
             rows = []
             for cid, (key, units) in batch.items():
                 if key in reuse:

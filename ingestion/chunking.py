@@ -70,8 +70,19 @@ class ChunkDraft:
 
 
 def embedding_text(heading_path: str, text: str) -> str:
-    """What is embedded (and indexed) for a chunk: its heading path, then its text."""
+    """What is embedded (and indexed) for a chunk: its heading path, then its text (labels unbolded)."""
+    text = unbold_labels(text)
     return f"{heading_path}\n\n{text}" if heading_path else text
+
+
+# A label at the start of a line, ``**Tip (Title):**`` or a tab's ``**npm:**`` (ingestion.mdx writes them bold).
+_BOLD_LABEL = re.compile(r"^(\s*)\*\*([^*\n]{1,120}:)\*\*(?=\s|$)", re.MULTILINE)
+
+
+def unbold_labels(text: str) -> str:
+    """``text`` with its labels' bold markers dropped: the bold is for the reader, and the embedder and the
+    chunker's token budget see the words alone (as before labels were bold, so passages embed the same)."""
+    return _BOLD_LABEL.sub(r"\1\2", text) if "**" in text else text
 
 
 @dataclass
@@ -106,8 +117,9 @@ class Chunker:
 
     # -- token arithmetic ------------------------------------------------------------
     def tokens(self, text: str) -> int:
-        """Tokens ``text`` adds to a passage (without the per-passage prefix/special tokens)."""
-        return max(self._count(text) - self._base, 0)
+        """Tokens ``text`` adds to a passage as it is embedded (``unbold_labels``), without the per-passage
+        prefix/special tokens."""
+        return max(self._count(unbold_labels(text)) - self._base, 0)
 
     # -- public --------------------------------------------------------------------------
     def chunk(self, doc: ParsedDocument) -> list[ChunkDraft]:

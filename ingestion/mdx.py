@@ -632,5 +632,5 @@ def _rewrite_admonitions(result: CleanResult, rel_path: str) -> None:
             else:
                 result.warnings.append(Issue(rel_path, index + 1, "stray ::: closing marker"))
     for open_line in open_lines:
-        label = result.labels[open_line].text
+        label = result.labels[open_line].text.strip("*")
         result.warnings.append(Issue(rel_path, open_line + 1, f"admonition '{label}' is never closed (:::)"))

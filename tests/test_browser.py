@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -532,3 +533,146 @@ def test_staff_uploads_a_zip_and_watches_the_job_finish(servers, open_page, admi
     assert committed(lambda: Book.objects.get(slug=slug).documents.count()) == 2
     assert errors == []
     committed(lambda: Book.objects.filter(slug=slug).delete())
+
+
+# -- code blocks in answers: caption, highlighting, the Copy button, light and dark --------------------------------
+CODE_QUESTION = "How do I add the widget to my Docusaurus site?"  # answered with docs/using/05-widget.mdx's block
+CODE_TITLE = "docusaurus.config.js"
+# What a rendered code block looks like, read in the browser (the page's document or the widget's shadow root).
+CODE_BLOCK_FACTS = """block => {
+  const pre = block.querySelector('pre');
+  const words = [...pre.querySelectorAll('span')].filter(s => s.textContent.trim());
+  const copy = block.querySelector('button');
+  const box = copy && copy.getBoundingClientRect();
+  const overlaps = r => box && r.left < box.right && r.right > box.left && r.top < box.bottom && r.bottom > box.top;
+  const keyword = pre.querySelector('span.k');
+  return {
+    code: (pre.querySelector('code') || pre).textContent,
+    color: getComputedStyle(pre).color,
+    background: getComputedStyle(pre).backgroundColor,
+    keyword: keyword && getComputedStyle(keyword).color,
+    colors: [...new Set(words.map(s => getComputedStyle(s).color))],
+    covered: words.filter(s => overlaps(s.getBoundingClientRect())).map(s => s.textContent),
+  };
+}"""
+
+
+def luminance(css_color: str) -> float:
+    """The relative luminance (WCAG) of a computed ``rgb(…)``/``rgba(…)`` colour."""
+    channels = [float(v) / 255 for v in re.findall(r"[\d.]+", css_color)[:3]]
+    r, g, b = (c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast(a: str, b: str) -> float:
+    high, low = sorted((luminance(a), luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def check_code_block(block, theme: str) -> dict:
+    """The assertions shared by the page and the widget: line breaks, caption, no fence meta, highlighting
+    readable in ``theme``, and a Copy button that covers no code."""
+    pre = block.locator("pre")
+    assert pre.count() == 1
+    shown = pre.inner_text()
+    assert "\n" in shown and "scripts:" in shown, "the code keeps its lines"
+    assert block.locator(".bookchat-code-title").inner_text() == CODE_TITLE
+    facts = block.evaluate(CODE_BLOCK_FACTS)
+    assert facts["keyword"] and facts["keyword"] != facts["color"], "keywords are coloured"
+    assert len(facts["colors"]) >= 3, facts["colors"]
+    assert (luminance(facts["background"]) < 0.1) == (theme == "dark"), facts["background"]
+    unreadable = [c for c in facts["colors"] + [facts["color"]] if contrast(c, facts["background"]) < 4.5]
+    assert not unreadable, f"code colours below 4.5:1 on {facts['background']}: {unreadable}"
+    assert facts["covered"] == [], "the Copy button covers code"
+    return facts
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_page_code_answer_is_highlighted_and_copied_by_keyboard(servers, open_page, theme):
+    bookchat, _ = servers
+    page, errors = open_page(f"{bookchat.url}/?book={BOOK}", color_scheme=theme)
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=bookchat.url)
+    page.fill("#question", CODE_QUESTION)
+    page.press("#question", "Enter")
+    turn = page.locator("article.turn:not(.pending)").last
+    turn.locator(".sources").wait_for()
+    answer = turn.locator(".answer-text")
+    block = answer.locator(".bookchat-code")
+    assert block.count() == 1, answer.inner_html()
+    assert "title=" not in answer.inner_text(), "the fence's meta is not shown"
+    block.scroll_into_view_if_needed()
+    facts = check_code_block(block, theme)
+    copy = block.locator("button.code-copy")
+    assert copy.get_attribute("aria-label") == f"Copy code: {CODE_TITLE}"
+
+    assert page.evaluate("document.activeElement.id") == "question"
+    for _ in range(60):  # back from the question box, through the thumbs and sources, to the Copy button
+        page.keyboard.press("Shift+Tab")
+        if page.evaluate("document.activeElement.classList.contains('code-copy')"):
+            break
+    assert page.evaluate("document.activeElement.getAttribute('aria-label')") == f"Copy code: {CODE_TITLE}", \
+        "the Copy button is reachable with the keyboard"
+    screenshot(page, f"code-answer-page-{theme}")
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => document.getElementById('live').textContent === 'Code copied to the clipboard.'")
+    assert copy.inner_text() == "Copied"
+    assert page.evaluate("navigator.clipboard.readText()") == facts["code"]
+    assert "scripts:" in facts["code"] and "title=" not in facts["code"] and "<span" not in facts["code"]
+    assert errors == []
+
+
+def test_page_code_answer_without_javascript(servers, open_page):
+    bookchat, _ = servers
+    page, errors = open_page(f"{bookchat.url}/?book={BOOK}", java_script_enabled=False)
+    page.fill("#question", CODE_QUESTION)
+    page.click("#ask-button")
+    page.wait_for_url("**#answer-*")
+    answer = page.locator("article.turn").last.locator(".answer-text")
+    pre = answer.locator(".bookchat-code pre")
+    assert pre.count() == 1
+    shown = pre.inner_text()
+    assert "\n" in shown and "scripts:" in shown
+    assert answer.locator(".bookchat-code-title").inner_text() == CODE_TITLE
+    assert "title=" not in answer.inner_text()
+    assert answer.locator("button").count() == 0, "no Copy button without the script that makes it work"
+    assert errors == []
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_widget_code_answer_is_highlighted_and_copied(servers, open_page, widget_key, theme):
+    """Dark here is the docs site's own switch (``<html data-theme="dark">``, as Docusaurus does), with the
+    system left light, so only the widget's followPageTheme can darken it."""
+    _, docs = servers
+    page, errors = open_docs(open_page, docs, widget_key(docs.origin), color_scheme="light")
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=docs.origin)
+    page.evaluate("(theme) => document.documentElement.setAttribute('data-theme', theme)", theme)
+    page.locator(".bc-launcher").click()
+    ask_widget(page, CODE_QUESTION)
+    answer = page.locator(".bc-answer[data-state=done]").last
+    answer.wait_for()
+    text = answer.locator(".bc-answer-text")
+    block = text.locator(".bookchat-code")
+    assert block.count() == 1, text.inner_html()
+    assert "title=" not in text.inner_text()
+    block.scroll_into_view_if_needed()
+    facts = check_code_block(block, theme)
+    copy = block.locator("button.bc-copy")
+    assert copy.get_attribute("aria-label") == f"Copy code: {CODE_TITLE}"
+    screenshot(page, f"code-answer-widget-{theme}")
+
+    focused = "document.activeElement.shadowRoot && document.activeElement.shadowRoot.activeElement"
+    assert page.evaluate(f"{focused}.classList.contains('bc-input')")
+    for _ in range(60):  # back from the question box, through the thumbs and sources, to the Copy button
+        page.keyboard.press("Shift+Tab")
+        if page.evaluate(f"{focused} && {focused}.classList.contains('bc-copy')"):
+            break
+    assert page.evaluate(f"{focused} && {focused}.getAttribute('aria-label')") == f"Copy code: {CODE_TITLE}", \
+        "the Copy button is reachable with the keyboard"
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => document.querySelector('#bookchat-widget').shadowRoot"
+                           ".querySelector('.bc-panel > [role=status]').textContent"
+                           " === 'Code copied to the clipboard.'")
+    assert copy.inner_text() == "Copied"
+    assert page.evaluate("navigator.clipboard.readText()") == facts["code"]
+    assert "scripts:" in facts["code"] and "title=" not in facts["code"]
+    assert errors == []

@@ -228,3 +228,32 @@ def test_page_stream_api_and_mcp_show_the_same_answer(client, no_llm):
     text = mcp_text(answer_question(AskRequest(question=WIDGET_QUESTION, book=MANUAL)))
     fence = re.search(r"^```js title=\"docusaurus.config.js\"\n(.*?)\n```$", text, re.DOTALL | re.MULTILINE)
     assert fence and fence.group(1) == pre_texts(body["answer_html"])[0], "MCP: Markdown with the fence intact"
+
+
+@pytest.mark.django_db
+def test_every_answer_evaluate_gives_on_the_shared_sets_renders_each_fence_as_one_block(ingest_corpus, manual_book,
+                                                                                          no_llm):
+    """Over every answer of the shared docusaurus-docs sets and the code sets: as many ``<pre>`` blocks as fences,
+    and no fence meta outside them."""
+    from pathlib import Path
+
+    from chat.evaluation import run_evaluation
+    from tests.support.shared_data import shared_corpus
+
+    assert ingest_corpus("docusaurus-docs").exit_code == 0
+    data = shared_corpus("docusaurus-docs").parent
+    folder = Path(__file__).resolve().parent.parent / "bench" / "questions"
+    runs = [("docusaurus-docs", data / "questions.jsonl"), ("docusaurus-docs", data / "questions-2.jsonl"),
+            ("docusaurus-docs", folder / "code-docusaurus.jsonl"), (MANUAL, folder / "code-manual.jsonl")]
+    fences = 0
+    for book, path in runs:
+        _, records = run_evaluation(load_questions(path), book_slug=book)
+        for record in records:
+            answer = record.get("answer") or ""
+            blocks = split_code_blocks(answer)[1]
+            html = render_answer(answer, [])
+            assert html.count("<pre>") == len(blocks), record["id"]
+            fences += len(blocks)
+            outside = visible_outside_code(html)
+            assert not re.search(r"\btitle=|showLineNumbers|npm2yarn|```|~~~", outside), (record["id"], outside)
+    assert fences >= 10, "the sets do bring code blocks"

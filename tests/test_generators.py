@@ -42,9 +42,9 @@ def test_mkdocs_admonitions_become_a_label_and_their_indented_body_is_read_as_te
     page = ('# Install\n\n!!! warning "Careful now"\n    Do not run this as root.\n\n    - first step\n'
             '    - second step\n\n??? note\n    Folded away.\n\nBack to normal text.\n')
     blocks = texts(parse_document(page, rel_path="install.md"))
-    assert ("paragraph", "Warning (Careful now):\nDo not run this as root.") in blocks
+    assert ("paragraph", "**Warning (Careful now):**\nDo not run this as root.") in blocks
     assert ("list", "- first step\n- second step") in blocks
-    assert ("paragraph", "Note:\nFolded away.") in blocks
+    assert ("paragraph", "**Note:**\nFolded away.") in blocks
     assert not any(kind == "code" for kind, _ in blocks), "not one indented code block"
 
 

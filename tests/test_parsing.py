@@ -229,8 +229,8 @@ TABS = """\
 
 def test_tab_items_keep_their_label_in_front_of_their_content():
     assert texts(parse(TABS)) == [
-        "Apple: This is an apple 🍎\nOrange: This is an orange 🍊\nBanana: This is a banana 🍌",
-        "Apple 1: This is an apple 🍎\nOrange 1: This is an orange 🍊",  # <Tabs values> labels win
+        "**Apple:** This is an apple 🍎\n**Orange:** This is an orange 🍊\n**Banana:** This is a banana 🍌",
+        "**Apple 1:** This is an apple 🍎\n**Orange 1:** This is an orange 🍊",  # <Tabs values> labels win
     ]
 
 
@@ -255,9 +255,9 @@ Run the installer.
 """  # real (shortened): guides/markdown-features/markdown-features-code-blocks.mdx
     doc = parse(text)
     assert [(b.kind, b.text) for b in doc.blocks] == [
-        ("paragraph", "JavaScript:"),
+        ("paragraph", "**JavaScript:**"),
         ("code", "```js\nfunction helloWorld() {\n  console.log('Hello, world!');\n}\n```"),
-        ("paragraph", "npm: Run the installer."),
+        ("paragraph", "**npm:** Run the installer."),
     ]
     assert (doc.blocks[2].line, doc.blocks[2].end_line) == (11, 13)  # from the <TabItem> line
 
@@ -468,11 +468,11 @@ Some **content** with some _Markdown_ `syntax`.
 """  # real: markdown-features-admonitions.mdx and physical-ai-book page-20
     doc = parse(text)
     assert [(b.kind, b.text) for b in doc.blocks] == [
-        ("paragraph", "Note: Some **content** with _Markdown_ `syntax`. Check [this `api`](#)."),
-        ("paragraph", "Info (Learning Objectives):\nBy the end of this guide, you will:"),
+        ("paragraph", "**Note:** Some **content** with _Markdown_ `syntax`. Check [this `api`](#)."),
+        ("paragraph", "**Info (Learning Objectives):**\nBy the end of this guide, you will:"),
         ("list", "- Understand the hardware and software prerequisites for NVIDIA Isaac Sim 2024.1+\n"
                  "- Successfully install Isaac Sim on Ubuntu 20.04/22.04 or Windows 10/11"),
-        ("paragraph", "Note (Your Title **with** some _Markdown_ `syntax`!): Some **content** with some "
+        ("paragraph", "**Note (Your Title with some _Markdown_ `syntax`!):** Some **content** with some "
                       "_Markdown_ `syntax`."),
     ]
     assert (doc.blocks[0].line, doc.blocks[0].end_line) == (1, 3)  # the block starts at its :::note line
@@ -499,8 +499,8 @@ Deep child content
 
 :::::
 """  # real: markdown-features-admonitions.mdx
-    assert texts(parse(text)) == ["Info (Parent): Parent content", "Danger (Child): Child content",
-                                  "Tip (Deep Child): Deep child content"]
+    assert texts(parse(text)) == ["**Info (Parent):** Parent content", "**Danger (Child):** Child content",
+                                  "**Tip (Deep Child):** Deep child content"]
 
 
 def test_admonition_inside_a_list_item_stays_in_the_list():
@@ -524,7 +524,7 @@ def test_admonition_inside_a_list_item_stays_in_the_list():
     assert doc.blocks[0].text == (
         "1.  Install the `remark-math` and `rehype-katex` plugins:\n\n"
         "    ```bash\n    npm install --save remark-math@6 rehype-katex@7\n    ```\n\n"
-        "    Warning:\n\n"
+        "    **Warning:**\n\n"
         "    Make sure to use `remark-math 6` and `rehype-katex 7` for Docusaurus v3 (using MDX v3).\n\n"
         "2.  These 2 plugins are only available as ES Modules."
     )
@@ -550,16 +550,16 @@ npm run swizzle
 """  # first element real: markdown-features-admonitions.mdx
     doc = parse(text)
     assert [(b.kind, b.text) for b in doc.blocks] == [
-        ("paragraph", "Tip (Did you know...):\nUse plugins to introduce shorter syntax for the most commonly"
+        ("paragraph", "**Tip (Did you know...):**\nUse plugins to introduce shorter syntax for the most commonly"
                       " used JSX\nelements in your project."),
-        ("paragraph", "Tip:"),
+        ("paragraph", "**Tip:**"),
         ("code", "```bash\nnpm run swizzle\n```"),
     ]  # the empty :::note leaves nothing
 
 
 def test_unclosed_admonition_warns_and_keeps_content():
     doc = parse("# Title\n\n:::caution Careful\n\nThe content is kept.\n")
-    assert texts(doc) == ["Caution (Careful): The content is kept."]
+    assert texts(doc) == ["**Caution (Careful):** The content is kept."]
     warnings = [(w.line, w.message) for w in doc.warnings]
     assert warnings == [(3, "admonition 'Caution (Careful):' is never closed (:::)")]
 
@@ -800,7 +800,7 @@ def test_corpus_pages_with_known_content():
         (data / "docusaurus-docs/docs/guides/markdown-features/markdown-features-tabs.mdx").read_text(),
         rel_path="guides/markdown-features/markdown-features-tabs.mdx")
     assert tabs.slug == "markdown-features/tabs" and tabs.title == "Tabs"
-    apples = "Apple: This is an apple 🍎\nOrange: This is an orange 🍊\nBanana: This is a banana 🍌"
+    apples = "**Apple:** This is an apple 🍎\n**Orange:** This is an orange 🍊\n**Banana:** This is a banana 🍌"
     assert apples in texts(tabs)
 
     isaac_path = "module-03-ai-robot-brain/chapter-07-isaac-sim-sdk/page-20-setting-up-isaac-sdk.mdx"

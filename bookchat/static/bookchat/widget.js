@@ -354,7 +354,7 @@
     '.bc-root{--bc-on-accent:#fff;--bc-bg:#fff;--bc-fg:#1c1e21;--bc-muted:#5f6470;--bc-border:#e2e4e8;--bc-surface:#f5f6f8;',
     '--bc-shadow:0 12px 40px rgba(20,24,40,.18);--bc-link:var(--bc-accent);--bc-high:#146c3a;--bc-high-bg:#e3f5ea;',
     '--bc-medium:#7a5500;--bc-medium-bg:#fdf1d6;--bc-low:#a3281b;--bc-low-bg:#fde6e3;--bc-note-bg:#fbf7ea;',
-    '--bc-code-comment:#6e7781;--bc-code-keyword:#cf222e;--bc-code-string:#0a3069;--bc-code-number:#0550ae;',
+    '--bc-code-comment:#59636e;--bc-code-keyword:#cf222e;--bc-code-string:#0a3069;--bc-code-number:#0550ae;',
     '--bc-code-function:#8250df;--bc-code-tag:#116329;--bc-code-builtin:#953800;',
     'font-family:system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;font-size:14px;',
     'line-height:1.5;color:var(--bc-fg);font-weight:400;font-style:normal;letter-spacing:normal;text-align:left;',
