@@ -3,8 +3,10 @@
 Answers quote the book and, with an LLM, the model's own words; neither may put markup on
 the page. So raw HTML in the Markdown is escaped rather than passed through (the renderer's
 HTML handlers are removed), and the result is cleaned again with an allow-list (nh3) that
-keeps only formatting tags and http(s)/mailto links. Citation markers ``[n]`` outside code
-become links to source ``n``'s section in the book; a marker that names no source stays text.
+keeps only formatting tags and http(s)/mailto links. Citation markers ``[n]`` outside code and
+math become links to source ``n``'s section in the book; a marker that names no source stays text.
+TeX math (``$…$``, ``$$…$$``) is shown as the book wrote it, in a ``bookchat-math`` span, never
+read as Markdown (``$x_1 * y_2$`` is not emphasis).
 
 Code blocks are taken out of the Markdown before it is rendered and rendered here, because books
 write more after a fence's language than Python-Markdown's ``fenced_code`` accepts (it turned
@@ -36,9 +38,9 @@ from pygments.util import ClassNotFound
 ALLOWED_TAGS = {"p", "br", "hr", "ul", "ol", "li", "pre", "code", "em", "strong", "b", "i", "blockquote", "a",
                 "table", "thead", "tbody", "tr", "th", "td", "h3", "h4", "h5", "h6", "del", "div", "span"}
 ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "code": {"class"}, "th": {"align"}, "td": {"align"},
-                      "div": {"class", "data-lang"}, "span": {"class"}}
-_CODE = re.compile(r'(<pre\b.*?</pre>|<code\b.*?</code>|<a\b.*?</a>|<div class="bookchat-code-title">.*?</div>)',
-                   re.DOTALL)
+                      "div": {"class", "data-lang"}, "span": {"class"}}  # (Pygments' and math's classes)
+_CODE = re.compile(r'(<pre\b.*?</pre>|<code\b.*?</code>|<a\b.*?</a>|<div class="bookchat-code-title">.*?</div>'
+                   r'|<span class="bookchat-math">.*?</span>)', re.DOTALL)
 _MARKER = re.compile(r"\[(\d{1,2})\]")
 _HEADING = re.compile(r"<(/?)h[12]\b")
 
@@ -64,9 +66,12 @@ def render_answer(answer: str, sources: list[dict], href=None) -> str:
         return ""
     nonce = secrets.token_hex(8)  # the answer can't know it, so can't name a block it doesn't hold
     text, blocks = split_code_blocks(answer, nonce)
+    text, maths = _take_math(text, nonce)
     rendered = _markdown().convert(text)
     rendered = re.sub(rf"<p>bookchatcode{nonce}n(\d+)</p>", lambda m: code_block_html(blocks[int(m.group(1))]),
                       rendered)
+    rendered = re.sub(rf"bookchatmath{nonce}n(\d+)", lambda m: '<span class="bookchat-math">'
+                      f"{html.escape(maths[int(m.group(1))], quote=False)}</span>", rendered)
     rendered = _HEADING.sub(r"<\1h4", rendered)  # an answer's headings never outrank the page's
     clean = nh3.clean(rendered, tags=ALLOWED_TAGS, attributes=ALLOWED_ATTRIBUTES,
                       url_schemes={"http", "https", "mailto"}, link_rel="noopener noreferrer")
@@ -98,6 +103,26 @@ _FENCE_OPEN = re.compile(r"^(?P<indent> *)(?P<fence>`{3,}|~{3,})(?P<info>.*)$") 
 _TITLE = re.compile(r"""\btitle=(?:"([^"]*)"|'([^']*)'|(\S+))""")
 _FORMATTER = HtmlFormatter(nowrap=True)
 MAX_HIGHLIGHT_CHARS = 20_000  # past this a block is shown as plain text: Pygments is fast, but not free
+
+
+# Inline code (left to Markdown), or TeX math: ``$$…$$`` or ``$…$`` (not ``$5 and $10``: no space inside the
+# dollars, no digit or word right after the closing one).
+_CODE_OR_MATH = re.compile(r"(?<!`)(`+)(?!`).+?(?<!`)\1(?!`)"
+                           r"|(\$\$.+?\$\$|(?<![\w$\\])\$(?=\S)[^$\n]+?(?<=\S)\$(?![\w$]))", re.DOTALL)
+
+
+def _take_math(markdown_text: str, nonce: str) -> tuple[str, list[str]]:
+    """``markdown_text`` with each TeX span replaced by a placeholder word, and the spans: Markdown would read
+    ``$x_1 * y_2$`` as emphasis; math is shown as the book wrote it."""
+    maths: list[str] = []
+
+    def take(match: re.Match) -> str:
+        if match.group(2) is None:
+            return match.group(0)  # inline code: Markdown's
+        maths.append(match.group(2))
+        return f"bookchatmath{nonce}n{len(maths) - 1}"
+
+    return (_CODE_OR_MATH.sub(take, markdown_text) if "$" in markdown_text else markdown_text), maths
 
 
 def split_code_blocks(markdown_text: str, nonce: str = "") -> tuple[str, list[CodeBlock]]:

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 
 from ingestion.documents import Block, Heading, ParsedDocument
 
-# Bump when the chunking rules or the text the parser gives them change (2: labels of tabs and admonitions
+# Bump when the chunking rules or the text the parser gives them change (3: labels of tabs and admonitions
 # are bold): documents indexed under another version are re-chunked.
-CHUNKER_VERSION = "2"
+CHUNKER_VERSION = "3"
 
 HEADING_SEPARATOR = " > "
 _SENTENCE_END = re.compile(r"(?:(?<=[.!?…。！？])|(?<=[.!?…。！？][\"')\]]))\s+")

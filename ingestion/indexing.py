@@ -27,7 +27,7 @@ from django.utils.text import slugify
 
 from bookchat.conf import setting
 from bookchat.errors import BookchatError
-from ingestion.chunking import ChunkDraft, Chunker, ChunkingOptions
+from ingestion.chunking import ChunkDraft, Chunker, ChunkingOptions, unbold_labels
 from ingestion.documents import Issue
 from ingestion.docusaurus import category_entry, document_url
 from ingestion.embedders import Embedder, check_compatible, get_embedder
@@ -362,7 +362,10 @@ class BookIndexer:
             text = draft.embed_text
             occurrence = seen.get(text, 0)
             seen[text] = occurrence + 1
-            ids.append(_hash(self.slug, rel_path, text, str(occurrence))[:40])
+            # A passage whose text differs from what is embedded (bold labels) names its text too, so that an index
+            # from before labels were bold gets the new text (its vector is reused by ``embedding_key``).
+            shown = [draft.text] if unbold_labels(draft.text) != draft.text else []
+            ids.append(_hash(self.slug, rel_path, text, str(occurrence), *shown)[:40])
             keys.append(_hash(self.embedder.name, text))
         old_ids = set(stored.chunks.values_list("id", flat=True)) if stored is not None else set()
         kept = old_ids & set(ids)

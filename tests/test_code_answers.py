@@ -134,6 +134,14 @@ def test_tab_and_admonition_labels_are_bold_labels():
     assert "**Tip (Faster):** Use the cache." in texts
 
 
+def test_bold_labels_are_embedded_and_counted_as_plain_words():
+    from ingestion.chunking import embedding_text, unbold_labels
+
+    assert unbold_labels("**npm:** Run it.\n  **Tip (Fast):**\nGo.") == "npm: Run it.\n  Tip (Fast):\nGo."
+    assert unbold_labels("Some **bold:** words") == "Some **bold:** words", "only a label opening a line"
+    assert embedding_text("Install", "**npm:** Run it.") == embedding_text("Install", "npm: Run it.")
+
+
 # -- composing ----------------------------------------------------------------------------------------
 @dataclass
 class Passage:
@@ -257,3 +265,12 @@ def test_every_answer_evaluate_gives_on_the_shared_sets_renders_each_fence_as_on
             outside = visible_outside_code(html)
             assert not re.search(r"\btitle=|showLineNumbers|npm2yarn|```|~~~", outside), (record["id"], outside)
     assert fences >= 10, "the sets do bring code blocks"
+
+
+def test_math_is_shown_as_written_and_markers_inside_it_stay_text():
+    html = render_answer("Energy $E = m c^2$ and $x_1 * y_2 [1]$ cost $5 and $10 [1].\n\n$$\n\\sum_{i=1}^n x_i < 3\n$$",
+                         SOURCES)
+    assert '<span class="bookchat-math">$x_1 * y_2 [1]$</span>' in html, "no emphasis, no citation link"
+    assert "<em>" not in html and "$5 and $10" in html
+    assert '<span class="bookchat-math">$$\n\\sum_{i=1}^n x_i &lt; 3\n$$</span>' in html
+    assert html.count('class="bookchat-cite"') == 1

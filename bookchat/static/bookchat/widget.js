@@ -424,6 +424,7 @@
     '.bc-answer-text pre span.nt,.bc-answer-text pre span.gi{color:var(--bc-code-tag);}',
     '.bc-answer-text pre span.nb,.bc-answer-text pre span.bp,.bc-answer-text pre span.gd{color:var(--bc-code-builtin);}',
     '.bc-answer-text pre span.gp{color:var(--bc-code-comment);user-select:none;}',
+    '.bookchat-math{font-family:"Latin Modern Math","STIX Two Math",Cambria,serif;white-space:pre-wrap;}',
     '.bc-answer-text blockquote{border-left:3px solid var(--bc-border);padding-left:10px;color:var(--bc-muted);}',
     '.bc-answer-text table{border-collapse:collapse;display:block;overflow-x:auto;}',
     '.bc-answer-text th,.bc-answer-text td{border:1px solid var(--bc-border);padding:4px 8px;}',
