@@ -4,8 +4,9 @@ source(s) it cites.
 A sentence is supported when at least ``GROUNDING_MIN_SUPPORT`` of its content words occur in
 a cited source (an uncited sentence may be supported by any source; sentences with fewer
 than ``MIN_TERMS`` content words, like "Yes." or "In short:", are not judged). Code blocks
-must appear in a source as they are. The answer fails (and is withheld) when a citation
-names no retrieved source, when nothing is cited at all, when more than
+must appear in a source as they are (a block shortened to a last line ``…``: the lines shown).
+The answer fails (and is withheld) when a citation names no retrieved source, when nothing is
+cited at all, when more than
 ``GROUNDING_MAX_UNSUPPORTED`` of the judged sentences are unsupported, or when it links to
 an address (a Markdown link or image, an autolink, a bare URL) that no source contains: a
 model talked into sending readers elsewhere can't pass a link off as the book's.
@@ -17,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 
 from bookchat.conf import setting
+from chat.extractive import SHORTENED
 from chat.terms import citations, content_terms, split_sentences, strip_citations
 
 MIN_TERMS = 3
@@ -91,6 +93,9 @@ def check_grounding(answer: str, sources: list[str]) -> GroundingReport:
         candidates = valid or range(1, len(sources) + 1)
         if kind == "code":
             report.sentences += 1
+            lines = segment.rstrip().split("\n")
+            if len(lines) > 1 and lines[-1].strip() == SHORTENED:  # a long block shortened: what is shown must be there
+                segment = "\n".join(lines[:-1])
             body = _squash(segment)
             if body and any(body in squashed_sources[n - 1] for n in candidates):
                 report.supported += 1

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from chat.evaluation import QuestionFileError, code_in_one_block, load_questions
 from chat.extractive import MAX_CODE_LINES, SHORTENED, compose_extractive
+from chat.grounding import check_grounding
 from chat.rendering import parse_info, pre_texts, render_answer, split_code_blocks
 from chat.terms import plain_text
 from ingestion.parsing import parse_document
@@ -161,8 +162,12 @@ def test_a_long_code_block_is_shortened_at_a_line_with_a_visible_ellipsis_and_ci
     assert lines[-1] == SHORTENED and len(lines) <= MAX_CODE_LINES + 1
     assert all(line == f"step_{i} = run({i})" for i, line in enumerate(lines[:-1])), "cut between lines"
     after = answer.split("```")[-1]
-    assert "shortened" in after and "[1]" in after, "says so, and links to the section"
+    assert "rest is in the book" in after and "[1]" in after, "says so, and links to the section"
     assert not re.search(r"\[\d\]", blocks[0].code), "no citation marker inside code"
+    report = check_grounding(answer, [passage.text])
+    assert report.passed and not report.unsupported, "what is shown is the book's"
+    tampered = check_grounding(answer.replace("step_3 = run(3)", "rm -rf /"), [passage.text])
+    assert len(tampered.unsupported) == 1 and "rm -rf /" in tampered.unsupported[0]
 
 
 def test_a_how_to_answer_brings_the_block_its_sentence_introduces_whole():
