@@ -18,7 +18,12 @@ Then, in order:
    the item it belongs to.
 3. **Add** a unit from another passage only when it covers words of the question the lead
    does not and scores nearly as well; at most ``max_units`` prose units in all.
-4. **Cite** each run of one passage's units once, with the passage that holds them; a unit
+4. **Code**: a question that asks for code (``wants_code``: how to…, or a command, snippet, example,
+   config, script) whose answer holds no code block yet gets the block that goes with the lead
+   (``_code_for``), with the sentence before it. A code block is never cut in the middle: one longer
+   than ``MAX_CODE_LINES`` is shortened at a line boundary to a last line ``…``, and a note after it
+   cites the section where the rest is. Citation markers never go inside code.
+5. **Cite** each run of one passage's units once, with the passage that holds them; a unit
    that several passages hold is taken from (and cited to) the best-ranked one only.
 Units keep the book's order within a passage; the lead's passage comes first.
 """
