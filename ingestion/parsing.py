@@ -311,11 +311,13 @@ def _is_magic_comment(line: str, info: str) -> bool:
 
 
 def _code_info(info: str) -> str:
-    """A fence's info string without Docusaurus meta: ``js title="a.js" {1,3}`` → ``js title="a.js"``."""
+    """A fence's info string without Docusaurus meta: ``js title="a.js" {1,3}`` → ``js title="a.js"``;
+    MkDocs ``{ .py title="a.py" linenums="1" }`` → ``py title="a.py"``."""
     info = info.strip()
     lang, _, meta = info.partition(" ")
-    if lang.startswith("{") or "=" in lang:
-        lang, meta = "", info
+    if lang.startswith("{") or "=" in lang:  # MkDocs ``{ .py title="a.py" }``: the language is its class
+        found = re.search(r"(?:^|[\s{])\.([\w+#-]+)", info)
+        lang, meta = (found.group(1) if found else ""), info
     title = _TITLE_META.search(meta)
     if title and title.group(2).strip():
         lang += f' title="{title.group(2).strip()}"'

@@ -125,6 +125,14 @@ def test_plain_text_keeps_inline_code_math_and_code_lines_verbatim():
     assert "const key = 'pk_live';" in text and "title=" not in text and "js" not in text.split()
 
 
+def test_the_indexer_keeps_a_mkdocs_fences_language_and_title():
+    doc = parse_document('# Setup\n\n``` { .yaml title="mkdocs.yml" linenums="1" }\ntheme: material\n```\n',
+                         rel_path="setup.md")
+    code = next(b.text for b in doc.blocks if b.kind == "code")
+    assert code.startswith('```yaml title="mkdocs.yml"\n') and "linenums" not in code
+    assert parse_info(code.split("\n", 1)[0][3:]) == ("yaml", "mkdocs.yml")
+
+
 def test_tab_and_admonition_labels_are_bold_labels():
     doc = parse_document(
         "# Install\n\nimport Tabs from '@theme/Tabs';\nimport TabItem from '@theme/TabItem';\n\n<Tabs>\n"
