@@ -35,6 +35,8 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 
+from chat.terms import MATH
+
 ALLOWED_TAGS = {"p", "br", "hr", "ul", "ol", "li", "pre", "code", "em", "strong", "b", "i", "blockquote", "a",
                 "table", "thead", "tbody", "tr", "th", "td", "h3", "h4", "h5", "h6", "del", "div", "span"}
 ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "code": {"class"}, "th": {"align"}, "td": {"align"},
@@ -105,10 +107,7 @@ _FORMATTER = HtmlFormatter(nowrap=True)
 MAX_HIGHLIGHT_CHARS = 20_000  # past this a block is shown as plain text: Pygments is fast, but not free
 
 
-# Inline code (left to Markdown), or TeX math: ``$$…$$`` or ``$…$`` (not ``$5 and $10``: no space inside the
-# dollars, no digit or word right after the closing one).
-_CODE_OR_MATH = re.compile(r"(?<!`)(`+)(?!`).+?(?<!`)\1(?!`)"
-                           r"|(\$\$.+?\$\$|(?<![\w$\\])\$(?=\S)[^$\n]+?(?<=\S)\$(?![\w$]))", re.DOTALL)
+_CODE_OR_MATH = re.compile(rf"(?<!`)(`+)(?!`).+?(?<!`)\1(?!`)|({MATH})", re.DOTALL)  # inline code is Markdown's
 
 
 def _take_math(markdown_text: str, nonce: str) -> tuple[str, list[str]]:
