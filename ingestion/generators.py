@@ -10,6 +10,9 @@ Decisions:
   content; ``{% raw %}``/``{% endraw %}`` markers go and their content stays; every other
   ``{% tag %}`` (``include``, ``if``, ``for``, ``assign``, ``highlight``…) and every ``{{ output }}`` is
   removed: what it would render comes from the site's data, which a folder of pages doesn't have.
+- Jekyll's ``{% highlight ruby linenos %}`` … ``{% endhighlight %}`` become a fence (```` ```ruby ````, before
+  anything else reads the page), so their content is read, and shown in answers, as the code block the site
+  renders; ``linenos`` and the like are dropped. An opening tag never closed stays a tag (removed as one).
 - mdBook's ``{{#include file}}`` (and ``#rustdoc_include``, ``#playground``) on a line of its own is inlined
   before this runs (``ingestion.partials``); one left mid-line is removed with a warning naming it.
 - MkDocs admonitions (``!!! note "Title"``, and collapsible ``???``/``???+``) become a label line like
@@ -33,6 +36,30 @@ _INLINE_CODE = re.compile(r"(`+).*?\1")
 _TEMPLATE_SUFFIXES = (".md", ".markdown")
 _MKDOCS_ADMONITION = re.compile(r"^(?P<indent>[ \t]*)(?:!!!|\?\?\?\+?)[ \t]+(?P<kind>[A-Za-z][\w-]*)"
                                 r"(?:[ \t]+(?P<classes>[\w -]*?))?(?:[ \t]*\"(?P<title>[^\"]*)\")?[ \t]*$")
+
+
+_HIGHLIGHT_OPEN = re.compile(r"^(?P<indent>[ \t]*)\{%-?\s*highlight\s+(?P<lang>[\w+#.-]+)[^%]*-?%\}\s*$")
+_HIGHLIGHT_CLOSE = re.compile(r"^[ \t]*\{%-?\s*endhighlight\s*-?%\}\s*$")
+
+
+def highlight_fences(lines: list[str], *, rel_path: str) -> None:
+    """Rewrite Jekyll ``{% highlight lang %}`` … ``{% endhighlight %}`` blocks of a ``.md`` page in ``lines`` as
+    fenced code blocks, in place, line for line."""
+    from ingestion.mdx import fence_for
+
+    if not rel_path.lower().endswith(_TEMPLATE_SUFFIXES):
+        return
+    index = 0
+    while index < len(lines):
+        opening = _HIGHLIGHT_OPEN.match(lines[index]) if "highlight" in lines[index] else None
+        close = next((j for j in range(index + 1, len(lines)) if _HIGHLIGHT_CLOSE.match(lines[j])), None) \
+            if opening else None
+        if opening and close is not None:
+            fence = fence_for("\n".join(lines[index + 1:close]))
+            lines[index] = f"{opening.group('indent')}{fence}{opening.group('lang')}"
+            lines[close] = f"{opening.group('indent')}{fence}"
+            index = close
+        index += 1
 
 
 def clean_generator_syntax(lines: list[str], code_lines: set[int], *, rel_path: str) -> list[Issue]:

@@ -32,7 +32,7 @@ from markdown_it import MarkdownIt
 
 from bookchat.errors import ParseError
 from ingestion.documents import Issue
-from ingestion.generators import clean_generator_syntax
+from ingestion.generators import clean_generator_syntax, highlight_fences
 
 _COMMENT_HEADING_ID = re.compile(r"\s*#([^\s{}*]+)\s*$")
 _ATX_HEADING_START = re.compile(r" {0,3}#{1,6}\s")
@@ -121,6 +121,7 @@ def clean_mdx(lines: list[str], *, rel_path: str) -> CleanResult:
     """Clean the page body given as lines (front matter already blanked)."""
     original = lines
     lines = list(lines)
+    highlight_fences(lines, rel_path=rel_path)
     code_lines = _unwrap_mdx_code_blocks(lines)
     generator_warnings = clean_generator_syntax(lines, code_lines, rel_path=rel_path)
     scanner = _Scanner(rel_path, strict=rel_path.lower().endswith(".mdx"))

@@ -133,6 +133,15 @@ def test_the_indexer_keeps_a_mkdocs_fences_language_and_title():
     assert parse_info(code.split("\n", 1)[0][3:]) == ("yaml", "mkdocs.yml")
 
 
+def test_a_jekyll_highlight_block_is_indexed_as_the_code_block_it_renders():
+    doc = parse_document("# Ruby\n\nRun this:\n\n{% highlight ruby linenos %}\ndef hi\n  puts \"<b>hi</b>\" # {{ x }}\n"
+                         "end\n{% endhighlight %}\n\nAfter {% if x %}text{% endif %}.\n"
+                         "{% highlight js %}\nnever closed\n", rel_path="ruby.md")
+    blocks = [(b.kind, b.text) for b in doc.blocks]
+    assert ("code", '```ruby\ndef hi\n  puts "<b>hi</b>" # {{ x }}\nend\n```') in blocks
+    assert ("paragraph", "never closed") in blocks, "an unclosed tag is only a tag (removed), its lines text"
+
+
 def test_tab_and_admonition_labels_are_bold_labels():
     doc = parse_document(
         "# Install\n\nimport Tabs from '@theme/Tabs';\nimport TabItem from '@theme/TabItem';\n\n<Tabs>\n"
