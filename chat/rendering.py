@@ -105,8 +105,6 @@ _FENCE_OPEN = re.compile(r"^(?P<indent> *)(?P<fence>`{3,}|~{3,})(?P<info>.*)$") 
 _TITLE = re.compile(r"""\btitle=(?:"([^"]*)"|'([^']*)'|(\S+))""")
 _FORMATTER = HtmlFormatter(nowrap=True)
 MAX_HIGHLIGHT_CHARS = 20_000  # past this a block is shown as plain text: Pygments is fast, but not free
-
-
 _CODE_OR_MATH = re.compile(rf"(?<!`)(`+)(?!`).+?(?<!`)\1(?!`)|({MATH})", re.DOTALL)  # inline code is Markdown's
 
 
