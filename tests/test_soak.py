@@ -118,7 +118,10 @@ class Load:
 def run_clients(load: Load, *, clients: int, stop, think_seconds: float = 0.0, during=None,
                 keep_alive: bool = True) -> None:
     async def main() -> None:
-        limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients if keep_alive else 0)
+        # Idle connections are dropped after 1 s, before gunicorn's 2 s keep-alive closes them: a request sent on a
+        # connection the server is closing at that moment fails with a ReadError that says nothing about bookchat.
+        limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients if keep_alive else 0,
+                              keepalive_expiry=1.0)
         async with httpx.AsyncClient(base_url=load.url, timeout=60, limits=limits) as http:
             tasks = [asyncio.create_task(load.client(http, stop=stop, think_seconds=think_seconds))]
             for _ in range(clients - 1):  # staggered, so the clients don't think in step
