@@ -290,6 +290,7 @@ def summarise(records: list[dict], *, book, top_k: int) -> dict:
     kinds = {k: sum(1 for r in records if r["kind"] == k) for k in KINDS if any(r["kind"] == k for r in records)}
     levels = {lvl: sum(1 for r in ok if r["confidence_level"] == lvl) for lvl in ("high", "medium", "low")}
     calibration = book_calibration(book)
+    kinds_figures = by_kind(records)
     return {
         "book": book.slug,
         "questions": len(records),
@@ -302,8 +303,8 @@ def summarise(records: list[dict], *, book, top_k: int) -> dict:
         "refusal_rate_unanswerable": _rate([r for r in refuse if r["kind"] == "unanswerable"], lambda r: r["refused"]),
         "false_refusal_rate": quality["false_refusal_rate"],
         "withheld_rate": quality["withheld_rate"],
-        "code_answered_as_code": _rate([r for r in ok if r["kind"] == "code"], lambda r: r["code_as_code"]),
-        "by_kind": by_kind(records),
+        "code_answered_as_code": kinds_figures.get("code", {}).get("code_answered_as_code"),
+        "by_kind": kinds_figures,
         "confidence_levels": levels,
         "confidence": confidence_report(records),
         "latency_ms_p50": int(np.percentile(latencies, 50)) if latencies else None,

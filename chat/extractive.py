@@ -355,12 +355,8 @@ def _introduces(blocks: list[Block], unit: Unit) -> bool:
 
 
 def _intro(blocks: list[Block], index: int) -> list[Unit]:
-    """The sentence that introduces the block at ``index`` (the paragraph's last, ending with a colon)."""
-    if index > 0 and blocks[index - 1].kind == "paragraph":
-        last = blocks[index - 1].units[-1]
-        if ends_with_colon(last.text):
-            return [last]
-    return []
+    """The sentence that introduces the block at ``index``: its lead-in, when that ends with a colon."""
+    return [u for u in _lead_in(blocks, index) if ends_with_colon(u.text)]
 
 
 def _parent(block: Block, unit: Unit) -> list[Unit]:

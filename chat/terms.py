@@ -19,9 +19,9 @@ _MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _MD_MARKS = re.compile(r"[*_`~]+")
 _HTML_TAG = re.compile(r"</?[A-Za-z][^>]*>")
 _FENCE_LINE = re.compile(r"^\s*(`{3,}|~{3,})")
-# Inline code (any run of backticks, closed by the same run) and TeX math: kept as written in plain text.
 # TeX math: ``$$…$$`` or ``$…$`` (not ``$5 and $10``: no space inside the dollars, no word right after them).
 MATH = r"\$\$.+?\$\$|(?<![\w$\\])\$(?=\S)[^$\n]+?(?<=\S)\$(?![\w$])"
+# Inline code (any run of backticks, closed by the same run) and math: kept as written in plain text.
 _VERBATIM = re.compile(rf"(?<!`)(`+)(?!`)\s?(.+?)\s?(?<!`)\1(?!`)|{MATH}", re.DOTALL)
 # A table's delimiter row (`| --- | :-: |`, `--- | ---`): it has a pipe, which a thematic break never has.
 _TABLE_RULE = re.compile(r"^[ \t]*(?=[^|\n]*\|)\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")

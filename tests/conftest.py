@@ -135,6 +135,14 @@ def manual_book(django_db_setup, django_db_blocker) -> dict:
 
 
 @pytest.fixture
+def no_llm(settings):
+    """No LLM is configured whatever the environment says, and the time budget is generous, so that a loaded
+    test machine doesn't turn behaviour tests into 504s (the deadline tests set their own)."""
+    settings.BOOKCHAT = {**settings.BOOKCHAT, "LLM_BASE_URL": "", "LLM_API_KEY": "", "LLM_MODEL": "",
+                         "DEADLINE_SECONDS": 60.0, "RETRIEVAL_SECONDS": 30.0, "GENERATION_SECONDS": 30.0}
+
+
+@pytest.fixture
 def secret_key(manual_book, served, django_db_blocker):
     """``secret_key(name)``: the raw value of a new secret API key for the bundled manual, committed so that a
     server the test starts sees it; deleted after the test."""

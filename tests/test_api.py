@@ -30,12 +30,8 @@ CITATION = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 
 
 @pytest.fixture(autouse=True)
-def api_settings(manual_book, settings):
-    """The manual is indexed; no LLM is configured whatever the environment says; and the time budget is
-    generous, so that a loaded test machine doesn't turn behaviour tests into 504s (the deadline tests
-    set their own)."""
-    settings.BOOKCHAT = {**settings.BOOKCHAT, "LLM_BASE_URL": "", "LLM_API_KEY": "", "LLM_MODEL": "",
-                         "DEADLINE_SECONDS": 60.0, "RETRIEVAL_SECONDS": 30.0, "GENERATION_SECONDS": 30.0}
+def api_settings(manual_book, no_llm):
+    """The manual is indexed, with no LLM and a generous time budget (``no_llm``)."""
 
 
 def post_json(client, path: str, body: object):

@@ -176,13 +176,18 @@ def test_page_streams_an_llm_answer_with_clickable_citations_badge_and_thumbs(se
     assert errors == []
 
 
-def test_page_without_javascript_answers_by_form_post(servers, open_page):
+def ask_without_javascript(servers, open_page, question: str):
+    """The page with JavaScript off, ``question`` asked by a plain form post: (page, errors, the answer's turn)."""
     bookchat, _ = servers
     page, errors = open_page(f"{bookchat.url}/?book={BOOK}", java_script_enabled=False)
-    page.fill("#question", QUESTION)
+    page.fill("#question", question)
     page.click("#ask-button")
     page.wait_for_url("**#answer-*")
-    turn = page.locator("article.turn").last
+    return page, errors, page.locator("article.turn").last
+
+
+def test_page_without_javascript_answers_by_form_post(servers, open_page):
+    page, errors, turn = ask_without_javascript(servers, open_page, QUESTION)
     assert "ingest" in turn.locator(".answer-text").text_content().lower()
     assert turn.locator(".source").count() >= 1
     assert turn.locator(".badge").count() == 1
@@ -622,12 +627,8 @@ def test_page_code_answer_is_highlighted_and_copied_by_keyboard(servers, open_pa
 
 
 def test_page_code_answer_without_javascript(servers, open_page):
-    bookchat, _ = servers
-    page, errors = open_page(f"{bookchat.url}/?book={BOOK}", java_script_enabled=False)
-    page.fill("#question", CODE_QUESTION)
-    page.click("#ask-button")
-    page.wait_for_url("**#answer-*")
-    answer = page.locator("article.turn").last.locator(".answer-text")
+    _, errors, turn = ask_without_javascript(servers, open_page, CODE_QUESTION)
+    answer = turn.locator(".answer-text")
     pre = answer.locator(".bookchat-code pre")
     assert pre.count() == 1
     shown = pre.inner_text()

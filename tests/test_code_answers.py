@@ -222,14 +222,9 @@ def test_shipped_code_question_sets_load():
 
 
 # -- one rendering everywhere ---------------------------------------------------------------------------
-@pytest.fixture
-def no_llm(manual_book, settings):
-    settings.BOOKCHAT = {**settings.BOOKCHAT, "LLM_BASE_URL": "", "LLM_API_KEY": "", "LLM_MODEL": "",
-                         "DEADLINE_SECONDS": 60.0, "RETRIEVAL_SECONDS": 30.0, "GENERATION_SECONDS": 30.0}
-
-
 @pytest.mark.django_db
-def test_the_manual_answers_the_widget_question_with_its_code_block_and_verbatim_excerpts(client, no_llm):
+def test_the_manual_answers_the_widget_question_with_its_code_block_and_verbatim_excerpts(client, manual_book,
+                                                                                          no_llm):
     body = client.post("/api/v1/ask", data=json.dumps({"question": WIDGET_QUESTION, "book": MANUAL}),
                        content_type="application/json").json()
     assert any("scripts: [" in block and "\n" in block for block in pre_texts(body["answer_html"]))
@@ -242,7 +237,7 @@ def test_the_manual_answers_the_widget_question_with_its_code_block_and_verbatim
 
 
 @pytest.mark.django_db
-def test_page_stream_api_and_mcp_show_the_same_answer(client, no_llm):
+def test_page_stream_api_and_mcp_show_the_same_answer(client, manual_book, no_llm):
     from chat.answering import AskRequest, answer_question
     from chat.mcp_server import render_answer as mcp_text
     from tests.test_api import sse_events

@@ -42,10 +42,7 @@ def handbook(django_db_setup, django_db_blocker):
 
 
 @pytest.fixture
-def answers(settings):
-    settings.BOOKCHAT = {**settings.BOOKCHAT, "LLM_BASE_URL": "", "LLM_API_KEY": "", "LLM_MODEL": "",
-                         "DEADLINE_SECONDS": 60.0, "RETRIEVAL_SECONDS": 30.0, "GENERATION_SECONDS": 30.0}
-
+def answers(no_llm):
     def ask(client, question: str, **fields) -> dict:
         response = client.post("/api/v1/ask", data=json.dumps({"book": "field-handbook", "question": question,
                                                                 **fields}), content_type="application/json")

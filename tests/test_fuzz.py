@@ -217,10 +217,8 @@ def sse_final(text: str) -> dict:
 
 
 @pytest.fixture
-def roomy(manual_book, settings):
+def roomy(manual_book, no_llm):
     """The manual is indexed, no LLM, and a time budget a loaded machine can't turn into 504s."""
-    settings.BOOKCHAT = {**settings.BOOKCHAT, "LLM_BASE_URL": "", "LLM_API_KEY": "", "LLM_MODEL": "",
-                         "DEADLINE_SECONDS": 60.0, "RETRIEVAL_SECONDS": 30.0, "GENERATION_SECONDS": 30.0}
 
 
 # -- the REST API ----------------------------------------------------------------------------------------

@@ -121,9 +121,7 @@ def test_a_version_dropped_from_the_site_is_removed_with_prune(site):
 
 # -- asking a version ------------------------------------------------------------------------------------
 @pytest.fixture
-def indexed_site(site, settings):
-    settings.BOOKCHAT = {**settings.BOOKCHAT, "LLM_BASE_URL": "", "LLM_API_KEY": "", "LLM_MODEL": "",
-                         "DEADLINE_SECONDS": 60.0, "RETRIEVAL_SECONDS": 30.0, "GENERATION_SECONDS": 30.0}
+def indexed_site(site, no_llm):
     code, report = ingest(str(site))
     assert code == 0
     return report
