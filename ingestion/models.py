@@ -14,7 +14,8 @@ from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.core.validators import RegexValidator
 from django.db import models
-from django.db.models import Count, F
+from django.db.models import Count, F, IntegerField, OuterRef, Subquery
+from django.db.models.functions import Coalesce
 from pgvector.django import VectorField
 
 # Vector sizes that get an HNSW index (a migration creates one per size).
@@ -59,9 +60,14 @@ class BookQuerySet(models.QuerySet):
         return self.filter(edition_of__isnull=True)
 
     def with_counts(self) -> BookQuerySet:
-        return self.annotate(
-            document_count=Count("documents", distinct=True), chunk_count=Count("chunks", distinct=True)
-        )
+        """Each book's pages and passages, counted apart: joining both and counting distinct rows multiplied
+        them (a 90-page, 1,157-passage book took 0.3 s per listing)."""
+        return self.annotate(document_count=_count_per_book(Document), chunk_count=_count_per_book(Chunk))
+
+
+def _count_per_book(model) -> Coalesce:
+    rows = model.objects.filter(book=OuterRef("pk")).order_by().values("book").annotate(n=Count("pk")).values("n")
+    return Coalesce(Subquery(rows, output_field=IntegerField()), 0)
 
 
 class Book(models.Model):
