@@ -12,7 +12,9 @@ from pathlib import Path
 from bookchat import broker, conf, embedded_db, security
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-PACKAGE_DIR = Path(__file__).resolve().parent  # templates and static files live in the package, so a wheel has them
+# templates/ and static/ sit at the top of a checkout; a wheel carries them inside this package (pyproject.toml).
+IN_CHECKOUT = (BASE_DIR / "manage.py").is_file() and (BASE_DIR / "templates").is_dir()
+SITE_DIR = BASE_DIR if IN_CHECKOUT else Path(__file__).resolve().parent
 BOOKCHAT = conf.from_environment()
 
 DATA_DIR = Path(BOOKCHAT["DATA_DIR"])
@@ -85,9 +87,9 @@ WSGI_APPLICATION = "bookchat.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        # Searched before the apps' own (as a site's templates should be, to override the admin's); the app
-        # loader finds the folder again as the bookchat app's, which is harmless.
-        "DIRS": [PACKAGE_DIR / "templates"],
+        # Searched before the apps' own (as a site's templates should be, to override the admin's); from a
+        # wheel the app loader finds the folder again as the bookchat app's, which is harmless.
+        "DIRS": [SITE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -119,7 +121,8 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-# bookchat/static is found as the bookchat app's static folder (listing it here too would find every file twice).
+# From a wheel, bookchat/static is found as the bookchat app's static folder (listing it too would find it twice).
+STATICFILES_DIRS = [SITE_DIR / "static"] if IN_CHECKOUT else []
 STATIC_ROOT = DATA_DIR / "staticfiles"
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise serves from finders, but wants the folder
 STORAGES = {

@@ -207,7 +207,7 @@ def test_answer_html_renders_markdown_and_links_only_real_citations():
 def test_widget_options_documented_in_the_manual_are_the_ones_it_reads():
     manual = (REPO / "docs" / "using" / "05-widget.mdx").read_text()
     documented = set(re.findall(r"^\| `data-([a-z]+)` \|", manual, re.MULTILINE))
-    widget = (REPO / "bookchat" / "static" / "bookchat" / "widget.js").read_text()
+    widget = (REPO / "static" / "bookchat" / "widget.js").read_text()
     read_options = widget[widget.index("function readOptions"):widget.index("function apiBase")]
     read = set(re.findall(r"\bdata\.([a-z]+)\b", read_options))
     assert documented == read == {"key", "book", "position", "title", "color", "placeholder", "api",

@@ -222,7 +222,7 @@ def test_the_page_and_widget_insert_only_the_servers_sanitised_html():
     # Streamed tokens may hold anything the model wrote: the scripts show them as text and replace them with
     # the final event's answer_html (sanitised by the server), the only HTML they insert besides their own icons.
     for script in ("chat.js", "widget.js"):
-        source = (REPO / "bookchat" / "static" / "bookchat" / script).read_text()
+        source = (REPO / "static" / "bookchat" / script).read_text()
         inserted = re.findall(r"innerHTML\s*=\s*(?![\w.]*innerHTML)([\w.]+)", source)  # a = b.innerHTML = X: X
         assert inserted and set(inserted) <= {"final.answer_html", "CHAT_ICON", "THUMB_ICON"}, (script, inserted)
         for other in ("outerHTML", "insertAdjacentHTML", "document.write", "createContextualFragment"):
