@@ -1,6 +1,18 @@
-"""One error family for bookchat: a code and a human message that each edge renders its own way."""
+"""One error family for bookchat: a code and a human message that each edge renders its own way.
+
+Below the channels nothing knows HTTP: a failure is a ``BookchatError`` (``RequestError`` carries the status
+its code is answered with), a database outage, or a bug. ``failure`` says which, in the one error body every
+channel sends (``chat.errors`` adds DRF's own exceptions for the API).
+"""
 
 from __future__ import annotations
+
+from django.db import InterfaceError, OperationalError
+
+# psycopg's "connection refused / terminated / closed" errors, as Django raises them: an outage, not a bug.
+DATABASE_ERRORS = (OperationalError, InterfaceError)
+DATABASE_UNAVAILABLE = "bookchat's database is unavailable at the moment; try again shortly"
+INTERNAL_ERROR = "bookchat failed unexpectedly; the error was logged"
 
 
 class BookchatError(Exception):
@@ -57,7 +69,7 @@ class RequestError(BookchatError):
             self.status = status
 
     def as_response(self) -> dict:
-        return {"error": self.code, "message": self.message, "field": self.field}
+        return error_body(self.code, self.message, self.field)
 
 
 class NotFound(RequestError):
@@ -70,3 +82,21 @@ class DeadlineExceeded(RequestError):
 
     code = "timeout"
     status = 504
+
+
+def error_body(code: str, message: str, field: str | None = None) -> dict:
+    """The JSON body of every error bookchat answers, on every channel."""
+    return {"error": code, "message": message, "field": field}
+
+
+def failure(exc: BaseException) -> tuple[int, dict]:
+    """The status and body a failure below the channels is answered with: a ``RequestError`` its own, the
+    database down 503 ``database_unavailable``, another ``BookchatError`` (an embedder mismatch, a bad setting)
+    503 with its code, anything else 500 ``internal_error``."""
+    if isinstance(exc, RequestError):
+        return exc.status, exc.as_response()
+    if isinstance(exc, DATABASE_ERRORS):
+        return 503, error_body("database_unavailable", DATABASE_UNAVAILABLE)
+    if isinstance(exc, BookchatError):
+        return 503, error_body(exc.code, exc.message)
+    return 500, error_body("internal_error", INTERNAL_ERROR)

@@ -8,19 +8,12 @@ from __future__ import annotations
 
 import logging
 
-from django.db import InterfaceError, OperationalError
 from django.http import HttpResponse, JsonResponse
 from django.template.loader import render_to_string
 
+from bookchat.errors import DATABASE_UNAVAILABLE, failure
+
 logger = logging.getLogger(__name__)
-
-# psycopg's "connection refused / terminated / closed" errors, as Django raises them.
-DATABASE_ERRORS = (OperationalError, InterfaceError)
-MESSAGE = "bookchat's database is unavailable at the moment; try again shortly"
-
-
-def outage_body() -> dict:
-    return {"error": "database_unavailable", "message": MESSAGE, "field": None}
 
 
 def log_outage(request, exc: Exception) -> None:
@@ -33,6 +26,7 @@ def log_outage(request, exc: Exception) -> None:
 def outage_response(request, exc: Exception) -> HttpResponse:
     """The 503 for a request the outage stopped: JSON under /api/, a small page elsewhere."""
     log_outage(request, exc)
+    status, body = failure(exc)
     if request.path.startswith("/api/"):
-        return JsonResponse(outage_body(), status=503)
-    return HttpResponse(render_to_string("bookchat/unavailable.html", {"message": MESSAGE}), status=503)
+        return JsonResponse(body, status=status)
+    return HttpResponse(render_to_string("bookchat/unavailable.html", {"message": DATABASE_UNAVAILABLE}), status=503)

@@ -2,9 +2,11 @@
 
 from django.contrib import admin
 from django.templatetags.static import static
-from django.urls import include, path
+from django.urls import include, path, re_path
+from django.views.decorators.csrf import csrf_exempt
 from django.views.generic import RedirectView
 
+from bookchat.views import api_not_found
 from chat import views
 from chat.mcp_http import McpView
 
@@ -17,6 +19,7 @@ urlpatterns = [
     path("answers/<uuid:answer_id>", views.answer_fragment, name="chat-answer"),
     path("answers/<uuid:answer_id>/feedback", views.feedback, name="chat-feedback"),
     path("api/v1/", include("chat.urls")),
+    re_path(r"^api/", csrf_exempt(api_not_found)),  # a JSON 404 for any other path under /api/, any method
     path("mcp", McpView.as_view(), name="mcp"),
     path("admin/", admin.site.urls),
     # Browsers ask for /favicon.ico on pages that name none (the admin's): point them at ours, not a 404.

@@ -6,13 +6,19 @@ from django.http import JsonResponse
 from django.views.defaults import page_not_found
 from django.views.defaults import server_error as django_server_error
 
-from bookchat.outage import DATABASE_ERRORS, outage_response
+from bookchat.errors import DATABASE_ERRORS, INTERNAL_ERROR, error_body
+from bookchat.outage import outage_response
+
+
+def api_not_found(request, *args, **kwargs) -> JsonResponse:
+    """Every path under /api/ that no endpoint matches, whatever the method, DEBUG or not (routed last in
+    ``bookchat.urls``, so Django's HTML 404 page never answers an API client)."""
+    return JsonResponse(error_body("not_found", f"there is no API endpoint {request.path[:200]}"), status=404)
 
 
 def not_found(request, exception):
     if request.path.startswith("/api/"):
-        return JsonResponse({"error": "not_found", "message": f"there is no API endpoint {request.path[:200]}",
-                             "field": None}, status=404)
+        return api_not_found(request)
     return page_not_found(request, exception)
 
 
@@ -23,6 +29,5 @@ def server_error(request):
     if isinstance(exc, DATABASE_ERRORS):
         return outage_response(request, exc)
     if request.path.startswith("/api/"):
-        return JsonResponse({"error": "internal_error", "message": "bookchat failed unexpectedly; the error was logged",
-                             "field": None}, status=500)
+        return JsonResponse(error_body("internal_error", INTERNAL_ERROR), status=500)
     return django_server_error(request)

@@ -18,13 +18,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from bookchat.conf import setting
-from bookchat.errors import BookchatError, NotFound, RequestError
+from bookchat.errors import BookchatError, NotFound, RequestError, failure
 from chat import conversations
 from chat.answerability import Answerability, check_retrieved
 from chat.calibration import scope_score
 from chat.confidence import LEVEL_NOTES, Situation, assess
 from chat.deadline import Deadline
-from chat.errors import error_reply
 from chat.generation import (
     NOT_IN_BOOK,
     Excerpt,
@@ -342,16 +341,16 @@ def send_audit(request: AskRequest, **fields) -> None:
 
 @contextmanager
 def audit_failures(request: AskRequest, deadline: Deadline, *, book: Book | None = None, session=None):
-    """Record a question that validated but then timed out or failed (answered 5xx, ``chat.errors``), and
-    re-raise. Client errors (unknown book or chapter) are not answers and are not recorded."""
+    """Record a question that validated but then timed out or failed (answered 5xx, ``bookchat.errors.failure``),
+    and re-raise. Client errors (unknown book or chapter) are not answers and are not recorded."""
     try:
         yield
     except Exception as exc:
-        reply = error_reply(exc)
-        if reply.status >= 500:
+        status, body = failure(exc)
+        if status >= 500:
             message = exc.message if isinstance(exc, BookchatError) else f"{type(exc).__name__}: {exc}"[:500]
-            _audit_failure(request, deadline, reply.code, message, book, session,
-                           "timeout" if reply.status == 504 else "error")
+            _audit_failure(request, deadline, body["error"], message, book, session,
+                           "timeout" if status == 504 else "error")
         raise
 
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 
 from rest_framework import exceptions
 
-from bookchat.errors import BookchatError, RequestError
-from bookchat.outage import DATABASE_ERRORS, log_outage, outage_body
+from bookchat.errors import DATABASE_ERRORS, error_body, failure
+from bookchat.outage import log_outage
 from chat.access import KEY_REQUIRED
 
 logger = logging.getLogger(__name__)
@@ -37,14 +37,9 @@ class ErrorReply:
         return self.body["error"]
 
 
-def error_body(code: str, message: str, field_name: str | None = None) -> dict:
-    return {"error": code, "message": message, "field": field_name}
-
-
 def error_reply(exc: BaseException, request=None) -> ErrorReply:
-    """What ``exc`` is answered with. With ``request``, outages and unexpected errors are logged."""
-    if isinstance(exc, RequestError):
-        return ErrorReply(exc.status, exc.as_response())
+    """What ``exc`` is answered with: DRF's exceptions here, the rest as ``bookchat.errors.failure`` says. With
+    ``request``, outages and unexpected errors are logged."""
     if isinstance(exc, exceptions.Throttled):
         wait = max(1, int(exc.wait or 1))
         return ErrorReply(429, error_body("rate_limited", _detail(exc)), {"Retry-After": str(wait)})
@@ -59,15 +54,12 @@ def error_reply(exc: BaseException, request=None) -> ErrorReply:
         codes = exc.get_codes()
         code = codes if isinstance(codes, str) else exc.default_code
         return ErrorReply(exc.status_code, error_body(code, _detail(exc)))
-    if isinstance(exc, DATABASE_ERRORS):
-        if request is not None:
-            log_outage(request, exc)
-        return ErrorReply(503, outage_body())
-    if isinstance(exc, BookchatError):
-        return ErrorReply(503, error_body(exc.code, exc.message))
-    if request is not None:
+    status, body = failure(exc)
+    if request is not None and isinstance(exc, DATABASE_ERRORS):
+        log_outage(request, exc)
+    elif request is not None and status == 500:
         logger.error("unexpected error answering %s %s", request.method, request.path[:200], exc_info=exc)
-    return ErrorReply(500, error_body("internal_error", "bookchat failed unexpectedly; the error was logged"))
+    return ErrorReply(status, body)
 
 
 def _detail(exc: exceptions.APIException) -> str:

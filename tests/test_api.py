@@ -516,3 +516,17 @@ def test_docs_page_is_served(client):
     response = client.get("/api/v1/docs")
     assert response.status_code == 200
     assert b"swagger" in response.content.lower()
+
+
+@pytest.mark.parametrize("debug", [True, False], ids=["debug", "production"])
+@pytest.mark.parametrize(("method", "path"), [("get", "/api/v1/answers/null,null/feedback"),
+                                              ("post", "/api/v1/answers/null,null/feedback"),
+                                              ("delete", "/api/v1/ask"), ("get", "/api/v2/ask"), ("put", "/api/")])
+def test_every_unmatched_path_under_api_is_a_json_404_debug_or_not(client, settings, debug, method, path):
+    settings.DEBUG = debug
+    response = getattr(client, method)(path)
+    if path == "/api/v1/ask":  # a known endpoint with the wrong method
+        assert response.status_code == 405 and response.json()["error"] == "method_not_allowed"
+        return
+    assert response.status_code == 404 and response["Content-Type"] == "application/json"
+    assert response.json() == {"error": "not_found", "message": f"there is no API endpoint {path}", "field": None}
