@@ -18,6 +18,7 @@ from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
 from audit.models import AuditLog
+from chat.models import Feedback
 
 logger = logging.getLogger(__name__)
 
@@ -79,8 +80,6 @@ def on_request_finished(sender, **kwargs) -> None:
 def write(record: dict) -> AuditLog | None:
     """Store one record; on any failure log it, count it and return None."""
     try:
-        from chat.models import Feedback
-
         fields = {name: record[name] for name in _COPIED if name in record}
         fields["client_ip_hash"] = hash_ip(record.get("client_ip", ""))
         if record.get("created_at") is not None:

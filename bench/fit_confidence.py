@@ -56,7 +56,8 @@ def _collect(book: str, path: str) -> list[dict]:
     from django.test.utils import override_settings
 
     from bookchat.conf import setting
-    from chat.answering import book_calibration, resolve_book
+    from chat.calibration import book_calibration
+    from chat.editions import resolve_book
     from chat.evaluation import evaluate_question, load_questions
 
     target = resolve_book(book)

@@ -12,7 +12,8 @@ import importlib.util
 
 from django.core.checks import Error, register
 
-from bookchat.conf import SETTINGS, Setting, setting
+from bookchat.broker import q_cluster_broker
+from bookchat.conf import SETTINGS, Setting, parse_rate, setting
 from bookchat.errors import ConfigurationError
 
 TAG = "bookchat"
@@ -35,8 +36,6 @@ def check_settings(app_configs=None, **kwargs) -> list[Error]:
 
 
 def _check_rate(spec: Setting) -> list[Error]:
-    from chat.throttling import parse_rate  # the one parser of rates, so the check accepts what the limits do
-
     try:
         parse_rate(spec.name)
     except ConfigurationError as exc:
@@ -73,8 +72,6 @@ def _check_needs() -> list[Error]:
 
 
 def _check_broker() -> list[Error]:
-    from bookchat.broker import q_cluster_broker
-
     try:
         uses_redis = "redis" in q_cluster_broker(setting("Q_BROKER"))
     except ConfigurationError as exc:

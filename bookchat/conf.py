@@ -10,6 +10,7 @@ Django's ``override_settings(BOOKCHAT={...})`` in tests. A setting's ``choices``
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -259,3 +260,33 @@ def _reset_cache(*, setting: str, **kwargs) -> None:
     global _cache
     if setting == "BOOKCHAT":
         _cache = None
+
+
+# Rates: the one parser of the rate settings, so the start-up check (bookchat.checks) accepts what the limits
+# (chat.throttling) do.
+PERIODS = {"s": 1, "sec": 1, "second": 1, "m": 60, "min": 60, "minute": 60, "h": 3600, "hour": 3600,
+           "d": 86400, "day": 86400}
+_RATE = re.compile(r"^\s*(\d+)\s*/\s*(\d*)\s*([a-z]+)\s*$")
+
+
+@dataclass(frozen=True)
+class Rate:
+    limit: int
+    seconds: int
+
+    def describe(self) -> str:
+        unit = {1: "second", 60: "minute", 3600: "hour", 86400: "day"}.get(self.seconds)
+        return f"{self.limit} per {unit}" if unit else f"{self.limit} per {self.seconds} s"
+
+
+def parse_rate(name: str) -> Rate | None:
+    """The rate of setting ``name`` ("10/minute", "100/hour", "5/10s"), or None when it is empty."""
+    text = str(setting(name) or "").strip().lower()
+    if not text:
+        return None
+    match = _RATE.match(text)
+    unit = (PERIODS.get(match.group(3)) or PERIODS.get(match.group(3).rstrip("s"))) if match else None
+    if not match or unit is None or int(match.group(1)) < 1:
+        raise ConfigurationError(f"BOOKCHAT_{name}={text!r} is not a rate like 10/minute, 100/hour or 5/10s",
+                                 code="bad_setting")
+    return Rate(int(match.group(1)), unit * int(match.group(2) or 1))

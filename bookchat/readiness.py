@@ -22,6 +22,8 @@ from rest_framework.views import APIView
 
 from bookchat.broker import broker_name
 from bookchat.conf import setting
+from bookchat.deployment import pending_migrations
+from ingestion.embedders import get_embedder
 
 _settled: dict[str, dict] = {}  # checks that, once passed, stay passed for this process
 _lock = threading.Lock()
@@ -55,8 +57,6 @@ def _database() -> dict:
 
 
 def _migrations() -> dict:
-    from bookchat.deployment import pending_migrations
-
     try:
         pending = pending_migrations()
     except Exception as exc:
@@ -67,8 +67,6 @@ def _migrations() -> dict:
 
 
 def _embedder() -> dict:
-    from ingestion.embedders import get_embedder
-
     try:
         embedder = get_embedder()
         return {"ok": True, "name": embedder.name, "dimensions": embedder.dimension}

@@ -14,16 +14,15 @@ import logging
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from bookchat.conf import setting
-from bookchat.errors import BookchatError, NotFound, RequestError, failure
 from chat import conversations
 from chat.answerability import Answerability, check_retrieved
-from chat.calibration import scope_score
+from chat.calibration import check_scope
 from chat.confidence import LEVEL_NOTES, Situation, assess
 from chat.deadline import Deadline
+from chat.editions import resolve_book
 from chat.generation import (
     NOT_IN_BOOK,
     Excerpt,
@@ -33,10 +32,10 @@ from chat.generation import (
     get_generator,
 )
 from chat.grounding import GroundingReport, check_grounding
-from chat.models import ScopeCalibration
+from chat.questions import AskRequest
 from chat.rendering import render_answer
 from chat.retrieval import Retrieval, nearest_sections, retrieve
-from chat.signals import answered
+from chat.signals import audit_failures, audited_source, send_audit
 from chat.sources import source_card
 from ingestion.models import Book
 
@@ -48,27 +47,6 @@ LOW_CONFIDENCE_DISCLAIMER = ("Low confidence: this answer may be incomplete or n
                              "Check the cited sections before relying on it.")
 # Why an answer is a refusal: the scope check, the answerability check, or a confidence below medium.
 NOT_COVERED, UNANSWERABLE, UNSURE = "not_covered", "unanswerable", "unsure"
-# Channels whose answers are not audited: quality evaluation asks hundreds of made-up questions.
-UNAUDITED_CHANNELS = frozenset({"evaluate"})
-
-
-@dataclass
-class AskRequest:
-    """A validated question (see ``chat.serializers``)."""
-
-    question: str
-    selected_text: str = ""
-    session_id: uuid.UUID | None = None
-    book: str | None = None
-    version: str | None = None
-    locale: str | None = None
-    chapter: str | None = None
-    max_results: int | None = None
-    channel: str = "api"
-    # Who asked, for the audit trail (the IP is only ever stored as a keyed hash).
-    api_key_id: int | None = None
-    api_key_name: str = ""
-    client_ip: str = ""
 
 
 @dataclass
@@ -90,69 +68,6 @@ class Prepared:
     answer_id: uuid.UUID = field(default_factory=uuid.uuid4)
 
 
-def resolve_book(slug: str | None, *, version: str | None = None, locale: str | None = None) -> Book:
-    """The book a request names, the configured default, or the only one there is; for a site, its edition in
-    ``version`` (default: the latest) and ``locale`` (default, or without a translation: the default locale)."""
-    slug = slug or setting("DEFAULT_BOOK") or None
-    if slug:
-        book = Book.objects.filter(slug=slug).select_related("edition_of").first()
-        if book is None:
-            raise NotFound(f"there is no book {slug!r}; GET /api/v1/books lists them", code="unknown_book",
-                           field="book")
-        if book.edition_of_id and not (version or locale):
-            return book  # an edition named by its own slug
-        return pick_edition(book.root, version=version, locale=locale)
-    books = list(Book.objects.roots().order_by("slug")[:2])
-    if not books:
-        raise NotFound("no book has been indexed yet: run `manage.py ingest PATH` first", code="no_books")
-    if len(books) > 1:
-        raise RequestError("several books are indexed: say which one with `book`", code="book_required",
-                           field="book")
-    return pick_edition(books[0], version=version, locale=locale)
-
-
-def pick_edition(root: Book, *, version: str | None, locale: str | None) -> Book:
-    """The edition of ``root`` in ``version`` (its name, label or URL path; default: the latest) and ``locale``
-    (or its language, else the default locale); a version not translated answers in the default locale."""
-    editions = [root, *root.editions.all()]
-    if len(editions) == 1 and not version:
-        return root
-    default = root.locale.lower()
-    wanted = (locale or default).lower()
-    present = {e.locale.lower() for e in editions}
-    chosen = next((x for x in (wanted, wanted.split("-")[0]) if x in present), default)
-    named = (version or "").strip().strip("/").lower()
-
-    def matches(edition: Book) -> bool:
-        if not named or named == "latest":
-            return edition.latest
-        return named in {edition.version.lower(), edition.version_label.lower(), edition.version_path.lower()} - {""}
-
-    for language in dict.fromkeys((chosen, default)):
-        found = next((e for e in editions if e.locale.lower() == language and matches(e)), None)
-        if found is not None:
-            return found
-    if not named:
-        return root
-    known = ", ".join(sorted({e.version for e in editions if e.version})) or "none"
-    raise NotFound(f"book {root.slug!r} has no version {version!r} (versions: {known})", code="unknown_version",
-                   field="version")
-
-
-def book_calibration(book: Book) -> dict:
-    calibration = (ScopeCalibration.objects.filter(book=book).first()
-                   or (ScopeCalibration.objects.filter(book_id=book.edition_of_id).first()
-                       if book.edition_of_id else None))
-    return {"threshold": calibration.threshold, **calibration.details} if calibration else {}
-
-
-def scope_threshold(book: Book, calibration: dict | None = None) -> float:
-    """The scope score below which a question is not covered: the setting when set, else the book's own
-    calibrated threshold (0, so nothing is refused, for a book that was never calibrated)."""
-    calibration = book_calibration(book) if calibration is None else calibration
-    return setting("SCOPE_THRESHOLD") or calibration.get("threshold") or 0.0
-
-
 def prepare(request: AskRequest, *, deadline: Deadline | None = None) -> Prepared:
     """Everything before generation: may raise (and so answer 400/404/504) before any byte is streamed."""
     deadline = deadline or Deadline()
@@ -167,12 +82,9 @@ def _prepare(request: AskRequest, deadline: Deadline) -> Prepared:
     resolved = conversations.resolve_follow_up(request.question, turns)
     retrieval = retrieve(book=book, question=resolved, selected_text=request.selected_text,
                          chapter=request.chapter, top_k=request.max_results, deadline=deadline)
-    calibration = book_calibration(book)
-    threshold = scope_threshold(book, calibration)
-    score = scope_score(retrieval)
-    in_scope = bool(retrieval.chunks) and (score >= threshold or retrieval.best_selected_overlap >= 0.5)
-    return Prepared(request, book, conversation, turns, resolved, retrieval, threshold, in_scope, deadline,
-                    scope_score=score, calibration=calibration)
+    scope = check_scope(book, retrieval)
+    return Prepared(request, book, conversation, turns, resolved, retrieval, scope.threshold, scope.covered,
+                    deadline, scope_score=scope.score, calibration=scope.calibration)
 
 
 def answerability_on(calibration: dict) -> bool:
@@ -318,46 +230,6 @@ def _respond(p: Prepared, *, answer: str, refused: str | None, generator_name: s
                 grounding=response["grounding"], retrieval=response["retrieval"],
                 latency_ms=response["response_time_ms"], timings_ms=response["timings_ms"])
     return response
-
-
-# -- the audit record -------------------------------------------------------------------------------
-def audited_source(source: dict) -> dict:
-    keep = ("n", "chunk_id", "heading_path", "chapter", "section", "document", "url", "score", "cited")
-    return {k: source.get(k) for k in keep}
-
-
-def send_audit(request: AskRequest, **fields) -> None:
-    """Tell the audit trail (``chat.signals.answered``); a failing receiver never fails the answer. A search
-    (``chat.searching``) is told the same way, with status ``searched``."""
-    if request.channel in UNAUDITED_CHANNELS:
-        return
-    record = {"channel": request.channel, "api_key_id": request.api_key_id, "api_key_name": request.api_key_name,
-              "client_ip": request.client_ip, "question": request.question, "selected_text": request.selected_text,
-              **fields}
-    for receiver, outcome in answered.send_robust(sender=AskRequest, record=record):
-        if isinstance(outcome, Exception):
-            logger.error("audit receiver %r failed: %s", receiver, outcome)
-
-
-@contextmanager
-def audit_failures(request: AskRequest, deadline: Deadline, *, book: Book | None = None, session=None):
-    """Record a question that validated but then timed out or failed (answered 5xx, ``bookchat.errors.failure``),
-    and re-raise. Client errors (unknown book or chapter) are not answers and are not recorded."""
-    try:
-        yield
-    except Exception as exc:
-        status, body = failure(exc)
-        if status >= 500:
-            message = exc.message if isinstance(exc, BookchatError) else f"{type(exc).__name__}: {exc}"[:500]
-            _audit_failure(request, deadline, body["error"], message, book, session,
-                           "timeout" if status == 504 else "error")
-        raise
-
-
-def _audit_failure(request, deadline, code, message, book, session, status) -> None:
-    send_audit(request, answer_id=uuid.uuid4(), book_slug=book.slug if book else (request.book or ""),
-                session_id=session, status=status, error_code=code, error_message=message,
-                latency_ms=deadline.elapsed_ms())
 
 
 def _unanswerable_message(book: Book, missing: list[str]) -> str:

@@ -30,9 +30,9 @@ from rest_framework.views import APIView
 from bookchat.conf import setting
 from bookchat.errors import NotFound, RequestError
 from chat.access import ALLOWED_HEADERS, Client, client_of
-from chat.answering import resolve_book
 from chat.asking import Asking
 from chat.books import book_list
+from chat.editions import resolve_book
 from chat.errors import error_reply
 from chat.feedback import record_feedback
 from chat.generation import llm_configured
@@ -50,6 +50,7 @@ from chat.serializers import (
 )
 from chat.signals import health_requested
 from chat.throttling import QuestionThrottle
+from ingestion.embedders import get_embedder
 from ingestion.models import Book, book_slug_validator
 from ingestion.outline import book_outline
 
@@ -212,8 +213,6 @@ class HealthView(APIView):
 
     @extend_schema(operation_id="health", responses={200: OpenApiTypes.OBJECT, 503: OpenApiTypes.OBJECT})
     def get(self, request):
-        from ingestion.embedders import get_embedder
-
         checks, healthy = {}, True
         try:
             with connection.cursor() as cursor:

@@ -14,8 +14,9 @@ import logging
 from collections.abc import Iterator
 
 from chat.access import Client, client_ip
-from chat.answering import AskRequest, answer_events, answer_question, prepare
+from chat.answering import answer_events, answer_question, prepare
 from chat.errors import error_reply
+from chat.questions import AskRequest
 from chat.searching import search_passages
 from chat.serializers import answer_data, validate_ask, validate_search
 

@@ -7,7 +7,7 @@ import re
 
 from django.db.models import Q
 
-from chat.answering import scope_threshold
+from chat.calibration import scope_threshold
 from chat.models import ScopeCalibration
 from ingestion.models import Book, Document
 from ingestion.outline import book_outline

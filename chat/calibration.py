@@ -30,6 +30,7 @@ import logging
 import random
 import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -38,7 +39,11 @@ from django.utils import timezone
 from bookchat.conf import setting
 from chat.answerability import MAX_PROBE_REFUSALS, check_retrieved
 from chat.deadline import Deadline
+from chat.models import ScopeCalibration
+from chat.retrieval import Retrieval, retrieve
 from chat.terms import STOP_WORDS, plain_text, split_sentences
+from ingestion.embedders import get_embedder
+from ingestion.models import Book, Chunk
 
 _CASED_WORD = re.compile(r"[^\W_]+(?:[-'.][^\W_]+)*")
 
@@ -50,6 +55,7 @@ PROBES = 80
 OFF_QUANTILE = 0.95
 IN_QUANTILE = 0.05
 MARGIN = 0.005
+SELECTED_OVERLAP = 0.5  # a question about selected text is in scope when a passage holds this share of it
 
 
 def off_topic_questions() -> list[str]:
@@ -62,23 +68,52 @@ _vectors: dict[str, list] = {}
 
 def _off_topic_vectors() -> list:
     """The off-topic questions' query vectors, embedded once per process and embedder."""
-    from ingestion.embedders import get_embedder
-
     embedder = get_embedder()
     if embedder.name not in _vectors:
         _vectors[embedder.name] = [embedder.embed_query(q) for q in off_topic_questions()]
     return _vectors[embedder.name]
 
 
-def scope_score(retrieval) -> float:
+def scope_score(retrieval: Retrieval) -> float:
     """What the scope decision compares with the threshold: best cosine plus a little lexical coverage."""
     return retrieval.best_cosine + setting("SCOPE_COVERAGE_WEIGHT") * retrieval.lexical_coverage
 
 
+@dataclass
+class Scope:
+    covered: bool
+    score: float
+    threshold: float
+    calibration: dict
+
+
+def check_scope(book: Book, retrieval: Retrieval) -> Scope:
+    """The scope decision, for answers and searches alike: does the book cover the question? The scope score of
+    what was retrieved against the book's threshold; a question about text selected from the book is covered
+    when a retrieved passage holds it."""
+    calibration = book_calibration(book)
+    threshold = scope_threshold(book, calibration)
+    score = scope_score(retrieval)
+    covered = bool(retrieval.chunks) and (score >= threshold or retrieval.best_selected_overlap >= SELECTED_OVERLAP)
+    return Scope(covered, score, threshold, calibration)
+
+
+def book_calibration(book: Book) -> dict:
+    calibration = (ScopeCalibration.objects.filter(book=book).first()
+                   or (ScopeCalibration.objects.filter(book_id=book.edition_of_id).first()
+                       if book.edition_of_id else None))
+    return {"threshold": calibration.threshold, **calibration.details} if calibration else {}
+
+
+def scope_threshold(book: Book, calibration: dict | None = None) -> float:
+    """The scope score below which a question is not covered: the setting when set, else the book's own
+    calibrated threshold (0, so nothing is refused, for a book that was never calibrated)."""
+    calibration = book_calibration(book) if calibration is None else calibration
+    return setting("SCOPE_THRESHOLD") or calibration.get("threshold") or 0.0
+
+
 def in_scope_probes(book, count: int = PROBES) -> list[str]:
     """Terse pseudo-questions drawn from the book's own sentences (deterministic for a given book text)."""
-    from ingestion.models import Chunk
-
     rows = list(Chunk.objects.filter(book=book).order_by("id").values_list("id", "text", "heading_path"))
     rng = random.Random(f"{book.slug}:{len(rows)}")
     rng.shuffle(rows)
@@ -108,9 +143,6 @@ def is_current(details: dict) -> bool:
 
 def calibrate_book(book) -> dict:
     """Measure the book, store its threshold on its ``ScopeCalibration`` and return the details."""
-    from chat.models import ScopeCalibration
-    from chat.retrieval import retrieve
-
     started = time.monotonic()
 
     unanswerable: list[bool] = []

@@ -19,7 +19,7 @@ from django.test.utils import override_settings
 
 from bookchat import conf
 from bookchat.errors import BookchatError, ConfigurationError
-from chat.answering import resolve_book
+from chat.editions import resolve_book
 from chat.evaluation import Question, evaluate_question, run_evaluation
 
 SECRET_SUFFIXES = ("API_KEY", "PASSWORD", "SECRET_KEY")  # shown as "***" in reports

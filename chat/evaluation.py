@@ -26,8 +26,9 @@ import numpy as np
 from bookchat.conf import setting
 from bookchat.errors import BookchatError, RequestError
 from chat.answerability import check_retrieved
-from chat.answering import answer_events, book_calibration, prepare, resolve_book, scope_threshold
-from chat.calibration import is_current
+from chat.answering import answer_events, prepare
+from chat.calibration import book_calibration, is_current, scope_threshold
+from chat.editions import resolve_book
 from chat.rendering import pre_texts
 from chat.serializers import has_lone_surrogate, validate_ask
 from chat.terms import normalise, split_sentences, strip_citations

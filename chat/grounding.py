@@ -18,8 +18,8 @@ import re
 from dataclasses import dataclass, field
 
 from bookchat.conf import setting
-from chat.extractive import SHORTENED
 from chat.terms import citations, content_terms, split_sentences, strip_citations
+from chat.units import SHORTENED
 
 MIN_TERMS = 3
 _ONLY_CITATIONS = re.compile(r"(?:\[\d+(?:\s*,\s*\d+)*\]\s*)+")

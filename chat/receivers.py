@@ -9,6 +9,9 @@ import logging
 
 from django.dispatch import receiver
 
+from chat.calibration import calibrate_book, is_current
+from chat.models import ScopeCalibration
+from chat.sentences import enabled, fill_book
 from ingestion.signals import book_indexed
 
 logger = logging.getLogger(__name__)
@@ -16,8 +19,6 @@ logger = logging.getLogger(__name__)
 
 @receiver(book_indexed)
 def embed_sentences_after_indexing(sender, *, book, report, **kwargs) -> None:
-    from chat.sentences import enabled, fill_book
-
     if not enabled():
         return
     try:
@@ -28,9 +29,6 @@ def embed_sentences_after_indexing(sender, *, book, report, **kwargs) -> None:
 
 @receiver(book_indexed)
 def calibrate_after_indexing(sender, *, book, report, changed: bool, **kwargs) -> None:
-    from chat.calibration import calibrate_book, is_current
-    from chat.models import ScopeCalibration
-
     current = ScopeCalibration.objects.filter(book=book).first()
     if current is not None and not changed and is_current(current.details):
         return

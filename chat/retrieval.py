@@ -28,7 +28,7 @@ from django.db import DatabaseError, connection, transaction
 from django.db.models import Q
 
 from bookchat.conf import setting
-from bookchat.errors import DeadlineExceeded, NotFound, RequestError
+from bookchat.errors import BookchatError, DeadlineExceeded, NotFound, RequestError
 from chat.deadline import Deadline
 from chat.lexical import LexicalResult, bm25_search
 from chat.reranking import rerank
@@ -44,11 +44,11 @@ SHINGLE = 4
 COVERAGE_CHUNKS = 3
 
 
-class VectorStoreUnavailable(RequestError):
-    """The configured dense search cannot answer (Qdrant not configured, down, or never synced)."""
+class VectorStoreUnavailable(BookchatError):
+    """The configured dense search cannot answer (Qdrant not configured, down, or never synced): a failure of the
+    service, not of the request (the API answers 503, ``bookchat.errors.failure``)."""
 
     code = "vector_store_unavailable"
-    status = 503
 
 
 @dataclass

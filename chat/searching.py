@@ -1,11 +1,11 @@
 """Searching a book for passages without composing an answer: what an AI assistant quotes and links (the MCP tool
 ``search_book``, ``chat.mcp_server``).
 
-The same book resolution and retrieval as answering (``chat.answering.resolve_book``, ``chat.retrieval.retrieve``:
+The same book resolution, retrieval and scope decision as answering (``chat.editions``, ``chat.retrieval``:
 hybrid search, then the re-ranker), the top ``limit`` passages as they are stored, each with its section URL,
-and whether the best of them clears the book's scope threshold (``covered``), so that the assistant can say when
-the book doesn't cover something instead of quoting the nearest unrelated passage. Every search is audited as a
-lighter row than an answer: status ``searched``, the query and the passages returned, no answer.
+and whether the book covers the query (``covered``, ``chat.calibration.check_scope``), so that the assistant
+can say when the book doesn't cover something instead of quoting the nearest unrelated passage. Every search is
+audited as a lighter row than an answer: status ``searched``, the query and the passages returned, no answer.
 """
 
 from __future__ import annotations
@@ -13,10 +13,12 @@ from __future__ import annotations
 import uuid
 from urllib.parse import quote
 
-from chat.answering import AskRequest, audited_source, book_calibration, resolve_book, scope_threshold, send_audit
-from chat.calibration import scope_score
+from chat.calibration import check_scope
 from chat.deadline import Deadline
+from chat.editions import resolve_book
+from chat.questions import AskRequest
 from chat.retrieval import RetrievedChunk, retrieve
+from chat.signals import audited_source, send_audit
 from ingestion.models import Book
 
 RESOURCE_SCHEME = "bookchat"
@@ -32,8 +34,7 @@ def search_passages(request: AskRequest) -> dict:
     deadline = Deadline()
     book = resolve_book(request.book, version=request.version, locale=request.locale)
     retrieval = retrieve(book=book, question=request.question, top_k=request.max_results, deadline=deadline)
-    calibration = book_calibration(book)
-    covered = bool(retrieval.chunks) and scope_score(retrieval) >= scope_threshold(book, calibration)
+    covered = check_scope(book, retrieval).covered
     passages = [passage(n, chunk, book) for n, chunk in enumerate(retrieval.chunks, 1)]
     result = {"book": book.root.slug, "version": book.version, "locale": book.locale, "query": request.question,
               "covered": covered, "passages": passages}

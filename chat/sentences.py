@@ -43,6 +43,11 @@ from django.db import transaction
 
 from bookchat.conf import setting
 from bookchat.errors import BookchatError
+from chat.models import SentenceVectors
+from chat.units import answer_units, blocks_of
+from ingestion.chunking import unbold_labels
+from ingestion.embedders import get_embedder
+from ingestion.models import Chunk
 
 logger = logging.getLogger(__name__)
 
@@ -56,8 +61,6 @@ WRITE_BATCH = 200
 @lru_cache(maxsize=4096)
 def unit_texts(text: str) -> tuple[str, ...]:
     """The texts of a passage's answer units (code blocks aside), in the passage's order."""
-    from chat.extractive import answer_units, blocks_of
-
     return tuple(u.text for u in answer_units(blocks_of(text, 1)))
 
 
@@ -73,11 +76,6 @@ def fill_book(book, *, embedder=None) -> dict:
     """Embed the units of every passage of ``book`` whose stored vectors are missing or stale (whatever
     ``SENTENCE_VECTORS`` says: the caller checks ``enabled()``). Returns ``{"passages", "reused",
     "units_embedded", "seconds"}`` (all 0 when there was nothing to do)."""
-    from chat.models import SentenceVectors
-    from ingestion.chunking import unbold_labels
-    from ingestion.embedders import get_embedder
-    from ingestion.models import Chunk
-
     started = time.monotonic()
     report = {"passages": 0, "reused": 0, "units_embedded": 0, "seconds": 0.0}
     embedder = embedder or get_embedder()
@@ -131,8 +129,6 @@ def fill_book(book, *, embedder=None) -> dict:
 def attach(chunks: list, query_vector, *, embedder_name: str) -> None:
     """Set ``sentence_similarities`` (the question's cosine with each unit, in ``unit_texts`` order) on each of
     ``chunks`` whose stored vectors match its current units; the others keep ``None``."""
-    from chat.models import SentenceVectors
-
     if not chunks or not enabled():
         return
     query = np.asarray(query_vector, dtype=np.float32)

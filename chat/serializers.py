@@ -26,7 +26,7 @@ from rest_framework.fields import empty
 
 from bookchat.conf import setting
 from bookchat.errors import RequestError
-from chat.answering import AskRequest
+from chat.questions import AskRequest
 
 # What counts as text: not whitespace (ECMAScript's \s, spelled out so that the schema's pattern and Python read
 # it alike), not a control character, not NUL.

@@ -21,45 +21,16 @@ books and health are not. A rate of "" turns a limit off.
 from __future__ import annotations
 
 import math
-import re
 import time
-from dataclasses import dataclass
 
 from django.db import connection
 from django.utils.crypto import salted_hmac
 from rest_framework.exceptions import Throttled
 from rest_framework.throttling import BaseThrottle
 
-from bookchat.conf import setting
-from bookchat.errors import ConfigurationError
+from bookchat.conf import Rate, parse_rate
 from chat.access import Client, client_ip, client_of
-
-PERIODS = {"s": 1, "sec": 1, "second": 1, "m": 60, "min": 60, "minute": 60, "h": 3600, "hour": 3600,
-           "d": 86400, "day": 86400}
-_RATE = re.compile(r"^\s*(\d+)\s*/\s*(\d*)\s*([a-z]+)\s*$")
-
-
-@dataclass(frozen=True)
-class Rate:
-    limit: int
-    seconds: int
-
-    def describe(self) -> str:
-        unit = {1: "second", 60: "minute", 3600: "hour", 86400: "day"}.get(self.seconds)
-        return f"{self.limit} per {unit}" if unit else f"{self.limit} per {self.seconds} s"
-
-
-def parse_rate(name: str) -> Rate | None:
-    """The rate of setting ``name`` ("10/minute", "100/hour", "5/10s"), or None when it is empty."""
-    text = str(setting(name) or "").strip().lower()
-    if not text:
-        return None
-    match = _RATE.match(text)
-    unit = (PERIODS.get(match.group(3)) or PERIODS.get(match.group(3).rstrip("s"))) if match else None
-    if not match or unit is None or int(match.group(1)) < 1:
-        raise ConfigurationError(f"BOOKCHAT_{name}={text!r} is not a rate like 10/minute, 100/hour or 5/10s",
-                                 code="bad_setting")
-    return Rate(int(match.group(1)), unit * int(match.group(2) or 1))
+from chat.models import RateCounter
 
 
 class RateLimited(Throttled):
@@ -119,8 +90,6 @@ def check_rate(request, client: Client) -> None:
 
 
 def purge_old_counters(*, older_than_seconds: int = 86400) -> int:
-    from chat.models import RateCounter
-
     deleted, _ = RateCounter.objects.filter(window_start__lt=time.time() - older_than_seconds).delete()
     return deleted
 

@@ -19,9 +19,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from bookchat.conf import setting
 from bookchat.errors import BookchatError, RequestError
 from chat.access import PAGE_SESSION_FLAG, PageClient
-from chat.answering import pick_edition
 from chat.asking import Asking
 from chat.conversations import live_conversation
+from chat.editions import pick_edition
 from chat.errors import error_reply
 from chat.feedback import record_feedback
 from chat.models import Feedback, Turn

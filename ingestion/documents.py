@@ -1,8 +1,15 @@
-"""The shapes a parsed Markdown/MDX page takes between the parser and the chunker."""
+"""The shapes a parsed Markdown/MDX page takes between the parser and the chunker, and the Markdown bookchat
+writes into them itself (admonition and tab labels, code fences), whichever reader (``mdx``, ``generators``,
+``parsing``) rewrites the page."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+
+ADMONITION_LABELS = {"caution": "Caution", "danger": "Danger", "info": "Info", "important": "Important",
+                     "note": "Note", "tip": "Tip", "warning": "Warning", "success": "Tip",
+                     "secondary": "Note"}
 
 
 @dataclass(frozen=True)
@@ -62,3 +69,18 @@ class ParsedDocument:
     # Reference-style link definitions (``[label]: href "title"``), which are not blocks: label as
     # markdown-it normalises it → (href, title).
     link_definitions: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+
+def admonition_label(kind: str, title: str | None) -> str:
+    """``("tip", "Learn")`` → ``"**Tip (Learn):**"``; ``("note", None)`` → ``"**Note:**"``. Bold, so an answer
+    or excerpt that starts inside an admonition shows its label as a label, not as the first words of a
+    sentence."""
+    name = ADMONITION_LABELS.get(kind.lower(), kind[:1].upper() + kind[1:])
+    title = (title or "").strip().replace("*", "")
+    return f"**{name} ({title}):**" if title else f"**{name}:**"
+
+
+def fence_for(code: str) -> str:
+    """A backtick fence longer than any backtick fence inside ``code`` (at least ```)."""
+    longest = max((len(run) for run in re.findall(r"^\s*(`{3,})", code, re.M)), default=2)
+    return "`" * max(3, longest + 1)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 
-from ingestion.documents import Issue
+from ingestion.documents import Issue, admonition_label, fence_for
 
 _COMMENT_OPEN = re.compile(r"\{%-?\s*comment\s*-?%\}")
 _COMMENT_CLOSE = re.compile(r"\{%-?\s*endcomment\s*-?%\}")
@@ -45,8 +45,6 @@ _HIGHLIGHT_CLOSE = re.compile(r"^[ \t]*\{%-?\s*endhighlight\s*-?%\}\s*$")
 def highlight_fences(lines: list[str], *, rel_path: str) -> None:
     """Rewrite Jekyll ``{% highlight lang %}`` … ``{% endhighlight %}`` blocks of a ``.md`` page in ``lines`` as
     fenced code blocks, in place, line for line."""
-    from ingestion.mdx import fence_for
-
     if not rel_path.lower().endswith(_TEMPLATE_SUFFIXES):
         return
     index = 0
@@ -64,8 +62,6 @@ def highlight_fences(lines: list[str], *, rel_path: str) -> None:
 
 def clean_generator_syntax(lines: list[str], code_lines: set[int], *, rel_path: str) -> list[Issue]:
     """Rewrite ``lines`` in place (see the module docstring); the warnings it has for the page."""
-    from ingestion.mdx import admonition_label
-
     warnings: list[Issue] = []
     in_comment = False
     templates = rel_path.lower().endswith(_TEMPLATE_SUFFIXES)  # an .mdx page is JSX: ``{{`` is an object there

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from markdown_it import MarkdownIt
 
 from bookchat.errors import ParseError
-from ingestion.documents import Issue
+from ingestion.documents import Issue, admonition_label, fence_for
 from ingestion.generators import clean_generator_syntax, highlight_fences
 
 _COMMENT_HEADING_ID = re.compile(r"\s*#([^\s{}*]+)\s*$")
@@ -59,10 +59,6 @@ NON_PROSE_PROPS = frozenset({"id", "className", "class", "href", "src", "to", "u
                              "target", "rel", "key", "value", "language", "lang", "slug", "name", "theme"})
 _PROSE_VALUE = re.compile(r"[^\W\d_]{2,}[ \t]+[^\W\d_]{2,}")  # two words of letters
 _URL_LIKE = re.compile(r"^\S*[/#@][^\s]*$|://")
-ADMONITION_LABELS = {"caution": "Caution", "danger": "Danger", "info": "Info", "important": "Important",
-                     "note": "Note", "tip": "Tip", "warning": "Warning", "success": "Tip",
-                     "secondary": "Note"}
-
 _FENCE_FINDER = MarkdownIt("commonmark").disable(["code", "html_block", "inline"])
 _INTERESTING = re.compile(r"\\.|`+|<!--|<|\{|^(?=(?:import|export)[\s{*])", re.M | re.S)
 _TAG_START = re.compile(r"<(/?)([A-Za-z][\w.:-]*)?")
@@ -330,7 +326,7 @@ class _Scanner:
             # Docusaurus: labels given by <Tabs values={…}> win over the TabItem's own.
             text = parent_labels.get(value) or tag.attrs.get("label") or value
             text = text.strip().replace("*", "")
-            return f"**{text}:**" if text and not text.startswith("{") else ""  # bold: see admonition_label
+            return f"**{text}:**" if text and not text.startswith("{") else ""  # bold: see documents.admonition_label
         if tag.name == "Admonition":
             title = tag.attrs.get("title")
             title = None if title and title.startswith("{") else title
@@ -419,21 +415,6 @@ def _tab_labels(tag: _Tag) -> dict[str, str]:
         return {}
     return {m.group("v1") or m.group("v2") or "": m.group("l1") or m.group("l2") or ""
             for m in _TAB_VALUE.finditer(tag.attrs["values"])}
-
-
-def admonition_label(kind: str, title: str | None) -> str:
-    """``("tip", "Learn")`` → ``"**Tip (Learn):**"``; ``("note", None)`` → ``"**Note:**"``. Bold, so an answer
-    or excerpt that starts inside an admonition shows its label as a label, not as the first words of a
-    sentence."""
-    name = ADMONITION_LABELS.get(kind.lower(), kind[:1].upper() + kind[1:])
-    title = (title or "").strip().replace("*", "")
-    return f"**{name} ({title}):**" if title else f"**{name}:**"
-
-
-def fence_for(code: str) -> str:
-    """A backtick fence longer than any backtick fence inside ``code`` (at least ```)."""
-    longest = max((len(run) for run in re.findall(r"^\s*(`{3,})", code, re.M)), default=2)
-    return "`" * max(3, longest + 1)
 
 
 def _previous_line_blank(out: list[str]) -> bool:

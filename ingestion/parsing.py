@@ -36,9 +36,9 @@ from markdown_it.token import Token
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
 from bookchat.errors import ParseError
-from ingestion.documents import Block, Heading, Issue, ParsedDocument
+from ingestion.documents import Block, Heading, Issue, ParsedDocument, fence_for
 from ingestion.docusaurus import document_slug, heading_anchor, split_explicit_id, title_from_path
-from ingestion.mdx import CleanResult, Label, clean_mdx, fence_for
+from ingestion.mdx import CleanResult, Label, clean_mdx
 from ingestion.partials import PartialResolver
 
 _MD = (

@@ -82,7 +82,8 @@ def test_ask_off_topic_says_not_covered_and_suggests_sections(manual_book):
 
 @pytest.mark.parametrize("fusion", ["weighted", "rrf"])
 def test_off_topic_question_is_refused_in_either_fusion_mode(settings, manual_book, fusion):
-    from chat.answering import AskRequest, answer_question
+    from chat.answering import answer_question
+    from chat.questions import AskRequest
 
     settings.BOOKCHAT = {**settings.BOOKCHAT, "FUSION": fusion}
     refused = answer_question(AskRequest(question=OFF_TOPIC, book="bookchat-manual"))
@@ -92,7 +93,8 @@ def test_off_topic_question_is_refused_in_either_fusion_mode(settings, manual_bo
 
 
 def test_threshold_setting_overrides_the_calibrated_one(settings, manual_book):
-    from chat.answering import AskRequest, answer_question
+    from chat.answering import answer_question
+    from chat.questions import AskRequest
 
     settings.BOOKCHAT = {**settings.BOOKCHAT, "SCOPE_THRESHOLD": 0.999}
     response = answer_question(AskRequest(question="How do I ingest a folder?", book="bookchat-manual"))

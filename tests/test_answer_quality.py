@@ -10,10 +10,11 @@ from types import SimpleNamespace
 import pytest
 
 from chat.answerability import check_answerability, specific_terms
-from chat.answering import AskRequest, answer_question
+from chat.answering import answer_question
 from chat.extractive import compose_extractive
 from chat.generation import Excerpt
 from chat.grounding import answer_segments, check_grounding
+from chat.questions import AskRequest
 from chat.reranking import FEATURES, candidate_features, probability
 from chat.retrieval import retrieve
 from ingestion.models import Book

@@ -18,10 +18,11 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from chat.evaluation import QuestionFileError, code_in_one_block, load_questions
-from chat.extractive import MAX_CODE_LINES, SHORTENED, compose_extractive
+from chat.extractive import compose_extractive
 from chat.grounding import check_grounding
 from chat.rendering import parse_info, pre_texts, render_answer, split_code_blocks
 from chat.terms import plain_text
+from chat.units import MAX_CODE_LINES, SHORTENED
 from ingestion.parsing import parse_document
 
 SOURCES = [{"n": 1, "url": "/guide/install#run", "chapter": "Guide", "section": "Run"}]
@@ -238,8 +239,9 @@ def test_the_manual_answers_the_widget_question_with_its_code_block_and_verbatim
 
 @pytest.mark.django_db
 def test_page_stream_api_and_mcp_show_the_same_answer(client, manual_book, no_llm):
-    from chat.answering import AskRequest, answer_question
+    from chat.answering import answer_question
     from chat.mcp_server import render_answer as mcp_text
+    from chat.questions import AskRequest
     from tests.test_api import sse_events
 
     payload = json.dumps({"question": WIDGET_QUESTION, "book": MANUAL})

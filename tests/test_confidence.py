@@ -13,7 +13,7 @@ import pytest
 from audit.models import AuditLog
 from audit.reports import review_queue_filter
 from chat import confidence
-from chat.answering import AskRequest, answer_events, answer_question, prepare
+from chat.answering import answer_events, answer_question, prepare
 from chat.confidence import (
     FEATURES,
     HIGH,
@@ -26,6 +26,7 @@ from chat.confidence import (
 )
 from chat.evaluation import Question, answer_right, confidence_report
 from chat.plots import confidence_svg
+from chat.questions import AskRequest
 from chat.retrieval import RetrievedChunk
 from tests.conftest import committed, run_command
 

@@ -16,9 +16,10 @@ import numpy as np
 import pytest
 
 from bookchat.errors import BookchatError
-from chat.answering import AskRequest, answer_question
+from chat.answering import answer_question
 from chat.extractive import compose_extractive
 from chat.models import SentenceVectors
+from chat.questions import AskRequest
 from chat.retrieval import RetrievedChunk, retrieve
 from chat.sentences import BIAS, WEIGHTS, attach, fill_book, resort, sentence_key, unit_texts
 from ingestion.embedders import get_embedder
