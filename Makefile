@@ -31,6 +31,7 @@ test-fast: $(VENV)/.installed-dev
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports --no-cache
 
 format: $(VENV)/.installed-dev
 	$(BIN)/ruff check --fix .

@@ -1,0 +1,51 @@
+"""The import rules `make lint` checks (``[tool.importlinter]`` in pyproject.toml) hold on the code, and a
+reversed import breaks them: the check is not a formality that passes whatever the code does."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+PACKAGES = ("bookchat", "chat", "ingestion", "audit")
+
+
+def lint_imports(root: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([str(LINT_IMPORTS), "--no-cache"], cwd=root, capture_output=True, text=True, timeout=120,
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(root)})
+
+
+@pytest.fixture
+def checkout(tmp_path) -> Path:
+    """The packages and pyproject.toml, copied so that a test can break them."""
+    for package in PACKAGES:
+        shutil.copytree(REPO / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "pyproject.toml", tmp_path)
+    return tmp_path
+
+
+def test_the_code_keeps_every_import_rule(checkout):
+    result = lint_imports(checkout)
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert "4 kept, 0 broken" in result.stdout
+
+
+@pytest.mark.parametrize(("module", "reversed_import", "contract"), [
+    ("chat/retrieval.py", "from chat.api import AskView", "chat: channels, then the contract"),
+    ("chat/answering.py", "from chat.errors import error_reply", "The pipeline knows nothing of HTTP"),
+    ("ingestion/models.py", "from chat.models import Conversation", "The project's entry points, then audit"),
+    ("ingestion/documents.py", "from ingestion.mdx import clean_mdx", "ingestion: staff uploads and jobs"),
+])
+def test_a_reversed_import_breaks_its_rule(checkout, module, reversed_import, contract):
+    path = checkout / module
+    path.write_text(path.read_text() + f"\n{reversed_import}  # noqa\n")
+    result = lint_imports(checkout)
+    assert result.returncode != 0
+    broken = result.stdout[result.stdout.index("Broken contracts"):]
+    assert contract in broken and module.removesuffix(".py").replace("/", ".") in broken, result.stdout[-3000:]
