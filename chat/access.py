@@ -34,6 +34,7 @@ from rest_framework.permissions import BasePermission
 from bookchat.conf import setting
 from bookchat.errors import RequestError
 from chat.models import ApiKey
+from ingestion.models import Book
 
 PAGE_SESSION_FLAG = "bookchat_page"
 PAGE_CONVERSATIONS = "bookchat_conversations"
@@ -147,6 +148,20 @@ def refuse(message: str, code: str) -> exceptions.PermissionDenied:
     return exceptions.PermissionDenied(detail=message, code=code)
 
 
+def header_key(request) -> str:
+    """The key sent in ``Authorization: Bearer`` or ``X-Bookchat-Key`` ("" when none)."""
+    auth = request.headers.get("Authorization", "")
+    return auth[7:].strip() if auth[:7].lower() == "bearer " else request.headers.get("X-Bookchat-Key", "").strip()
+
+
+def bound_book(request) -> Book | None:
+    """The book that the active key ``request`` sends (in a header or ``?key=``) is bound to; ``None`` without
+    one. Looks only: the key is neither checked against the origin nor touched (the schema asks this)."""
+    raw = header_key(request) or request.GET.get("key", "").strip()
+    key = ApiKey.find(raw) if raw and len(raw) < 200 else None
+    return key.book if key is not None and key.active and key.book_id else None
+
+
 def key_client(raw: str, origin: str | None, *, in_url: bool) -> Client:
     """The client a key makes, or the PermissionDenied saying why it may not be used here."""
     if raw.startswith("sk_") and in_url:
@@ -177,8 +192,7 @@ class SecretKeyAuthentication(BaseAuthentication):
     """A key in ``Authorization: Bearer`` or ``X-Bookchat-Key``."""
 
     def authenticate(self, request):
-        auth = request.headers.get("Authorization", "")
-        raw = auth[7:].strip() if auth[:7].lower() == "bearer " else request.headers.get("X-Bookchat-Key", "").strip()
+        raw = header_key(request)
         if not raw:
             return None
         return request._request.user, key_client(raw, request.headers.get("Origin"), in_url=False)

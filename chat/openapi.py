@@ -7,17 +7,25 @@
   depends on the event;
 - request bodies refuse unknown keys (``additionalProperties: false``), as the code does;
 - a link from an answer to its feedback call, carrying ``answer_id`` and ``session_id``;
-- the three ways to call (``chat.access``) as security schemes.
+- the three ways to call (``chat.access``) as security schemes;
+- the books there are: ``book`` is one of the slugs the caller may name (a key bound to a book: that book and its
+  editions), and required when more than one book is reachable and ``BOOKCHAT_DEFAULT_BOOK`` is not set, as
+  the code answers 400 ``book_required`` then. The schema is built per request, so it is current.
 
 ``finish_schema`` is a drf-spectacular post-processing hook (``SPECTACULAR_SETTINGS``).
 """
 
 from __future__ import annotations
 
+from django.db.models import Q
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import OpenApiResponse
 
+from bookchat.conf import setting
+from bookchat.errors import DATABASE_ERRORS
+from chat.access import bound_book
 from chat.serializers import ErrorSerializer
+from ingestion.models import Book
 
 ERROR = OpenApiResponse(ErrorSerializer, description="`{\"error\": code, \"message\": …, \"field\": …}` (README, "
                                                      "\"REST API\").")
@@ -43,6 +51,8 @@ def finish_schema(result: dict, generator, request, public) -> dict:
     for name in STRICT_COMPONENTS:
         if name in schemas:
             schemas[name]["additionalProperties"] = False
+    if "AskRequest" in schemas:
+        _state_the_books(schemas["AskRequest"], request)
     for path_item in result.get("paths", {}).values():
         ask = path_item.get("post", {})
         if ask.get("operationId") == "ask" and "200" in ask.get("responses", {}):
@@ -52,6 +62,28 @@ def finish_schema(result: dict, generator, request, public) -> dict:
                 "requestBody": {"rating": "up", "session_id": "$response.body#/session_id"},
                 "description": "Vote on this answer from the conversation that got it."}}
     return result
+
+
+def books_a_client_may_name(request) -> tuple[list[str], bool]:
+    """The slugs ``book`` may take for the caller of ``request`` (roots first, then editions), and whether it
+    must name one."""
+    bound = bound_book(request) if request is not None else None
+    roots = Book.objects.roots() if bound is None else Book.objects.filter(pk=bound.root.pk)
+    root_slugs = list(roots.order_by("slug").values_list("slug", flat=True))
+    editions = Book.objects.filter(Q(edition_of__slug__in=root_slugs)).order_by("slug").values_list("slug", flat=True)
+    required = bound is None and len(root_slugs) > 1 and not setting("DEFAULT_BOOK")
+    return root_slugs + list(editions), required
+
+
+def _state_the_books(ask: dict, request) -> None:
+    try:
+        slugs, required = books_a_client_may_name(request)
+    except DATABASE_ERRORS:  # the schema is still served while the database is down: without the books
+        return
+    if slugs:
+        ask["properties"]["book"]["enum"] = slugs
+    if required and "book" not in ask["required"]:
+        ask["required"].append("book")
 
 
 class SecretKeyScheme(OpenApiAuthenticationExtension):

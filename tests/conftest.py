@@ -144,16 +144,16 @@ def no_llm(settings):
 
 @pytest.fixture
 def secret_key(manual_book, served, django_db_blocker):
-    """``secret_key(name)``: the raw value of a new secret API key for the bundled manual, committed so that a
-    server the test starts sees it; deleted after the test."""
+    """``secret_key(name)``: the raw value of a new secret API key for the bundled manual (``book=None``: for
+    every book), committed so that a server the test starts sees it; deleted after the test."""
     from chat.models import ApiKey
     from ingestion.models import Book
 
     names = []
 
-    def issue(name: str) -> str:
+    def issue(name: str, book: str | None = "bookchat-manual") -> str:
         def create() -> str:
-            key = ApiKey(name=name, kind=ApiKey.SECRET, book=Book.objects.get(slug="bookchat-manual"))
+            key = ApiKey(name=name, kind=ApiKey.SECRET, book=Book.objects.get(slug=book) if book else None)
             raw = key.issue()
             key.save()
             return raw

