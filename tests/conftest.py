@@ -20,7 +20,7 @@ import pytest
 
 from tests.support.openai_server import FakeOpenAIServer
 from tests.support.served import forget_answers_since
-from tests.support.shared_data import shared_corpus
+from tests.support.shared_data import all_present, shared_corpus
 
 REPO = Path(__file__).resolve().parent.parent
 CORPORA = ("docusaurus-docs", "physical-ai-book", "physical-ai-book-2", "squad2-dev")
@@ -106,13 +106,105 @@ def anonymous_api():
     yield
 
 
+class BackgroundCorpora:
+    """The embedded corpora, ingested while the rest of the suite runs: one ``manage.py ingest`` process per
+    corpus, one after the other, at the lowest CPU priority (``nice 19``, OpenMP threads that sleep when idle),
+    so that they take only the cores the tests leave idle and never slow a test down. The tests that use them
+    run last (``pytest_collection_modifyitems``) and wait for their corpus."""
+
+    def __init__(self, names: tuple[str, ...]):
+        self.names = names
+        self.runs: dict[str, CorpusRun] = {}
+        self.done = {name: threading.Event() for name in names}
+        self.processes: list = []
+        self.stopped = False
+
+    def start(self) -> None:
+        threading.Thread(target=self._run_all, name="background-corpora", daemon=True).start()
+
+    def _run_all(self) -> None:
+        import subprocess
+        import sys
+
+        for name in self.names:
+            started = time.monotonic()
+            if not self.stopped:
+                process = subprocess.Popen(
+                    [sys.executable, "manage.py", "ingest", str(shared_corpus(name)), "--book", name, "--json"],
+                    cwd=REPO, env=server_environment() | {"OMP_WAIT_POLICY": "PASSIVE"}, stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE, text=True, preexec_fn=lambda: os.nice(19))
+                self.processes.append(process)
+                out, err = process.communicate()
+                try:
+                    report = json.loads(out)
+                except ValueError:
+                    report = {"errors": [f"ingest printed no report (exit {process.returncode}): {err[-2000:]}"]}
+                self.runs[name] = CorpusRun(name, process.returncode, report, time.monotonic() - started)
+            self.done[name].set()
+
+    def result(self, name: str) -> CorpusRun | None:
+        if name not in self.done:
+            return None
+        self.done[name].wait()
+        return self.runs.get(name)
+
+    def stop(self) -> None:
+        self.stopped = True
+        for process in self.processes:
+            if process.poll() is None:
+                process.kill()
+
+
+def server_environment() -> dict[str, str]:
+    """The environment of a process that works on this session's test database and data folder."""
+    from django.conf import settings
+    from django.db import connection
+
+    db = connection.settings_dict
+    return os.environ | {
+        "DJANGO_SETTINGS_MODULE": "bookchat.settings",
+        "DATABASE_URL": f"postgresql://{db['USER']}@/{db['NAME']}?host={db['HOST']}",
+        "BOOKCHAT_SECRET_KEY": settings.SECRET_KEY, "BOOKCHAT_DATA_DIR": str(settings.DATA_DIR),
+        "BOOKCHAT_LOG_LEVEL": "WARNING", "BOOKCHAT_SENTENCE_VECTORS": "off",
+    }
+
+
+def pytest_collection_modifyitems(session, config, items) -> None:
+    """The tests that use an embedded corpus run last, so that its ingestion (``BackgroundCorpora``) overlaps
+    the rest of the suite."""
+    uses = [item for item in items if "ingest_corpus" in getattr(item, "fixturenames", ())]
+    if uses:
+        items[:] = [item for item in items if item not in uses] + uses
+    config.stash[CORPORA_WANTED] = bool(uses)
+
+
+CORPORA_WANTED = pytest.StashKey[bool]()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def corpora_in_background(request):
+    """Starts ``BackgroundCorpora`` when a selected test uses an embedded corpus (squad2-dev first: it is small)."""
+    if not request.config.stash.get(CORPORA_WANTED, False) or not all_present(EMBEDDED_CORPORA):
+        yield None
+        return
+    request.getfixturevalue("django_db_setup")
+    corpora = BackgroundCorpora(("squad2-dev", "docusaurus-docs"))
+    corpora.start()
+    yield corpora
+    corpora.stop()
+
+
 @pytest.fixture(scope="session")
-def ingest_corpus(django_db_setup, django_db_blocker):
-    """``ingest_corpus(name)`` ingests ../shared/data/<name>/docs into book <name> once per session."""
+def ingest_corpus(django_db_setup, django_db_blocker, corpora_in_background):
+    """``ingest_corpus(name)`` ingests ../shared/data/<name>/docs into book <name> once per session (the embedded
+    corpora in the background, ``BackgroundCorpora``)."""
     runs: dict[str, CorpusRun] = {}
 
     def ingest(name: str) -> CorpusRun:
         path = shared_corpus(name)
+        background = corpora_in_background.result(name) if corpora_in_background is not None else None
+        if name not in runs and background is not None:
+            runs[name] = background
         if name not in runs:
             started = time.monotonic()
             with django_db_blocker.unblock():

@@ -8,6 +8,7 @@ chunker makes of each page, measured with the embedder's own token counter."""
 
 from __future__ import annotations
 
+import functools
 import json
 
 import pytest
@@ -50,6 +51,12 @@ def corpus_chunks(name: str, ingest_corpus) -> list[tuple[str, str, int]]:
     if name in EMBEDDED_CORPORA:
         ingest_corpus(name)
         return list(Chunk.objects.filter(book__slug=name).values_list("heading_path", "text", "token_count"))
+    return fresh_chunks(name)
+
+
+@functools.cache
+def fresh_chunks(name: str) -> list[tuple[str, str, int]]:
+    """A corpus chunked without storing it: parsed and chunked once for the tests that read it."""
     from bookchat.conf import setting
     from ingestion.chunking import Chunker, ChunkingOptions
     from ingestion.docusaurus import category_label_with_issue

@@ -29,3 +29,8 @@ def shared_corpus(name: str) -> Path:
             pytest.fail(f"BOOKCHAT_REQUIRE_SHARED_DATA=1 but {path} is absent")
         pytest.skip(f"{path} is absent")
     return path
+
+
+def all_present(names) -> bool:
+    """Whether every corpus in ``names`` is there (to start work on them before a test asks)."""
+    return all((SHARED_DATA / name / "docs").is_dir() for name in names)
