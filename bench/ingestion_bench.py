@@ -12,7 +12,7 @@ from pathlib import Path
 from bookchat.conf import setting
 from ingestion.chunking import embedding_text
 from ingestion.embedders import get_embedder
-from ingestion.indexing import index_book
+from ingestion.ingesting import index_book
 from ingestion.models import Book, Chunk
 
 RAW_SAMPLE = 320  # passages embedded raw to measure the embedder alone

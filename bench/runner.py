@@ -17,7 +17,7 @@ from bench.ingestion_bench import bench_corpus
 from bench.stats import over_runs
 from bookchat.conf import setting
 from chat.evaluation import load_questions
-from ingestion.indexing import index_book
+from ingestion.ingesting import index_book
 from ingestion.models import Book
 
 ANSWERED_BOOKS = ("squad2-dev", "docusaurus-docs")  # the corpora with question sets

@@ -17,30 +17,28 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
-from django.utils.text import slugify
 
 from bookchat.conf import setting
 from bookchat.errors import BookchatError
 from ingestion.chunking import ChunkDraft, Chunker, ChunkingOptions, unbold_labels
 from ingestion.documents import Issue
 from ingestion.docusaurus import category_entry, document_url
-from ingestion.embedders import Embedder, check_compatible, get_embedder
+from ingestion.embedders import Embedder, check_compatible
 from ingestion.lexicon import refresh_lexicon
 from ingestion.links import BookLinks, book_links
 from ingestion.models import Book, Chunk, Document, IndexRun, SearchStats, book_slug_validator
 from ingestion.parsing import parse_document
 from ingestion.partials import PartialResolver
 from ingestion.qdrant import OUT_OF_DATE, QdrantError, QdrantMirror, get_mirror
-from ingestion.signals import book_indexed
-from ingestion.site import Edition, plan_site
-from ingestion.site_config import SiteConfig
-from ingestion.sources import Discovery, SourceFile, discover, read_source
+from ingestion.reports import IndexingError, IndexReport, ProgressCallback
+from ingestion.site import Edition
+from ingestion.sources import Discovery, SourceFile, read_source
 from ingestion.vector_index import sync_book_index
 
 logger = logging.getLogger(__name__)
@@ -48,55 +46,6 @@ logger = logging.getLogger(__name__)
 # Pages waiting for vectors are stored once this many passages are pending, so that
 # small pages are embedded together in full batches.
 FLUSH_PASSAGES = 64
-
-
-class IndexingError(BookchatError):
-    code = "indexing_failed"
-
-
-@dataclass
-class IndexReport:
-    book: str
-    dry_run: bool = False
-    files_seen: int = 0
-    files_indexed: int = 0
-    files_unchanged: int = 0
-    files_failed: int = 0
-    files_skipped: int = 0
-    documents_removed: int = 0
-    chunks_added: int = 0
-    chunks_kept: int = 0
-    chunks_removed: int = 0
-    chunks_embedded: int = 0
-    tokens: int = 0
-    embed_seconds: float = 0.0
-    total_seconds: float = 0.0
-    errors: list[dict] = field(default_factory=list)
-    warnings: list[dict] = field(default_factory=list)
-    # What the apps listening to ``book_indexed`` did after the run, by name (chat: "sentence_vectors").
-    after: dict[str, dict] = field(default_factory=dict)
-
-    def error(self, issue: Issue | BookchatError) -> None:
-        self.errors.append(issue.as_dict())
-
-    def warn(self, issue: Issue) -> None:
-        self.warnings.append(issue.as_dict())
-
-    @property
-    def exit_code(self) -> int:
-        """0: everything indexed; 1: some files failed, the rest are searchable; 2: nothing could be indexed."""
-        if not self.files_failed:
-            return 0
-        return 1 if self.files_indexed + self.files_unchanged else 2
-
-    def as_dict(self) -> dict:
-        data = dict(self.__dict__)
-        data["embed_seconds"] = round(self.embed_seconds, 3)
-        data["total_seconds"] = round(self.total_seconds, 3)
-        return data
-
-
-ProgressCallback = Callable[[str, int, int], None]  # (stage, done, total)
 
 
 @dataclass
@@ -531,26 +480,6 @@ def _hash(*parts: str) -> str:
     return hashlib.sha256("\x00".join(parts).encode()).hexdigest()
 
 
-class BookLock:
-    """A Postgres advisory lock that keeps two indexing runs off the same book."""
-
-    def __init__(self, slug: str):
-        self.key = int(hashlib.sha256(f"bookchat-index:{slug}".encode()).hexdigest()[:15], 16)
-        self.slug = slug
-
-    def __enter__(self) -> None:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_try_advisory_lock(%s)", [self.key])
-            if not cursor.fetchone()[0]:
-                raise IndexingError(f"book {self.slug!r} is being indexed by another run; try again when it ends",
-                                    code="busy")
-
-    def __exit__(self, *exc) -> None:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_unlock(%s)", [self.key])
-
-
-
 # The pages that stand for a whole folder of Markdown, whichever generator made it.
 INDEX_PAGES = ("index.md", "index.mdx", "README.md", "readme.md", "README.mdx")
 
@@ -573,121 +502,3 @@ def default_title(discovery: Discovery) -> str:
         if document.front_matter.get("title") or any(heading.level == 1 for heading in document.headings):
             return document.title
     return folder_name
-
-def index_book(*, path: Path | str, book_slug: str | None = None, base_url: str | None = None,
-               title: str | None = None, prune: bool = False, dry_run: bool = False, reindex: bool = False,
-               trigger: str = "cli", progress: ProgressCallback | None = None) -> IndexReport:
-    """Index the Markdown/MDX pages at ``path`` (a folder or one file) into a book; return the report."""
-    path = Path(path).expanduser()
-    if book_slug is None:
-        folder = (path if path.is_dir() else path.parent).resolve().name
-        book_slug = slugify(folder).replace("_", "-")[:64].strip("-") or "book"
-    validate_book_slug(book_slug)
-    existing = Book.objects.filter(slug=book_slug).first()
-    root = None
-    if existing is not None and existing.source_path and path.is_file():
-        candidate = Path(existing.source_path)
-        if path.resolve().is_relative_to(candidate):
-            root = candidate  # a single page of a book indexed from its folder keeps its place in it
-    discovery = discover(path, root=root)
-    embedder = get_embedder()
-    indexer = BookIndexer(book_slug=book_slug, discovery=discovery, embedder=embedder, base_url=base_url,
-                          title=title, prune=prune, dry_run=dry_run, reindex=reindex, trigger=trigger,
-                          progress=progress)
-    with BookLock(book_slug):
-        report = indexer.run()
-        if not dry_run and indexer.book is not None and indexer.book.pk:
-            changed = report.chunks_added or report.chunks_removed or report.files_indexed
-            book_indexed.send(sender=Book, book=indexer.book, report=report, changed=bool(changed))
-        return report
-
-
-@dataclass
-class SiteReport:
-    """The index reports of a site's editions, and their sums (the fields of ``IndexReport``)."""
-
-    total: IndexReport
-    site: dict
-    editions: list[tuple[Edition, IndexReport]] = field(default_factory=list)
-
-    def __getattr__(self, name: str):
-        return getattr(self.total, name)
-
-    @property
-    def site_warnings(self) -> list[dict]:
-        """The warnings about the site itself (its config, versions file, folders)."""
-        return [w for w in self.total.warnings if "book" not in w]
-
-    def as_dict(self) -> dict:
-        return {**self.total.as_dict(), "site": self.site, "books": [
-            {"slug": e.slug, "title": e.title, "base_url": e.base_url, "version": e.version,
-             "version_label": e.version_label, "latest": e.latest, "locale": e.locale,
-             **{k: v for k, v in r.as_dict().items() if k not in ("book", "dry_run")}}
-            for e, r in self.editions
-        ]}
-
-
-SUMMED = ("files_seen", "files_indexed", "files_unchanged", "files_failed", "files_skipped", "documents_removed",
-          "chunks_added", "chunks_kept", "chunks_removed", "chunks_embedded", "tokens", "embed_seconds")
-
-
-def index_site(config: SiteConfig, *, book_slug: str | None = None, base_url: str | None = None,
-               title: str | None = None, prune: bool = False, dry_run: bool = False, reindex: bool = False,
-               trigger: str = "cli", progress: ProgressCallback | None = None) -> SiteReport:
-    """Index a Docusaurus site (``ingestion.site``): every docs instance, version and locale; return the reports."""
-    started = time.monotonic()
-    if book_slug is not None:
-        validate_book_slug(book_slug)
-    plan = plan_site(config, slug=book_slug, title=title, base_url=base_url)
-    roots = [editions[0].slug for editions in plan.books]
-    total = IndexReport(book=roots[0] if roots else (book_slug or ""), dry_run=dry_run)
-    for issue in plan.warnings:
-        total.warn(issue)
-    report = SiteReport(total, {"config": config.config_file.name, "read_with": config.how, "title": config.title,
-                                "url": config.site_url, "books": roots})
-    if not plan.books:
-        raise IndexingError(f"no docs to index in the site at {config.root}", code="empty")
-    embedder = get_embedder()
-    for editions in plan.books:
-        root_book = None
-        for edition in editions:
-            validate_book_slug(edition.slug)
-            indexer = BookIndexer(book_slug=edition.slug, discovery=edition.discover(), embedder=embedder,
-                                  base_url=edition.base_url, title=title or edition.title, prune=prune,
-                                  dry_run=dry_run, reindex=reindex, trigger=trigger, progress=progress,
-                                  edition=edition, root_book=root_book, site_root=config.root)
-            try:
-                with BookLock(edition.slug):
-                    edition_report = indexer.run()
-                    if not dry_run and indexer.book is not None and indexer.book.pk:
-                        changed = (edition_report.chunks_added or edition_report.chunks_removed
-                                   or edition_report.files_indexed)
-                        book_indexed.send(sender=Book, book=indexer.book, report=edition_report,
-                                          changed=bool(changed))
-            except BookchatError as exc:  # one edition that can't be indexed must not lose the others
-                edition_report = indexer.report
-                edition_report.error(exc)
-                edition_report.files_failed = edition_report.files_failed or 1
-            if edition.is_root:
-                root_book = indexer.book if indexer.book is not None and indexer.book.pk else None
-            report.editions.append((edition, edition_report))
-            for name in SUMMED:
-                setattr(total, name, getattr(total, name) + getattr(edition_report, name))
-            total.errors.extend({**issue, "book": edition.slug} for issue in edition_report.errors)
-            total.warnings.extend({**issue, "book": edition.slug} for issue in edition_report.warnings)
-        _stale_editions(root_book, {e.slug for e in editions}, prune=prune and not dry_run, report=total)
-    total.total_seconds = time.monotonic() - started
-    return report
-
-
-def _stale_editions(root: Book | None, planned: set[str], *, prune: bool, report: IndexReport) -> None:
-    """Editions of ``root`` the site no longer has (a version dropped from versions.json): removed with --prune."""
-    if root is None:
-        return
-    for book in Book.objects.filter(edition_of=root).exclude(slug__in=planned):
-        if prune:
-            report.documents_removed += book.documents.count()
-            book.delete()
-            report.warn(Issue(None, None, f"edition {book.slug!r} is no longer in the site; removed"))
-        else:
-            report.warn(Issue(None, None, f"edition {book.slug!r} is no longer in the site; --prune removes it"))

@@ -27,8 +27,9 @@ from bookchat.broker import queue_in_database
 from bookchat.conf import setting
 from bookchat.errors import BookchatError
 from ingestion.docusaurus import category_label
-from ingestion.indexing import BookLock, IndexingError, IndexReport, index_book
+from ingestion.ingesting import BookLock, index_book
 from ingestion.models import Book, Document, IndexRun, IngestionJob
+from ingestion.reports import IndexingError, IndexReport
 from ingestion.uploads import CATEGORY_FILES, STAGING_PREFIX, Intake, UploadError, uploads_dir
 
 logger = logging.getLogger(__name__)

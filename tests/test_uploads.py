@@ -19,7 +19,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from ingestion import jobs
-from ingestion.indexing import BookLock
+from ingestion.ingesting import BookLock
 from ingestion.models import Book, Chunk, Document, IndexRun, IngestionJob
 from ingestion.uploads import UploadError, clean_folder, receive_upload
 from tests.conftest import committed, run_command

@@ -17,7 +17,8 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandParser
 
 from bookchat.errors import BookchatError
-from ingestion.indexing import IndexReport, SiteReport, index_book, index_site
+from ingestion.ingesting import index_book, index_site
+from ingestion.reports import IndexReport, SiteReport
 from ingestion.site_config import find_config, read_site_config
 
 
