@@ -73,6 +73,24 @@ class Client:
     def remember(self, book_slug: str, session_id: str | None) -> None:
         """Note the conversation an answer went to (``None``: start afresh next time)."""
 
+    def rate_buckets(self, ip_tag: str) -> list[tuple[str, str]]:
+        """The limits this client's questions count against: (bucket, the setting that sizes it). ``ip_tag``: the
+        keyed hash of the client's IP (``chat.throttling``)."""
+        if self.key is None:
+            return [(f"ip:{ip_tag}", "RATE_ANONYMOUS")]
+        return [(f"key:{self.key.pk}", "RATE_KEY")]
+
+
+@dataclass
+class WidgetClient(Client):
+    """A docs site's widget: a publishable key from one of its origins. Its visitors share the key's limit, and
+    each also has a limit of their own, so that one visitor can't use up a site's questions."""
+
+    channel: str = "widget"
+
+    def rate_buckets(self, ip_tag: str) -> list[tuple[str, str]]:
+        return [*super().rate_buckets(ip_tag), (f"key:{self.key.pk}:ip:{ip_tag}", "RATE_KEY_IP")]
+
 
 @dataclass
 class AssistantClient(Client):
@@ -108,6 +126,10 @@ class PageClient(Client):
     def conversations(self) -> list[uuid.UUID]:
         ids = (_uuid_or_none(value) for value in self.session.get(PAGE_CONVERSATIONS, {}).values())
         return [i for i in ids if i is not None]  # the session only holds ids we stored, but not worth a 500
+
+    def rate_buckets(self, ip_tag: str) -> list[tuple[str, str]]:
+        """One limit per page session (per IP before the session has a key)."""
+        return [(f"page:{self.session.session_key or f'ip:{ip_tag}'}", "RATE_PAGE")]
 
     def remember(self, book_slug: str, session_id: str | None) -> None:
         conversations = dict(self.session.get(PAGE_CONVERSATIONS, {}))
@@ -185,7 +207,7 @@ def key_client(raw: str, origin: str | None, *, in_url: bool) -> Client:
     if not key.allows_origin(origin):
         raise refuse(f"the origin {origin[:200]} is not allowed for this key", "origin_not_allowed")
     key.touch()
-    return Client("widget", key, cors_origin=origin)
+    return WidgetClient(key=key, cors_origin=origin)
 
 
 class SecretKeyAuthentication(BaseAuthentication):

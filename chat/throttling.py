@@ -53,15 +53,8 @@ def _ip_tag(request) -> str:
 
 
 def buckets_for(client: Client, request) -> list[tuple[str, Rate]]:
-    if client.channel == "page":
-        session = request.session.session_key or f"ip:{_ip_tag(request)}"
-        wanted = [(f"page:{session}", "RATE_PAGE")]
-    elif client.key is not None and client.channel == "widget":
-        wanted = [(f"key:{client.key.pk}", "RATE_KEY"), (f"key:{client.key.pk}:ip:{_ip_tag(request)}", "RATE_KEY_IP")]
-    elif client.key is not None:
-        wanted = [(f"key:{client.key.pk}", "RATE_KEY")]
-    else:
-        wanted = [(f"ip:{_ip_tag(request)}", "RATE_ANONYMOUS")]
+    """The client's limits (``Client.rate_buckets``, by the kind of client) that are set."""
+    wanted = client.rate_buckets(_ip_tag(request))
     return [(bucket, rate) for bucket, name in wanted if (rate := parse_rate(name)) is not None]
 
 
