@@ -16,9 +16,10 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
-$(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed
+# One install for the tests (the dev extras hold the app's own dependencies): it counts for `make run` too.
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $@
+	touch $(VENV)/.installed $@
 
 run: $(VENV)/.installed
 	BOOKCHAT_DEBUG=$${BOOKCHAT_DEBUG:-true} PORT=$(PORT) $(BIN)/python manage.py serve

@@ -9,8 +9,9 @@ Decisions:
   tools take their schemas and their validation from Python signatures through pydantic: a question must be checked
   by the contract (``chat.serializers``, through ``chat.asking.Asking``, as the API checks it), so that a wrong type,
   an empty or huge question or a ``limit`` of 10,000 get the API's own messages, and ``"5"`` is refused as the API
-  refuses it where pydantic would take it. The low-level server takes the JSON Schemas we write (below, with the
-  limits read from the settings when the tool list is asked for) and hands us the raw arguments.
+  refuses it where pydantic would take it. The low-level server takes the JSON Schemas we give it and hands us
+  the raw arguments. The tools' inputs are the API's (``contract_fields``: the fields of ``AskRequest`` as the
+  API's schema states them, limits read from the settings); their outputs are written here.
 - **One server per caller** (``book_server(client, request)``): its handlers close over the ``AssistantClient``
   (its key, its book) and, over HTTP, the Django request (client IP, rate-limit buckets). Building one costs a
   few dictionaries; it spares a context variable threaded through the SDK's task groups.
@@ -27,13 +28,16 @@ Decisions:
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Callable
+from functools import lru_cache
 from urllib.parse import unquote
 
 import mcp_types as types
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections
+from drf_spectacular.generators import SchemaGenerator
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
@@ -66,44 +70,50 @@ RESOURCES_LISTED = 1000  # pages listed by resources/list; any page can be read 
 
 
 # -- schemas ------------------------------------------------------------------------------------------------------
-def _text(description: str, max_length: int, **extra) -> dict:
-    return {"type": "string", "maxLength": max_length, "description": description, **extra}
-
-
 def _object(properties: dict, required: tuple[str, ...] = ()) -> dict:
     return {"type": "object", "properties": properties, "required": list(required)}
 
 
 _STRING = {"type": "string"}
 _NULLABLE_STRING = {"type": ["string", "null"]}
-_BOOK = _text("Book slug (list_books lists them); optional when only one book is indexed or this server is "
-              "bound to one.", 64)
-_VERSION = _text("A version of a versioned book: its name, label or URL path; default: the latest.", 100)
-_LOCALE = _text("The reader's language (fr, pt-BR): the book's translation when it has one.", 35)
 _EDITION = {"book": _STRING, "version": _STRING, "locale": _STRING}
+# The settings that the request contract's schema states (limits and the default number of passages).
+_CONTRACT_SETTINGS = ("MAX_QUESTION_CHARS", "MAX_QUESTION_WORDS", "MAX_SELECTED_CHARS", "TOP_K")
 
 
-def _question(description: str) -> dict:
-    return _text(f"{description} 1–{setting('MAX_QUESTION_CHARS')} characters, at most "
-                 f"{setting('MAX_QUESTION_WORDS')} words.", setting("MAX_QUESTION_CHARS"), minLength=1)
+def contract_fields() -> dict:
+    """The fields of a question as the API's schema states them (``AskRequest``: drf-spectacular reads
+    ``chat.serializers``, which also checks every tool call), so that the REST API and the tools have one
+    contract. Built once per value of the settings it states."""
+    return _contract_fields(tuple(setting(name) for name in _CONTRACT_SETTINGS))
+
+
+@lru_cache(maxsize=4)
+def _contract_fields(limits: tuple) -> dict:
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    # Built without a request, so without the API's list of books (``chat.openapi``): which books a caller may
+    # name depends on the caller, and list_books names them.
+    fields = copy.deepcopy(schema["components"]["schemas"]["AskRequest"]["properties"])
+    fields["book"]["description"] = ("Book slug (list_books lists them); optional when only one book is indexed or "
+                                     "this server is bound to one.")
+    fields["version"]["description"] = fields["version"]["description"].replace("`GET /books`", "list_books")
+    return fields
 
 
 def search_input() -> dict:
+    fields = contract_fields()
     return _object({
-        "query": _question("What to look for, in words (a question or keywords)."),
-        "book": _BOOK, "version": _VERSION, "locale": _LOCALE,
-        "limit": {"type": "integer", "minimum": 1, "maximum": 10, "default": setting("TOP_K"),
+        "query": {**fields["question"], "description": "What to look for, in words (a question or keywords)."},
+        "book": fields["book"], "version": fields["version"], "locale": fields["locale"],
+        "limit": {**fields["max_results"], "type": "integer", "default": setting("TOP_K"),
                   "description": "How many passages, 1–10."},
     }, ("query",)) | {"additionalProperties": False}
 
 
 def ask_input() -> dict:
-    return _object({
-        "question": _question("The reader's question."),
-        "book": _BOOK,
-        "selected_text": _text("A passage of the book the question is about.", setting("MAX_SELECTED_CHARS")),
-        "version": _VERSION, "locale": _LOCALE,
-    }, ("question",)) | {"additionalProperties": False}
+    fields = contract_fields()
+    return _object({name: fields[name] for name in ("question", "book", "selected_text", "version", "locale")},
+                   ("question",)) | {"additionalProperties": False}
 
 
 PASSAGE = _object({

@@ -10,7 +10,8 @@
 - the three ways to call (``chat.access``) as security schemes;
 - the books there are: ``book`` is one of the slugs the caller may name (a key bound to a book: that book and its
   editions), and required when more than one book is reachable and ``BOOKCHAT_DEFAULT_BOOK`` is not set, as
-  the code answers 400 ``book_required`` then. The schema is built per request, so it is current.
+  the code answers 400 ``book_required`` then. The schema is built per request, so it is current (one built
+  without a request, ``manage.py spectacular`` or the MCP tools' inputs, states no books).
 
 ``finish_schema`` is a drf-spectacular post-processing hook (``SPECTACULAR_SETTINGS``).
 """
@@ -51,7 +52,7 @@ def finish_schema(result: dict, generator, request, public) -> dict:
     for name in STRICT_COMPONENTS:
         if name in schemas:
             schemas[name]["additionalProperties"] = False
-    if "AskRequest" in schemas:
+    if "AskRequest" in schemas and request is not None:  # built for no request (a file, the MCP tools): no books
         _state_the_books(schemas["AskRequest"], request)
     for path_item in result.get("paths", {}).values():
         ask = path_item.get("post", {})
@@ -67,7 +68,7 @@ def finish_schema(result: dict, generator, request, public) -> dict:
 def books_a_client_may_name(request) -> tuple[list[str], bool]:
     """The slugs ``book`` may take for the caller of ``request`` (roots first, then editions), and whether it
     must name one."""
-    bound = bound_book(request) if request is not None else None
+    bound = bound_book(request)
     roots = Book.objects.roots() if bound is None else Book.objects.filter(pk=bound.root.pk)
     root_slugs = list(roots.order_by("slug").values_list("slug", flat=True))
     editions = Book.objects.filter(Q(edition_of__slug__in=root_slugs)).order_by("slug").values_list("slug", flat=True)

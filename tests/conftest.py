@@ -20,7 +20,7 @@ import pytest
 
 from tests.support.openai_server import FakeOpenAIServer
 from tests.support.served import forget_answers_since
-from tests.support.shared_data import all_present, shared_corpus
+from tests.support.shared_data import SHARED_DATA, all_present, shared_corpus
 
 REPO = Path(__file__).resolve().parent.parent
 CORPORA = ("docusaurus-docs", "physical-ai-book", "physical-ai-book-2", "squad2-dev")
@@ -106,31 +106,35 @@ def anonymous_api():
     yield
 
 
-class BackgroundCorpora:
-    """The embedded corpora, ingested while the rest of the suite runs: one ``manage.py ingest`` process per
-    corpus, one after the other, at the lowest CPU priority (``nice 19``, OpenMP threads that sleep when idle),
-    so that they take only the cores the tests leave idle and never slow a test down. The tests that use them
-    run last (``pytest_collection_modifyitems``) and wait for their corpus."""
+MANUAL = "bookchat-manual"
 
-    def __init__(self, names: tuple[str, ...]):
-        self.names = names
+
+class BackgroundBooks:
+    """Books ingested while the rest of the suite runs: the bundled manual and the embedded corpora, one
+    ``manage.py ingest`` process per book, one after the other, at the lowest CPU priority (``nice 19``, OpenMP
+    threads that sleep when idle), so that they take only the cores the tests leave idle and never slow a test
+    down. The tests that need none of them run first, those that use a corpus last
+    (``pytest_collection_modifyitems``), and each waits for its book (``result``)."""
+
+    def __init__(self, books: list[tuple[str, Path]]):
+        self.books = books
         self.runs: dict[str, CorpusRun] = {}
-        self.done = {name: threading.Event() for name in names}
+        self.done = {name: threading.Event() for name, _ in books}
         self.processes: list = []
         self.stopped = False
 
     def start(self) -> None:
-        threading.Thread(target=self._run_all, name="background-corpora", daemon=True).start()
+        threading.Thread(target=self._run_all, name="background-books", daemon=True).start()
 
     def _run_all(self) -> None:
         import subprocess
         import sys
 
-        for name in self.names:
+        for name, path in self.books:
             started = time.monotonic()
             if not self.stopped:
                 process = subprocess.Popen(
-                    [sys.executable, "manage.py", "ingest", str(shared_corpus(name)), "--book", name, "--json"],
+                    [sys.executable, "manage.py", "ingest", str(path), "--book", name, "--json"],
                     cwd=REPO, env=server_environment() | {"OMP_WAIT_POLICY": "PASSIVE"}, stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE, text=True, preexec_fn=lambda: os.nice(19))
                 self.processes.append(process)
@@ -169,40 +173,57 @@ def server_environment() -> dict[str, str]:
     }
 
 
+# Test modules that work on servers, databases and files of their own, never on the session's books: they run
+# first, while the books are ingested.
+SELF_CONTAINED = ("test_nodes.py", "test_packaging.py", "test_embedded_db.py")
+
+
 def pytest_collection_modifyitems(session, config, items) -> None:
-    """The tests that use an embedded corpus run last, so that its ingestion (``BackgroundCorpora``) overlaps
-    the rest of the suite."""
-    uses = [item for item in items if "ingest_corpus" in getattr(item, "fixturenames", ())]
-    if uses:
-        items[:] = [item for item in items if item not in uses] + uses
-    config.stash[CORPORA_WANTED] = bool(uses)
+    """The self-contained tests first, then the rest, and those that use an embedded corpus last, so that the
+    books' ingestion (``BackgroundBooks``) overlaps the suite."""
+    def needs(item, fixture: str) -> bool:
+        return fixture in getattr(item, "fixturenames", ())
+
+    def stage(item) -> int:
+        if needs(item, "ingest_corpus"):
+            return 2
+        return 0 if item.path.name in SELF_CONTAINED else 1
+
+    items[:] = sorted(items, key=stage)  # stable: the order within a stage is kept
+    config.stash[BOOKS_WANTED] = ((MANUAL,) if any(needs(item, "manual_book") for item in items) else ()) + \
+        (EMBEDDED_CORPORA if any(needs(item, "ingest_corpus") for item in items) else ())
 
 
-CORPORA_WANTED = pytest.StashKey[bool]()
+BOOKS_WANTED = pytest.StashKey[tuple]()
 
 
 @pytest.fixture(scope="session", autouse=True)
-def corpora_in_background(request):
-    """Starts ``BackgroundCorpora`` when a selected test uses an embedded corpus (squad2-dev first: it is small)."""
-    if not request.config.stash.get(CORPORA_WANTED, False) or not all_present(EMBEDDED_CORPORA):
+def books_in_background(request):
+    """Starts ``BackgroundBooks`` with the books the selected tests use (the manual first; squad2-dev before
+    docusaurus-docs: it is small)."""
+    wanted = request.config.stash.get(BOOKS_WANTED, ())
+    books = [(MANUAL, REPO / "docs")] if MANUAL in wanted else []
+    if set(EMBEDDED_CORPORA) <= set(wanted) and all_present(EMBEDDED_CORPORA):
+        books += [(name, SHARED_DATA / name / "docs") for name in ("squad2-dev", "docusaurus-docs")]
+    if not books:
         yield None
         return
     request.getfixturevalue("django_db_setup")
-    corpora = BackgroundCorpora(("squad2-dev", "docusaurus-docs"))
-    corpora.start()
-    yield corpora
-    corpora.stop()
+    background = BackgroundBooks(books)
+    background.start()
+    yield background
+    background.stop()
 
 
 @pytest.fixture(scope="session")
-def ingest_corpus(django_db_setup, django_db_blocker, corpora_in_background):
+def ingest_corpus(django_db_setup, django_db_blocker, books_in_background):
     """``ingest_corpus(name)`` ingests ../shared/data/<name>/docs into book <name> once per session (the embedded
-    corpora in the background, ``BackgroundCorpora``)."""
+    corpora in the background, ``BackgroundBooks``)."""
     runs: dict[str, CorpusRun] = {}
 
     def ingest(name: str) -> CorpusRun:
         path = shared_corpus(name)
-        background = corpora_in_background.result(name) if corpora_in_background is not None else None
+        background = books_in_background.result(name) if books_in_background is not None else None
         if name not in runs and background is not None:
             runs[name] = background
         if name not in runs:
@@ -216,14 +237,16 @@ def ingest_corpus(django_db_setup, django_db_blocker, corpora_in_background):
 
 
 @pytest.fixture(scope="session")
-def manual_book(django_db_setup, django_db_blocker) -> dict:
-    """The bundled manual in docs/, ingested once per session as book ``bookchat-manual``."""
-    with django_db_blocker.unblock():
-        code, out, _ = committed(lambda: run_command("ingest", str(REPO / "docs"), "--book", "bookchat-manual",
-                                                     "--json"))
-    report = json.loads(out)
-    assert code == 0, report
-    return report
+def manual_book(django_db_setup, django_db_blocker, books_in_background) -> dict:
+    """The bundled manual in docs/, ingested once per session as book ``bookchat-manual`` (in the background,
+    ``BackgroundBooks``, when the session started it)."""
+    run = books_in_background.result(MANUAL) if books_in_background is not None else None
+    if run is None:
+        with django_db_blocker.unblock():
+            code, out, _ = committed(lambda: run_command("ingest", str(REPO / "docs"), "--book", MANUAL, "--json"))
+        run = CorpusRun(MANUAL, code, json.loads(out), 0.0)
+    assert run.exit_code == 0, run.report
+    return run.report
 
 
 @pytest.fixture

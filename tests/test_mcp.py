@@ -8,6 +8,7 @@ limit is refused with when to retry, as the API refuses it.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -217,3 +218,23 @@ def test_searches_are_audited_but_the_dashboard_counts_only_answers_as_answers()
     figures = dashboard(days=1, book="mcp-dashboard")
     assert (figures["total"], figures["searches"], figures["mix"]["high"], figures["mix"]["low"]) == (1, 2, 1, 0)
     assert not AuditLog.objects.filter(review_queue_filter(), book_slug="mcp-dashboard").exists()
+
+
+@pytest.mark.django_db
+def test_the_tools_take_their_inputs_from_the_api_contract(client, settings):
+    """One contract: a tool's question, book, version, locale and selected text are the API's AskRequest fields,
+    limits included, as its schema states them; only the search's names differ (query, limit)."""
+    from chat.mcp_server import ask_input, search_input
+
+    settings.BOOKCHAT = {**settings.BOOKCHAT, "MAX_QUESTION_CHARS": 321, "MAX_SELECTED_CHARS": 654}
+    api = json.loads(client.get("/api/v1/schema?format=json").content)["components"]["schemas"]["AskRequest"]
+    ask, search = ask_input(), search_input()
+    assert ask["properties"]["question"] == api["properties"]["question"]
+    assert ask["properties"]["question"]["maxLength"] == 321 and ask["properties"]["selected_text"]["maxLength"] == 654
+    for name in ("version", "locale"):
+        assert {k: v for k, v in ask["properties"][name].items() if k != "description"} == \
+            {k: v for k, v in api["properties"][name].items() if k != "description"}
+    assert "enum" not in ask["properties"]["book"], "which books depends on the caller: list_books says"
+    assert search["properties"]["query"]["maxLength"] == 321 and search["properties"]["query"]["minLength"] == 1
+    assert (search["properties"]["limit"]["minimum"], search["properties"]["limit"]["maximum"]) == (1, 10)
+    assert ask["additionalProperties"] is False and search["additionalProperties"] is False
