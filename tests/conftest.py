@@ -133,10 +133,11 @@ class BackgroundBooks:
         for name, path in self.books:
             started = time.monotonic()
             if not self.stopped:
+                # nice(1), not a preexec_fn: this thread forks while the tests' threads run.
                 process = subprocess.Popen(
-                    [sys.executable, "manage.py", "ingest", str(path), "--book", name, "--json"],
+                    ["nice", "-n", "19", sys.executable, "manage.py", "ingest", str(path), "--book", name, "--json"],
                     cwd=REPO, env=server_environment() | {"OMP_WAIT_POLICY": "PASSIVE"}, stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE, text=True, preexec_fn=lambda: os.nice(19))
+                    stderr=subprocess.PIPE, text=True)
                 self.processes.append(process)
                 out, err = process.communicate()
                 try:
