@@ -76,6 +76,18 @@ def raw_topk_ms(book: Book, question: str) -> float:
 
 
 # -- over HTTP -----------------------------------------------------------------------------------------------
+def database_environment() -> dict[str, str]:
+    """The environment of another process (a server, a command) that works on this process's database and data
+    folder, with its secret key: the benchmark's servers, and the test session's."""
+    db = connection.settings_dict
+    return os.environ | {
+        "DJANGO_SETTINGS_MODULE": "bookchat.settings",
+        "DATABASE_URL": f"postgresql://{db['USER']}@/{db['NAME']}?host={db['HOST']}",
+        "BOOKCHAT_SECRET_KEY": settings.SECRET_KEY, "BOOKCHAT_DATA_DIR": str(settings.DATA_DIR),
+        "BOOKCHAT_LOG_LEVEL": "WARNING",
+    }
+
+
 class Gunicorn:
     """bookchat under gunicorn on a free loopback port, started as `make run` starts it (``serve.gunicorn_command``:
     the same worker class, threads and timeouts), with the anonymous API, no rate limits and no access log;
@@ -84,13 +96,9 @@ class Gunicorn:
     def __init__(self, workers: int = 2, env: dict[str, str] | None = None):
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        db = connection.settings_dict
-        env = os.environ | {
-            "DJANGO_SETTINGS_MODULE": "bookchat.settings",
-            "DATABASE_URL": f"postgresql://{db['USER']}@/{db['NAME']}?host={db['HOST']}",
-            "BOOKCHAT_SECRET_KEY": settings.SECRET_KEY, "BOOKCHAT_DEBUG": "false",
-            "BOOKCHAT_ALLOWED_HOSTS": "127.0.0.1", "BOOKCHAT_ANONYMOUS_API": "true", "BOOKCHAT_RATE_ANONYMOUS": "",
-            "BOOKCHAT_LOG_LEVEL": "WARNING", "BOOKCHAT_DATA_DIR": str(settings.DATA_DIR),
+        env = database_environment() | {
+            "BOOKCHAT_DEBUG": "false", "BOOKCHAT_ALLOWED_HOSTS": "127.0.0.1", "BOOKCHAT_ANONYMOUS_API": "true",
+            "BOOKCHAT_RATE_ANONYMOUS": "",
         } | (env or {})
         command = gunicorn_command(bind=f"127.0.0.1:{self.port}", workers=workers, access_log=False)
         self.proc = subprocess.Popen([*command, "--log-level", "warning"], cwd=Path(settings.BASE_DIR),

@@ -176,12 +176,17 @@ def header_key(request) -> str:
     return auth[7:].strip() if auth[:7].lower() == "bearer " else request.headers.get("X-Bookchat-Key", "").strip()
 
 
+def active_key(raw: str) -> ApiKey | None:
+    """The active key whose raw value is ``raw``; ``None`` for an unknown or revoked one."""
+    key = ApiKey.find(raw) if raw and len(raw) < 200 else None
+    return key if key is not None and key.active else None
+
+
 def bound_book(request) -> Book | None:
     """The book that the active key ``request`` sends (in a header or ``?key=``) is bound to; ``None`` without
     one. Looks only: the key is neither checked against the origin nor touched (the schema asks this)."""
-    raw = header_key(request) or request.GET.get("key", "").strip()
-    key = ApiKey.find(raw) if raw and len(raw) < 200 else None
-    return key.book if key is not None and key.active and key.book_id else None
+    key = active_key(header_key(request) or request.GET.get("key", "").strip())
+    return key.book if key is not None and key.book_id else None
 
 
 def key_client(raw: str, origin: str | None, *, in_url: bool) -> Client:
@@ -189,8 +194,8 @@ def key_client(raw: str, origin: str | None, *, in_url: bool) -> Client:
     if raw.startswith("sk_") and in_url:
         raise refuse("secret keys must not appear in URLs: send them in an Authorization: Bearer header",
                      "secret_key_in_url")
-    key = ApiKey.find(raw) if len(raw) < 200 else None
-    if key is None or not key.active:
+    key = active_key(raw)
+    if key is None:
         raise refuse("this API key is unknown or has been revoked", "invalid_key")
     if key.kind == ApiKey.SECRET:
         if origin:

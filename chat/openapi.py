@@ -18,7 +18,6 @@
 
 from __future__ import annotations
 
-from django.db.models import Q
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import OpenApiResponse
 
@@ -71,7 +70,7 @@ def books_a_client_may_name(request) -> tuple[list[str], bool]:
     bound = bound_book(request)
     roots = Book.objects.roots() if bound is None else Book.objects.filter(pk=bound.root.pk)
     root_slugs = list(roots.order_by("slug").values_list("slug", flat=True))
-    editions = Book.objects.filter(Q(edition_of__slug__in=root_slugs)).order_by("slug").values_list("slug", flat=True)
+    editions = Book.objects.filter(edition_of__slug__in=root_slugs).order_by("slug").values_list("slug", flat=True)
     required = bound is None and len(root_slugs) > 1 and not setting("DEFAULT_BOOK")
     return root_slugs + list(editions), required
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import io
 import json
 import os
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -127,9 +129,6 @@ class BackgroundBooks:
         threading.Thread(target=self._run_all, name="background-books", daemon=True).start()
 
     def _run_all(self) -> None:
-        import subprocess
-        import sys
-
         for name, path in self.books:
             started = time.monotonic()
             if not self.stopped:
@@ -162,16 +161,9 @@ class BackgroundBooks:
 
 def server_environment() -> dict[str, str]:
     """The environment of a process that works on this session's test database and data folder."""
-    from django.conf import settings
-    from django.db import connection
+    from bench.latency import database_environment
 
-    db = connection.settings_dict
-    return os.environ | {
-        "DJANGO_SETTINGS_MODULE": "bookchat.settings",
-        "DATABASE_URL": f"postgresql://{db['USER']}@/{db['NAME']}?host={db['HOST']}",
-        "BOOKCHAT_SECRET_KEY": settings.SECRET_KEY, "BOOKCHAT_DATA_DIR": str(settings.DATA_DIR),
-        "BOOKCHAT_LOG_LEVEL": "WARNING", "BOOKCHAT_SENTENCE_VECTORS": "off",
-    }
+    return database_environment() | {"BOOKCHAT_SENTENCE_VECTORS": "off"}
 
 
 # Test modules that work on servers, databases and files of their own, never on the session's books: they run
@@ -216,6 +208,18 @@ def books_in_background(request):
     background.stop()
 
 
+def ingested(name: str, path: Path, background: BackgroundBooks | None, django_db_blocker) -> CorpusRun:
+    """Book ``name``'s ingest: its background run when the session started one, else one made here (committed,
+    on a thread of its own)."""
+    run = background.result(name) if background is not None else None
+    if run is None:
+        started = time.monotonic()
+        with django_db_blocker.unblock():
+            code, out, _ = committed(lambda: run_command("ingest", str(path), "--book", name, "--json"))
+        run = CorpusRun(name, code, json.loads(out), time.monotonic() - started)
+    return run
+
+
 @pytest.fixture(scope="session")
 def ingest_corpus(django_db_setup, django_db_blocker, books_in_background):
     """``ingest_corpus(name)`` ingests ../shared/data/<name>/docs into book <name> once per session (the embedded
@@ -224,14 +228,8 @@ def ingest_corpus(django_db_setup, django_db_blocker, books_in_background):
 
     def ingest(name: str) -> CorpusRun:
         path = shared_corpus(name)
-        background = books_in_background.result(name) if books_in_background is not None else None
-        if name not in runs and background is not None:
-            runs[name] = background
         if name not in runs:
-            started = time.monotonic()
-            with django_db_blocker.unblock():
-                code, out, _ = committed(lambda: run_command("ingest", str(path), "--book", name, "--json"))
-            runs[name] = CorpusRun(name, code, json.loads(out), time.monotonic() - started)
+            runs[name] = ingested(name, path, books_in_background, django_db_blocker)
         return runs[name]
 
     return ingest
@@ -241,11 +239,7 @@ def ingest_corpus(django_db_setup, django_db_blocker, books_in_background):
 def manual_book(django_db_setup, django_db_blocker, books_in_background) -> dict:
     """The bundled manual in docs/, ingested once per session as book ``bookchat-manual`` (in the background,
     ``BackgroundBooks``, when the session started it)."""
-    run = books_in_background.result(MANUAL) if books_in_background is not None else None
-    if run is None:
-        with django_db_blocker.unblock():
-            code, out, _ = committed(lambda: run_command("ingest", str(REPO / "docs"), "--book", MANUAL, "--json"))
-        run = CorpusRun(MANUAL, code, json.loads(out), 0.0)
+    run = ingested(MANUAL, REPO / "docs", books_in_background, django_db_blocker)
     assert run.exit_code == 0, run.report
     return run.report
 

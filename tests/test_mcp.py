@@ -9,26 +9,22 @@ limit is refused with when to retry, as the API refuses it.
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 import time
 from contextlib import asynccontextmanager
-from pathlib import Path
 
 import anyio
 import httpx
 import httpx2
 import pytest
-from django.conf import settings
-from django.db import connection
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from audit.models import AuditLog
 from bench.latency import Gunicorn
+from tests.conftest import REPO, server_environment
 
-REPO = Path(__file__).resolve().parent.parent
 BOOK = "bookchat-manual"
 ON_TOPIC = "How do I ingest a folder of Markdown?"
 OFF_TOPIC = "What is the boiling point of mercury in Kelvin?"
@@ -48,14 +44,6 @@ QUESTIONS = [
     ("ask_book", {"question": "How?", "book": "no-such-book"}, "no-such-book"),
     ("ask_book", {"question": "How?", "colour": "blue"}, "ask_book has no argument 'colour'"),
 ]
-
-
-def server_env() -> dict[str, str]:
-    """What a process needs to serve from this test session's database (as ``bench.latency.Gunicorn`` sets it)."""
-    db = connection.settings_dict
-    return os.environ | {"DJANGO_SETTINGS_MODULE": "bookchat.settings", "BOOKCHAT_SECRET_KEY": settings.SECRET_KEY,
-                         "DATABASE_URL": f"postgresql://{db['USER']}@/{db['NAME']}?host={db['HOST']}",
-                         "BOOKCHAT_DATA_DIR": str(settings.DATA_DIR), "BOOKCHAT_LOG_LEVEL": "WARNING"}
 
 
 async def exercise(client: Client) -> dict:
@@ -132,7 +120,7 @@ def test_an_assistant_over_stdio_searches_asks_and_reads_the_manual(manual_book,
 
     since = timezone.now()
     params = StdioServerParameters(command=sys.executable, args=["manage.py", "mcp", "--book", BOOK], cwd=str(REPO),
-                                   env=server_env())
+                                   env=server_environment())
 
     async def run() -> dict:
         async with Client(params, mode="legacy") as client:  # legacy: the initialize handshake
@@ -147,8 +135,9 @@ def test_an_assistant_over_stdio_searches_asks_and_reads_the_manual(manual_book,
 def test_mcp_command_refuses_an_unknown_book(manual_book):
     import subprocess
 
-    run = subprocess.run([sys.executable, "manage.py", "mcp", "--book", "no-such-book"], cwd=REPO, env=server_env(),
-                         capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    run = subprocess.run([sys.executable, "manage.py", "mcp", "--book", "no-such-book"], cwd=REPO,
+                         env=server_environment(), capture_output=True, text=True, timeout=120,
+                         stdin=subprocess.DEVNULL)
     assert run.returncode == 1 and "no book 'no-such-book'" in run.stderr and run.stdout == ""
 
 
