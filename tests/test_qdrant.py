@@ -18,7 +18,7 @@ from ingestion.embedders import get_embedder
 from ingestion.models import Book, Chunk
 from ingestion.qdrant import OUT_OF_DATE, QdrantMirror, chunk_payload, close_client, get_client, point_id
 from ingestion.qdrant_sync import sync_mirror
-from tests.conftest import run_command
+from tests.conftest import EMBEDDED_CORPORA, run_command
 from tests.support.shared_data import shared_data
 
 pytestmark = pytest.mark.django_db
@@ -230,9 +230,11 @@ def test_qdrant_down_during_ingestion_indexes_anyway_with_a_warning(book_dir, se
 
 
 # -- qdrant_sync ------------------------------------------------------------------------------------
-def test_qdrant_sync_check_reports_each_kind_of_drift_and_repair_fixes_it(qdrant, book_dir):
+def test_qdrant_sync_check_reports_each_kind_of_drift_and_repair_fixes_it(qdrant, book_dir, ingest_corpus):
     from qdrant_client import models
 
+    for name in EMBEDDED_CORPORA:  # repair covers every book: none may still be being ingested in the background
+        ingest_corpus(name)
     make_book(book_dir)
     ingest(book_dir)
     client = get_client()
