@@ -20,7 +20,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from audit.models import AuditLog
-from ingestion.embedders import get_embedder
+from ingestion.indexing.embedders import get_embedder
 
 S = AuditLog.Status
 # Cosine between two questions' e5 query vectors from which they count as the same topic: paraphrases score

@@ -13,7 +13,7 @@ from django.utils import timezone
 from audit import charts
 from audit.models import AuditLog
 from bookchat.conf import setting
-from chat.confidence import thresholds
+from chat.pipeline.confidence import thresholds
 
 S = AuditLog.Status
 

@@ -1,4 +1,4 @@
-"""Fit the confidence model (``chat/confidence.py``) and its two level cuts on development question sets, and
+"""Fit the confidence model (``chat/pipeline/confidence.py``) and its two level cuts on development question sets, and
 check them on books the model was not fitted on.
 
     .venv/bin/python -m bench.fit_confidence --fit squad2-dev:../shared/data/squad2-dev/questions.jsonl \\
@@ -12,7 +12,7 @@ the mdBook guide and Material for MkDocs in ``../shared/data``; ingest those as 
 from the book root and ``mkdocs-material`` from the site root). Every question is asked through
 the pipeline as ``evaluate`` asks it, but answered whatever the scope and answerability checks
 decide and never held back as unsure (``evaluate_question(answer_all=True)``), so that each
-answer's features and whether it is right (``chat.evaluation.answer_right``) are known; what the
+answer's features and whether it is right (``chat.quality.evaluation.answer_right``) are known; what the
 two checks decided is kept beside them. Kept in ``var/bench/confidence-*.pickle`` (delete it
 after re-indexing or after changing a feature).
 
@@ -56,9 +56,9 @@ def _collect(book: str, path: str) -> list[dict]:
     from django.test.utils import override_settings
 
     from bookchat.conf import setting
-    from chat.calibration import book_calibration
-    from chat.editions import resolve_book
-    from chat.evaluation import evaluate_question, load_questions
+    from chat.pipeline.calibration import book_calibration
+    from chat.pipeline.editions import resolve_book
+    from chat.quality.evaluation import evaluate_question, load_questions
 
     target = resolve_book(book)
     gate = bool(book_calibration(target).get("answerability"))
@@ -81,7 +81,7 @@ def book_of(spec: str) -> str:
 
 def matrix(rows: list[dict]) -> np.ndarray:
     """Rows' ``FEATURES`` (0 for a question that drafted no answer, which has none)."""
-    from chat.confidence import FEATURES
+    from chat.pipeline.confidence import FEATURES
 
     return np.asarray([[r["features"].get(name, 0.0) for name in FEATURES] for r in rows], dtype=np.float64)
 
@@ -91,7 +91,7 @@ def passes_checks(r: dict) -> bool:
 
 
 def should_refuse(r: dict) -> bool:
-    from chat.evaluation import SHOULD_REFUSE
+    from chat.quality.evaluation import SHOULD_REFUSE
 
     return r["kind"] in SHOULD_REFUSE
 
@@ -123,9 +123,9 @@ def predict(rows: list[dict], weights: np.ndarray, bias: float) -> np.ndarray:
 
 def outcome(rows: list[dict], p: np.ndarray, high: float, medium: float) -> dict:
     """A set's figures when answers below ``medium`` are refused as unsure: what ``evaluate`` reports of its
-    confidence (``chat.evaluation.confidence_report``: precision and count per level, the share of questions
+    confidence (``chat.quality.evaluation.confidence_report``: precision and count per level, the share of questions
     that should be answered answered high, the calibration error) and the refusals per kind."""
-    from chat.evaluation import confidence_report
+    from chat.quality.evaluation import confidence_report
 
     refused = [not passes_checks(r) or prob < medium for r, prob in zip(rows, p, strict=True)]
     report = confidence_report([
@@ -186,7 +186,7 @@ def choose_cuts(held: dict[str, tuple[list[dict], np.ndarray]]) -> tuple[float, 
 def main(argv=None) -> int:
     args = fit_arguments(__doc__.split("\n")[0], argv)
     _setup()
-    from chat.confidence import FEATURES
+    from chat.pipeline.confidence import FEATURES
 
     sets = load_sets(args, collect)
     weights, bias = fit_model(sets, args.fit, l2=args.l2)

@@ -1,4 +1,4 @@
-"""Fit the re-ranker's weights (``chat/reranking.py``) on development question sets and check them on others.
+"""Fit the re-ranker's weights (``chat/pipeline/reranking.py``) on development question sets and check them on others.
 
     .venv/bin/python -m bench.fit_reranker --fit squad2-dev:../shared/data/squad2-dev/questions.jsonl \\
         --fit docusaurus-docs:../shared/data/docusaurus-docs/questions.jsonl \\
@@ -10,7 +10,7 @@ features of its best ``POOL`` candidates computed, and each labelled by whether 
 evidence. A logistic regression (L2, Newton's method) is fitted on the ``--fit`` sets; hit@1 and
 hit@5 of the fused order and of the re-ranked order are printed for every set, with each
 ``--fit`` set also left out in turn (fit on the others, measure on it: cross-set validation).
-The weights to paste into ``chat/reranking.py`` are printed last.
+The weights to paste into ``chat/pipeline/reranking.py`` are printed last.
 """
 
 from __future__ import annotations
@@ -58,10 +58,10 @@ def _retrieve_pools(book: str, path: str) -> list[tuple]:
     from django.test.utils import override_settings
 
     from bookchat.conf import setting
-    from chat.deadline import Deadline
-    from chat.evaluation import _hit_rank, load_questions
-    from chat.reranking import POOL
-    from chat.retrieval import retrieve
+    from chat.pipeline.deadline import Deadline
+    from chat.pipeline.reranking import POOL
+    from chat.pipeline.retrieval import retrieve
+    from chat.quality.evaluation import _hit_rank, load_questions
     from ingestion.models import Book
 
     target = Book.objects.get(slug=book)
@@ -83,7 +83,7 @@ def _retrieve_pools(book: str, path: str) -> list[tuple]:
 
 def collect(book: str, path: str) -> list[tuple[np.ndarray, np.ndarray]]:
     """Per question: (features of the pool's best POOL candidates in fused order, labels)."""
-    from chat.reranking import candidate_features
+    from chat.pipeline.reranking import candidate_features
 
     return [(np.asarray(candidate_features(head, lexical, question=question), dtype=np.float64).reshape(len(head), -1),
              np.asarray(labels)) for question, head, lexical, labels in retrieve_pools(book, path)]
@@ -158,7 +158,7 @@ def fit_sets(sets: dict[str, list], specs: list[str], *, l2: float) -> tuple[np.
 def main(argv=None) -> int:
     args = fit_arguments(__doc__.split("\n")[0], argv)
     _setup()
-    from chat.reranking import FEATURES
+    from chat.pipeline.reranking import FEATURES
 
     sets = load_sets(args, collect)
     weights, bias = fit_sets(sets, args.fit, l2=args.l2)

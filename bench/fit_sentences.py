@@ -1,4 +1,4 @@
-"""Fit the sentence re-sort's weights (``chat/sentences.py``) on development question sets and check them on
+"""Fit the sentence re-sort's weights (``chat/pipeline/sentences.py``) on development question sets and check them on
 others.
 
     .venv/bin/python -m bench.fit_sentences --fit squad2-dev:../shared/data/squad2-dev/questions.jsonl \\
@@ -33,11 +33,11 @@ def collect(book: str, path: str) -> list[tuple[np.ndarray, np.ndarray]]:
 def _collect(book: str, path: str) -> list[tuple[np.ndarray, np.ndarray]]:
     from django.test.utils import override_settings
 
-    from chat.deadline import Deadline
-    from chat.evaluation import SHOULD_REFUSE, _hit_rank, load_questions
-    from chat.retrieval import retrieve
-    from chat.sentences import RESORT, attach, resort_features
-    from ingestion.embedders import get_embedder
+    from chat.pipeline.deadline import Deadline
+    from chat.pipeline.retrieval import retrieve
+    from chat.pipeline.sentences import RESORT, attach, resort_features
+    from chat.quality.evaluation import SHOULD_REFUSE, _hit_rank, load_questions
+    from ingestion.indexing.embedders import get_embedder
     from ingestion.models import Book
 
     target = Book.objects.get(slug=book)

@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 
 from bookchat.conf import setting
-from ingestion.chunking import embedding_text
-from ingestion.embedders import get_embedder
-from ingestion.ingesting import index_book
+from ingestion.indexing.chunking import embedding_text
+from ingestion.indexing.embedders import get_embedder
+from ingestion.indexing.ingesting import index_book
 from ingestion.models import Book, Chunk
 
 RAW_SAMPLE = 320  # passages embedded raw to measure the embedder alone

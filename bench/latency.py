@@ -20,10 +20,10 @@ from audit import recording
 from bench import machine
 from bench.stats import summary
 from bookchat.management.commands.serve import gunicorn_command, gunicorn_environment
-from chat.answering import answer_question
-from chat.retrieval import vector_literal
-from chat.serializers import validate_ask
-from ingestion.embedders import get_embedder
+from chat.channels.serializers import validate_ask
+from chat.pipeline.answering import answer_question
+from chat.pipeline.retrieval import vector_literal
+from ingestion.indexing.embedders import get_embedder
 from ingestion.models import Book
 
 STAGES = ("validate", "embed", "dense", "lexical", "fusion", "generation", "grounding", "audit_write", "end_to_end")
@@ -161,8 +161,8 @@ def over_http(server: Gunicorn, questions, *, log) -> dict:
 
 
 def mcp_over_http(server: Gunicorn, questions, *, key: str) -> dict:
-    """The same questions through the MCP server at ``/mcp`` (``chat.mcp_http``), with the official SDK's client
-    as an assistant uses it (one session, each tool call one POST): ``search_book`` and ``ask_book``."""
+    """The same questions through the MCP server at ``/mcp`` (``chat.channels.mcp_http``), with the official SDK's
+    client as an assistant uses it (one session, each tool call one POST): ``search_book`` and ``ask_book``."""
     import anyio
     import httpx2
     from mcp import Client

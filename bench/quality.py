@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from chat.evaluation import load_questions, run_evaluation
+from chat.quality.evaluation import load_questions, run_evaluation
 
 SHOWN = ("questions", "errors", "hit_at_1", "hit_at_3", "hit_at_5", "mrr_at_10", "answer_contains_rate",
          "citation_precision", "refusal_rate_out_of_scope", "refusal_rate_unanswerable", "false_refusal_rate",
@@ -23,7 +23,8 @@ def evaluate(book: str, questions_file: Path, *, limit: int | None = None) -> di
     code_file = CODE_QUESTIONS / f"code-{book}.jsonl"
     code = run_evaluation(load_questions(code_file, limit=limit), book_slug=book)[0] if code_file.exists() else {}
     return {**{key: summary.get(key) for key in SHOWN},
-            # How far the confidence levels hold (chat.evaluation.confidence_report): share right and count per level.
+            # How far the confidence levels hold (chat.quality.evaluation.confidence_report): share right and count
+            # per level.
             "right_when_high": confidence["precision"]["high"], "answered_high": confidence["levels"]["high"],
             "right_when_medium": confidence["precision"]["medium"], "answered_medium": confidence["levels"]["medium"],
             "answerable_answered_high": confidence["answerable_high"], "confidence_ece": confidence["ece"],

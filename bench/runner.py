@@ -16,8 +16,8 @@ from bench import latency, machine, quality, scale, streams
 from bench.ingestion_bench import bench_corpus
 from bench.stats import over_runs
 from bookchat.conf import setting
-from chat.evaluation import load_questions
-from ingestion.ingesting import index_book
+from chat.quality.evaluation import load_questions
+from ingestion.indexing.ingesting import index_book
 from ingestion.models import Book
 
 ANSWERED_BOOKS = ("squad2-dev", "docusaurus-docs")  # the corpora with question sets

@@ -19,13 +19,13 @@ from django.test.utils import override_settings
 
 from bench.stats import summary
 from bookchat.errors import BookchatError
-from chat.answering import answer_question
-from chat.evaluation import _hit_rank
-from chat.retrieval import retrieve
-from chat.serializers import validate_ask
-from ingestion.lexicon import refresh_lexicon
+from chat.channels.serializers import validate_ask
+from chat.pipeline.answering import answer_question
+from chat.pipeline.retrieval import retrieve
+from chat.quality.evaluation import _hit_rank
+from ingestion.indexing.lexicon import refresh_lexicon
+from ingestion.indexing.vector_index import sync_book_index
 from ingestion.models import Book, Chunk, Document
-from ingestion.vector_index import sync_book_index
 
 NOISE = 0.02  # per-dimension standard deviation before re-normalising (cosine to the original ≈ 0.9)
 BATCH = 1000
@@ -145,8 +145,8 @@ def measure(book: Book, questions, *, store: str = "pgvector", answers: bool = T
 
 
 def measure_qdrant(book: Book, questions, *, log) -> dict:
-    from ingestion.qdrant import close_client
-    from ingestion.qdrant_sync import sync_mirror
+    from ingestion.indexing.qdrant import close_client
+    from ingestion.indexing.qdrant_sync import sync_mirror
 
     with tempfile.TemporaryDirectory(prefix="bookchat-bench-qdrant-") as path:
         base = {**setting_dict(), "QDRANT_PATH": path, "QDRANT_URL": ""}

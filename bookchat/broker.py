@@ -8,7 +8,7 @@ Decisions:
 - A task is delivered once. The ORM broker locks a taken task for ``retry`` seconds (3700, past the longest
   upload) and Redis pops it (``BLPOP``); either way a task whose worker is SIGKILLed is not run again by
   the broker (``max_attempts`` 1). The upload's heartbeat notices it instead: the sweep fails the job and
-  staff use Retry (``ingestion.jobs``). One mechanism for both brokers.
+  staff use Retry (``ingestion.uploads.jobs``). One mechanism for both brokers.
 - The URL is checked at start (``bookchat.checks``): settings fall back to Postgres on a bad value only so
   that the check, not an import error, names it.
 """

@@ -115,11 +115,12 @@ SETTINGS: list[Setting] = [
     Setting("LEXICAL_WEIGHT", 0.15, "Weight of the lexical (full-text) score in the weighted blend.", float),
     Setting("RRF_K", 60, "The k of reciprocal rank fusion.", int),
     Setting("RERANKER", "features", "Second ranking stage over the fused pool's best 30: `features` (a small "
-            "logistic model over cheap lexical and dense features, `chat/reranking.py`) or `off` (fused order).",
+            "logistic model over cheap lexical and dense features, `chat/pipeline/reranking.py`) or `off` "
+            "(fused order).",
             choices=("features", "off")),
     Setting("SENTENCE_VECTORS", "on", "Embed every sentence, list item and table row of a book when it is indexed "
             "(about 0.6× the passages' embedding time, once), so that the best five passages are ordered and the "
-            "extractive answer's sentences chosen by meaning too (`chat/sentences.py`): `on` or `off`.",
+            "extractive answer's sentences chosen by meaning too (`chat/pipeline/sentences.py`): `on` or `off`.",
             choices=("on", "off")),
     Setting("SELECTED_TEXT_BOOST", 0.3, "Added to a candidate's fused score times the share of the selected "
             "passage it contains.", float),
@@ -128,8 +129,8 @@ SETTINGS: list[Setting] = [
     Setting("SCOPE_COVERAGE_WEIGHT", 0.08, "Weight of lexical coverage (share of the question's words found in "
             "the top passages) added to the best cosine to make the scope score.", float),
     Setting("ANSWERABILITY", "auto", "Refuse an on-topic question whose names and figures no passage to be cited "
-            "holds (`chat/answerability.py`): `auto` (where the book's calibration found it safe: it refuses at most "
-            "5 % of the book's own probe questions), `on` or `off`.", choices=("auto", "on", "off")),
+            "holds (`chat/pipeline/answerability.py`): `auto` (where the book's calibration found it safe: it "
+            "refuses at most 5 % of the book's own probe questions), `on` or `off`.", choices=("auto", "on", "off")),
     Setting("SCOPE_SUGGESTIONS", 3, "Nearest sections suggested with a \"not covered\" answer.", int),
     # Answering: generation, grounding, confidence
     Setting("LLM_BASE_URL", "", "Base URL of an OpenAI-compatible chat server; with `_API_KEY` and `_MODEL` it "
@@ -144,7 +145,7 @@ SETTINGS: list[Setting] = [
     Setting("GROUNDING_MAX_UNSUPPORTED", 0.5, "An answer with a larger share of unsupported sentences is "
             "withheld and flagged for review.", float),
     Setting("CONFIDENCE_HIGH", 0.0, "Confidence (the fitted probability that an answer is right) from which the "
-            "level is `high`; 0 → the cut fitted with the model (`chat/confidence.py`), where ≥ 90 % of high "
+            "level is `high`; 0 → the cut fitted with the model (`chat/pipeline/confidence.py`), where ≥ 90 % of high "
             "answers were right on held-out question sets.", float),
     Setting("CONFIDENCE_MEDIUM", 0.0, "Confidence from which the level is `medium` (below: `low`); 0 → the "
             "fitted cut.", float),
@@ -263,7 +264,7 @@ def _reset_cache(*, setting: str, **kwargs) -> None:
 
 
 # Rates: the one parser of the rate settings, so the start-up check (bookchat.checks) accepts what the limits
-# (chat.throttling) do.
+# (chat.channels.throttling) do.
 PERIODS = {"s": 1, "sec": 1, "second": 1, "m": 60, "min": 60, "minute": 60, "h": 3600, "hour": 3600,
            "d": 86400, "day": 86400}
 _RATE = re.compile(r"^\s*(\d+)\s*/\s*(\d*)\s*([a-z]+)\s*$")

@@ -23,7 +23,7 @@ from rest_framework.views import APIView
 from bookchat.broker import broker_name
 from bookchat.conf import setting
 from bookchat.deployment import pending_migrations
-from ingestion.embedders import get_embedder
+from ingestion.indexing.embedders import get_embedder
 
 _settled: dict[str, dict] = {}  # checks that, once passed, stay passed for this process
 _lock = threading.Lock()

@@ -133,18 +133,18 @@ WHITENOISE_USE_FINDERS = True
 WHITENOISE_MAX_AGE = 0 if DEBUG else 3600  # widget.js keeps its name across releases: cache it for an hour
 
 REST_FRAMEWORK = {
-    # Who may call (chat/access.py): a key in a header, a publishable key in the URL, the chat page's session.
+    # Who may call (chat/channels/access.py): a key in a header, a publishable key in the URL, the chat page's session.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "chat.access.SecretKeyAuthentication",
-        "chat.access.PublishableKeyAuthentication",
-        "chat.access.PageSessionAuthentication",
+        "chat.channels.access.SecretKeyAuthentication",
+        "chat.channels.access.PublishableKeyAuthentication",
+        "chat.channels.access.PageSessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["chat.access.HasClient"],
+    "DEFAULT_PERMISSION_CLASSES": ["chat.channels.access.HasClient"],
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    # Bodies are JSON only (chat.api.decode_json_body reads them); this also tells the schema so.
+    # Bodies are JSON only (chat.channels.api.decode_json_body reads them); this also tells the schema so.
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
-    "EXCEPTION_HANDLER": "chat.api.exception_handler",
+    "EXCEPTION_HANDLER": "chat.channels.api.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }
 SPECTACULAR_SETTINGS = {
@@ -154,7 +154,7 @@ SPECTACULAR_SETTINGS = {
     "OAS_VERSION": "3.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_AUTHENTICATION": [],  # the schema and docs are public: a key sent along is not even looked at
-    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "chat.openapi.finish_schema"],
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "chat.channels.openapi.finish_schema"],
     "SWAGGER_UI_DIST": "SIDECAR",  # bundled: no CDN
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",

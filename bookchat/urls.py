@@ -7,17 +7,17 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.generic import RedirectView
 
 from bookchat.views import api_not_found
-from chat import views
-from chat.mcp_http import McpView
+from chat.channels import page
+from chat.channels.mcp_http import McpView
 
 admin.site.site_header = "bookchat"
 admin.site.site_title = "bookchat admin"
 
 urlpatterns = [
-    path("", views.chat_page, name="chat"),
-    path("new", views.new_conversation, name="chat-new"),
-    path("answers/<uuid:answer_id>", views.answer_fragment, name="chat-answer"),
-    path("answers/<uuid:answer_id>/feedback", views.feedback, name="chat-feedback"),
+    path("", page.chat_page, name="chat"),
+    path("new", page.new_conversation, name="chat-new"),
+    path("answers/<uuid:answer_id>", page.answer_fragment, name="chat-answer"),
+    path("answers/<uuid:answer_id>/feedback", page.feedback, name="chat-feedback"),
     path("api/v1/", include("chat.urls")),
     re_path(r"^api/", csrf_exempt(api_not_found)),  # a JSON 404 for any other path under /api/, any method
     path("mcp", McpView.as_view(), name="mcp"),

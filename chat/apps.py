@@ -7,4 +7,5 @@ class ChatConfig(AppConfig):
     verbose_name = "Chat"
 
     def ready(self) -> None:
-        from chat import openapi, receivers  # noqa: F401  (the schema's auth extensions; the signal receivers)
+        from chat import receivers  # noqa: F401  (the signal receivers)
+        from chat.channels import openapi  # noqa: F401  (the schema's auth extensions)

@@ -1,5 +1,5 @@
 """Conversations and their turns, scope calibrations, API keys for the widget and servers, feedback, and the
-sentence vectors of each passage (``chat.sentences``).
+sentence vectors of each passage (``chat.pipeline.sentences``).
 
 A ``Turn`` keeps the whole response it gave (sources, confidence…), so the chat page can
 show a conversation again and feedback can be checked against the session that got the
@@ -49,7 +49,7 @@ class Turn(models.Model):
 
 
 class ScopeCalibration(models.Model):
-    """A book's "not covered" threshold, measured when its passages change (see ``chat.calibration``)."""
+    """A book's "not covered" threshold, measured when its passages change (see ``chat.pipeline.calibration``)."""
 
     book = models.OneToOneField(Book, on_delete=models.CASCADE, related_name="scope_calibration")
     threshold = models.FloatField(help_text="Scope score below which a question is not covered.")
@@ -172,7 +172,7 @@ class Feedback(models.Model):
 
 
 class RateCounter(models.Model):
-    """Questions counted in the current fixed window of one rate-limit bucket (see ``chat.throttling``)."""
+    """Questions counted in the current fixed window of one rate-limit bucket (see ``chat.channels.throttling``)."""
 
     bucket = models.CharField(max_length=200, primary_key=True)
     window_start = models.BigIntegerField(help_text="Start of the window, in Unix seconds.")
@@ -184,7 +184,7 @@ class RateCounter(models.Model):
 
 class SentenceVectors(models.Model):
     """The vectors of one passage's answer units (sentences, list items, table rows), made when the book is
-    indexed (see ``chat.sentences``). ``key`` names the embedder and the unit texts they were made from: a
+    indexed (see ``chat.pipeline.sentences``). ``key`` names the embedder and the unit texts they were made from: a
     passage whose units no longer match it is embedded again, and passages with equal keys share vectors."""
 
     chunk = models.OneToOneField("ingestion.Chunk", on_delete=models.CASCADE, primary_key=True,

@@ -9,9 +9,9 @@ import logging
 
 from django.dispatch import receiver
 
-from chat.calibration import calibrate_book, is_current
 from chat.models import ScopeCalibration
-from chat.sentences import enabled, fill_book
+from chat.pipeline.calibration import calibrate_book, is_current
+from chat.pipeline.sentences import enabled, fill_book
 from ingestion.signals import book_indexed
 
 logger = logging.getLogger(__name__)
@@ -34,7 +34,8 @@ def calibrate_after_indexing(sender, *, book, report, changed: bool, **kwargs) -
         return
     try:
         details = calibrate_book(book)  # logs the new threshold
-        # The one thing confidence sets per book: the fitted model (chat/confidence.py) is the same for every book.
+        # The one thing confidence sets per book: the fitted model (chat/pipeline/confidence.py) is the same for
+        # every book.
         report.after["calibration"] = {key: details[key] for key in (
             "threshold", "off_topic_refused", "probes_refused", "answerability", "seconds")}
     except Exception:  # a failed calibration must not fail the indexing run; the old threshold stays

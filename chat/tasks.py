@@ -7,8 +7,8 @@ import logging
 from django.contrib.sessions.models import Session
 from django.utils import timezone
 
-from chat.conversations import purge_expired_conversations
-from chat.throttling import purge_old_counters
+from chat.channels.throttling import purge_old_counters
+from chat.pipeline.conversations import purge_expired_conversations
 
 logger = logging.getLogger(__name__)
 

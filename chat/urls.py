@@ -4,7 +4,7 @@ from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from bookchat.readiness import ReadyView
-from chat import api
+from chat.channels import api
 
 urlpatterns = [
     path("ask", api.AskView.as_view(), name="api-ask"),

@@ -11,8 +11,8 @@ import json
 from django.contrib import admin
 from django.utils.html import format_html
 
-from ingestion import upload_admin  # noqa: F401  (registers the upload jobs' admin)
 from ingestion.models import Book, Chunk, Document, IndexRun
+from ingestion.uploads import admin as upload_admin  # noqa: F401  (registers the upload jobs' admin)
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

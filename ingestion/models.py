@@ -71,7 +71,7 @@ def _count_per_book(model) -> Coalesce:
 
 
 class Book(models.Model):
-    """A book, or one edition of a Docusaurus site's docs: a version, a locale, or both (``ingestion.site``).
+    """A book, or one edition of a Docusaurus site's docs: a version, a locale, or both (``ingestion.reading.site``).
 
     An edition is a book of its own (its pages, passages, search statistics and calibration), so answers never
     mix versions; it points at its root, the site's current docs in the default locale, whose slug is the one
@@ -215,7 +215,7 @@ class IndexRun(models.Model):
 class IngestionJob(models.Model):
     """One upload from the admin: the files staff sent, and the background index run that follows.
 
-    The files wait in ``DATA_DIR/uploads/<id>/`` (see ``ingestion.jobs``) until the job is done.
+    The files wait in ``DATA_DIR/uploads/<id>/`` (see ``ingestion.uploads.jobs``) until the job is done.
     """
 
     class Status(models.TextChoices):
@@ -272,7 +272,7 @@ class IngestionJob(models.Model):
 
 class SearchStats(models.Model):
     """A book's lexical-search statistics, refreshed after every indexing run that changed it (see
-    ``ingestion.lexicon``): counting them live costs a scan of every passage's tsvector per question."""
+    ``ingestion.indexing.lexicon``): counting them live costs a scan of every passage's tsvector per question."""
 
     book = models.OneToOneField(Book, primary_key=True, on_delete=models.CASCADE, related_name="search_stats")
     chunks = models.PositiveIntegerField(help_text="Passages in the book.")

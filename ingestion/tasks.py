@@ -3,7 +3,7 @@ minute by migration 0003)."""
 
 from __future__ import annotations
 
-from ingestion import jobs
+from ingestion.uploads import jobs
 
 
 def run_ingestion_job(job_id: int) -> dict:

@@ -82,8 +82,8 @@ def test_ask_off_topic_says_not_covered_and_suggests_sections(manual_book):
 
 @pytest.mark.parametrize("fusion", ["weighted", "rrf"])
 def test_off_topic_question_is_refused_in_either_fusion_mode(settings, manual_book, fusion):
-    from chat.answering import answer_question
-    from chat.questions import AskRequest
+    from chat.pipeline.answering import answer_question
+    from chat.pipeline.questions import AskRequest
 
     settings.BOOKCHAT = {**settings.BOOKCHAT, "FUSION": fusion}
     refused = answer_question(AskRequest(question=OFF_TOPIC, book="bookchat-manual"))
@@ -93,8 +93,8 @@ def test_off_topic_question_is_refused_in_either_fusion_mode(settings, manual_bo
 
 
 def test_threshold_setting_overrides_the_calibrated_one(settings, manual_book):
-    from chat.answering import answer_question
-    from chat.questions import AskRequest
+    from chat.pipeline.answering import answer_question
+    from chat.pipeline.questions import AskRequest
 
     settings.BOOKCHAT = {**settings.BOOKCHAT, "SCOPE_THRESHOLD": 0.999}
     response = answer_question(AskRequest(question="How do I ingest a folder?", book="bookchat-manual"))
@@ -310,7 +310,7 @@ def test_evaluate_compare_refuses_a_bad_spec_with_exit_2(tmp_path, spec, error, 
 
 
 def test_compare_spec_takes_names_in_any_case_with_or_without_prefix_and_types_values():
-    from chat.comparison import parse_settings_spec
+    from chat.quality.comparison import parse_settings_spec
 
     assert parse_settings_spec("Default") == {}
     assert parse_settings_spec("bookchat_top_k=3, fusion=rrf,BOOKCHAT_DEBUG=on,dense_weight=0.7") == {

@@ -9,14 +9,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from chat.answerability import check_answerability, specific_terms
-from chat.answering import answer_question
-from chat.extractive import compose_extractive
-from chat.generation import Excerpt
-from chat.grounding import answer_segments, check_grounding
-from chat.questions import AskRequest
-from chat.reranking import FEATURES, candidate_features, probability
-from chat.retrieval import retrieve
+from chat.pipeline.answerability import check_answerability, specific_terms
+from chat.pipeline.answering import answer_question
+from chat.pipeline.extractive import compose_extractive
+from chat.pipeline.generation import Excerpt
+from chat.pipeline.grounding import answer_segments, check_grounding
+from chat.pipeline.questions import AskRequest
+from chat.pipeline.reranking import FEATURES, candidate_features, probability
+from chat.pipeline.retrieval import retrieve
 from ingestion.models import Book
 from tests.conftest import committed, run_command
 
@@ -187,7 +187,7 @@ def test_a_nested_list_item_comes_with_the_item_it_belongs_to():
 
 
 def test_the_selected_passage_is_not_given_back_as_the_answer():
-    from chat.generation import ExtractiveGenerator, GenerationInput
+    from chat.pipeline.generation import ExtractiveGenerator, GenerationInput
 
     selected = ("Each locale is a distinct standalone application: it is not possible to start all locales at the "
                 "same time.")

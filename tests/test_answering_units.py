@@ -9,13 +9,13 @@ from types import SimpleNamespace
 import pytest
 
 from bookchat.errors import RequestError
-from chat.calibration import off_topic_questions
-from chat.conversations import is_follow_up, resolve_follow_up
-from chat.extractive import compose_extractive
-from chat.grounding import answer_segments, check_grounding
-from chat.retrieval import fuse
-from chat.sources import fragment_url
-from chat.terms import citations, content_terms, plain_text, split_sentences, strip_citations
+from chat.pipeline.calibration import off_topic_questions
+from chat.pipeline.conversations import is_follow_up, resolve_follow_up
+from chat.pipeline.extractive import compose_extractive
+from chat.pipeline.grounding import answer_segments, check_grounding
+from chat.pipeline.retrieval import fuse
+from chat.pipeline.sources import fragment_url
+from chat.pipeline.terms import citations, content_terms, plain_text, split_sentences, strip_citations
 
 INGEST = "The ingest command reads a folder of Markdown files and stores the chunks in Postgres."
 WIDGET = "The widget shows answers on the page with a script tag."

@@ -15,9 +15,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from chat.conversations import history, purge_expired_conversations, record_turn
 from chat.models import Conversation, Turn
-from chat.terms import plain_text, strip_citations
+from chat.pipeline.conversations import history, purge_expired_conversations, record_turn
+from chat.pipeline.terms import plain_text, strip_citations
 from ingestion.models import Book, Chunk
 
 pytestmark = pytest.mark.django_db

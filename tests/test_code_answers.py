@@ -17,13 +17,13 @@ from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from chat.evaluation import QuestionFileError, code_in_one_block, load_questions
-from chat.extractive import compose_extractive
-from chat.grounding import check_grounding
-from chat.rendering import parse_info, pre_texts, render_answer, split_code_blocks
-from chat.terms import plain_text
-from chat.units import MAX_CODE_LINES, SHORTENED
-from ingestion.parsing import parse_document
+from chat.pipeline.extractive import compose_extractive
+from chat.pipeline.grounding import check_grounding
+from chat.pipeline.rendering import parse_info, pre_texts, render_answer, split_code_blocks
+from chat.pipeline.terms import plain_text
+from chat.pipeline.units import MAX_CODE_LINES, SHORTENED
+from chat.quality.evaluation import QuestionFileError, code_in_one_block, load_questions
+from ingestion.reading.parsing import parse_document
 
 SOURCES = [{"n": 1, "url": "/guide/install#run", "chapter": "Guide", "section": "Run"}]
 MANUAL = "bookchat-manual"
@@ -154,7 +154,7 @@ def test_tab_and_admonition_labels_are_bold_labels():
 
 
 def test_bold_labels_are_embedded_and_counted_as_plain_words():
-    from ingestion.chunking import embedding_text, unbold_labels
+    from ingestion.indexing.chunking import embedding_text, unbold_labels
 
     assert unbold_labels("**npm:** Run it.\n  **Tip (Fast):**\nGo.") == "npm: Run it.\n  Tip (Fast):\nGo."
     assert unbold_labels("Some **bold:** words") == "Some **bold:** words", "only a label opening a line"
@@ -239,9 +239,9 @@ def test_the_manual_answers_the_widget_question_with_its_code_block_and_verbatim
 
 @pytest.mark.django_db
 def test_page_stream_api_and_mcp_show_the_same_answer(client, manual_book, no_llm):
-    from chat.answering import answer_question
-    from chat.mcp_server import render_answer as mcp_text
-    from chat.questions import AskRequest
+    from chat.channels.mcp_server import render_answer as mcp_text
+    from chat.pipeline.answering import answer_question
+    from chat.pipeline.questions import AskRequest
     from tests.test_api import sse_events
 
     payload = json.dumps({"question": WIDGET_QUESTION, "book": MANUAL})
@@ -264,7 +264,7 @@ def test_every_answer_evaluate_gives_on_the_shared_sets_renders_each_fence_as_on
     and no fence meta outside them."""
     from pathlib import Path
 
-    from chat.evaluation import run_evaluation
+    from chat.quality.evaluation import run_evaluation
     from tests.support.shared_data import shared_corpus
 
     assert ingest_corpus("docusaurus-docs").exit_code == 0

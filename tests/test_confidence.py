@@ -1,6 +1,6 @@
-"""Confidence (chat/confidence.py): the fitted probability and its levels, answers made of navigation links, the
+"""Confidence (chat.pipeline.confidence): the fitted probability and its levels, answers made of navigation links, the
 unsure answer that becomes a refusal with the closest sections (and reaches the review queue), and the figures
-``evaluate`` reports about it (chat/evaluation.py, chat/plots.py)."""
+``evaluate`` reports about it (chat/quality/evaluation.py, chat/quality/plots.py)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import pytest
 
 from audit.models import AuditLog
 from audit.reports import review_queue_filter
-from chat import confidence
-from chat.answering import answer_events, answer_question, prepare
-from chat.confidence import (
+from chat.pipeline import confidence
+from chat.pipeline.answering import answer_events, answer_question, prepare
+from chat.pipeline.confidence import (
     FEATURES,
     HIGH,
     MEDIUM,
@@ -24,10 +24,10 @@ from chat.confidence import (
     confidence_level,
     navigation_only,
 )
-from chat.evaluation import Question, answer_right, confidence_report
-from chat.plots import confidence_svg
-from chat.questions import AskRequest
-from chat.retrieval import RetrievedChunk
+from chat.pipeline.questions import AskRequest
+from chat.pipeline.retrieval import RetrievedChunk
+from chat.quality.evaluation import Question, answer_right, confidence_report
+from chat.quality.plots import confidence_svg
 from tests.conftest import committed, run_command
 
 MANUAL = "bookchat-manual"
@@ -263,7 +263,7 @@ def test_situation_reads_only_what_it_is_given():
 
 @pytest.mark.django_db
 def test_the_page_and_mcp_show_an_unsure_answer_as_related_sections(manual_book, settings, client):
-    from chat.mcp_server import render_answer
+    from chat.channels.mcp_server import render_answer
 
     settings.BOOKCHAT = {**settings.BOOKCHAT, "CONFIDENCE_HIGH": 0.9999, "CONFIDENCE_MEDIUM": 0.999,
                          "DEADLINE_SECONDS": 60.0, "RETRIEVAL_SECONDS": 30.0}

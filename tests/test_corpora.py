@@ -14,7 +14,7 @@ import json
 import pytest
 from django.db.models import Avg, Count, Max
 
-from ingestion.embedders import get_embedder
+from ingestion.indexing.embedders import get_embedder
 from ingestion.models import Chunk
 from tests.conftest import CORPORA, EMBEDDED_CORPORA, run_command
 from tests.support.shared_data import shared_corpus
@@ -58,10 +58,10 @@ def corpus_chunks(name: str, ingest_corpus) -> list[tuple[str, str, int]]:
 def fresh_chunks(name: str) -> list[tuple[str, str, int]]:
     """A corpus chunked without storing it: parsed and chunked once for the tests that read it."""
     from bookchat.conf import setting
-    from ingestion.chunking import Chunker, ChunkingOptions
-    from ingestion.docusaurus import category_label_with_issue
-    from ingestion.parsing import parse_document
-    from ingestion.sources import discover, read_source
+    from ingestion.indexing.chunking import Chunker, ChunkingOptions
+    from ingestion.reading.docusaurus import category_label_with_issue
+    from ingestion.reading.parsing import parse_document
+    from ingestion.reading.sources import discover, read_source
 
     embedder = get_embedder()
     root = shared_corpus(name)
@@ -94,11 +94,11 @@ def test_every_chunk_fits_the_embedders_window(ingest_corpus, name):
     embedder = get_embedder()
     chunks = corpus_chunks(name, ingest_corpus)
     assert chunks
-    from ingestion.chunking import embedding_text
+    from ingestion.indexing.chunking import embedding_text
 
     for heading_path, text, tokens in chunks:
         assert tokens <= embedder.max_input_tokens, heading_path
-        if "](" not in text:  # stored links are rewritten to section URLs after embedding (ingestion/links.py)
+        if "](" not in text:  # stored links are rewritten to section URLs after embedding (ingestion/reading/links.py)
             assert embedder.count_tokens(embedding_text(heading_path, text)) == tokens
 
 

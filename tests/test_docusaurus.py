@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ingestion.docusaurus import (
+from ingestion.reading.docusaurus import (
     category_label,
     category_label_with_issue,
     document_slug,
@@ -16,7 +16,7 @@ from ingestion.docusaurus import (
     strip_number_prefix,
     title_from_path,
 )
-from ingestion.parsing import parse_document
+from ingestion.reading.parsing import parse_document
 from tests.support.shared_data import shared_data
 
 # -- explicit ids and anchors -------------------------------------------------------------------

@@ -10,10 +10,10 @@ import uuid
 import pytest
 
 from bookchat.errors import DeadlineExceeded
-from chat.answering import WITHHELD_MESSAGE, answer_events, answer_question, prepare
-from chat.deadline import Deadline
-from chat.generation import NOT_IN_BOOK
-from chat.questions import AskRequest
+from chat.pipeline.answering import WITHHELD_MESSAGE, answer_events, answer_question, prepare
+from chat.pipeline.deadline import Deadline
+from chat.pipeline.generation import NOT_IN_BOOK
+from chat.pipeline.questions import AskRequest
 
 pytestmark = pytest.mark.django_db
 

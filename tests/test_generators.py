@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ingestion.parsing import parse_document
+from ingestion.reading.parsing import parse_document
 
 JEKYLL = """# Setup
 
@@ -55,8 +55,8 @@ def test_an_mdbook_include_is_named_in_a_warning_and_not_left_as_text():
 
 
 def test_a_new_books_title_comes_from_its_index_page_or_readme_before_its_folder_name(book_dir, db):
-    from ingestion.indexing import default_title
-    from ingestion.sources import discover
+    from ingestion.indexing.indexer import default_title
+    from ingestion.reading.sources import discover
 
     book_dir.write("guide/first.md", "# First\n\nText.\n")
     assert default_title(discover(book_dir.root)) == "Book", "no index page: the folder's name"

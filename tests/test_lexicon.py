@@ -1,20 +1,20 @@
-"""What indexing keeps beside a book for search: its lexical statistics (``ingestion.lexicon``), which match
+"""What indexing keeps beside a book for search: its lexical statistics (``ingestion.indexing.lexicon``), which match
 what counting the passages gives after indexing, editing, pruning and a failed page, and from which BM25
 scores exactly as if it counted live, within its candidate-scan budget; and a big book's own HNSW index
-(``ingestion.vector_index``), built, searched, and dropped when the book shrinks or goes."""
+(``ingestion.indexing.vector_index``), built, searched, and dropped when the book shrinks or goes."""
 
 from __future__ import annotations
 
 import pytest
 from django.db import connection
 
-import chat.lexical as lexical
-from chat.lexical import _selecting, bm25_search
-from chat.retrieval import retrieve
-from ingestion import vector_index
-from ingestion.lexicon import lexeme_counts, refresh_lexicon
+import chat.pipeline.lexical as lexical
+from chat.pipeline.lexical import _selecting, bm25_search
+from chat.pipeline.retrieval import retrieve
+from ingestion.indexing import vector_index
+from ingestion.indexing.lexicon import lexeme_counts, refresh_lexicon
+from ingestion.indexing.vector_index import index_name
 from ingestion.models import Book, LexemeCount, SearchStats
-from ingestion.vector_index import index_name
 from tests.test_ingest_command import GUIDE, INTRO, ingest, make_book
 
 pytestmark = pytest.mark.django_db
@@ -107,7 +107,7 @@ def test_rarest_lexemes_select_within_the_scan_budget(monkeypatch):
     assert _selecting({"the-product": 1_900, "page": 1_500}, total=2_000) == ["page"]
 
 
-# -- a big book's own HNSW index (ingestion.vector_index) ------------------------------------------------------
+# -- a big book's own HNSW index (ingestion.indexing.vector_index) --------------------------------------------------
 def own_index(book: Book) -> str | None:
     with connection.cursor() as cursor:
         cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", [index_name(book.pk)])

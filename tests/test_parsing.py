@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from bookchat.errors import ParseError
-from ingestion.documents import ParsedDocument
-from ingestion.parsing import parse_document
+from ingestion.reading.documents import ParsedDocument
+from ingestion.reading.parsing import parse_document
 from tests.support.shared_data import shared_data
 
 

@@ -13,11 +13,11 @@ import uuid
 import numpy as np
 import pytest
 
-from chat.retrieval import VectorStoreUnavailable, retrieve
-from ingestion.embedders import get_embedder
+from chat.pipeline.retrieval import VectorStoreUnavailable, retrieve
+from ingestion.indexing.embedders import get_embedder
+from ingestion.indexing.qdrant import OUT_OF_DATE, QdrantMirror, chunk_payload, close_client, get_client, point_id
+from ingestion.indexing.qdrant_sync import sync_mirror
 from ingestion.models import Book, Chunk
-from ingestion.qdrant import OUT_OF_DATE, QdrantMirror, chunk_payload, close_client, get_client, point_id
-from ingestion.qdrant_sync import sync_mirror
 from tests.conftest import EMBEDDED_CORPORA, run_command
 from tests.support.shared_data import shared_data
 
@@ -111,7 +111,7 @@ def points(book: str = BOOK, *, vectors: bool = False) -> dict[str, object]:
 
 
 def expected_payloads(book: str = BOOK) -> dict[str, dict]:
-    from ingestion.qdrant import CHUNK_FIELDS
+    from ingestion.indexing.qdrant import CHUNK_FIELDS
 
     return {row["id"]: chunk_payload(book=book, chunk=row)
             for row in Chunk.objects.filter(book__slug=book).values(*CHUNK_FIELDS)}

@@ -9,8 +9,8 @@ import pytest
 from django.test import Client
 
 from bookchat.errors import ConfigurationError
+from chat.channels.throttling import Rate, RateLimited, count_request, parse_rate
 from chat.models import ApiKey
-from chat.throttling import Rate, RateLimited, count_request, parse_rate
 
 pytestmark = pytest.mark.django_db
 

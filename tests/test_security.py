@@ -36,10 +36,10 @@ from audit.models import AuditLog
 from audit.recording import hash_ip, write
 from bookchat.conf import SETTINGS
 from bookchat.security import CONTENT_SECURITY_POLICY, INLINE_STYLES_POLICY, https_settings
-from chat.answering import WITHHELD_MESSAGE, answer_question
-from chat.generation import ECHO_WINDOW, SYSTEM_PROMPT
 from chat.models import ApiKey, Feedback
-from chat.questions import AskRequest
+from chat.pipeline.answering import WITHHELD_MESSAGE, answer_question
+from chat.pipeline.generation import ECHO_WINDOW, SYSTEM_PROMPT
+from chat.pipeline.questions import AskRequest
 from chat.receivers import calibrate_after_indexing
 from ingestion.models import Book, Chunk, Document, IndexRun, IngestionJob
 from ingestion.signals import book_indexed

@@ -1,4 +1,4 @@
-"""Sentence vectors (chat/sentences.py) on real Postgres with the real embedder: made once per passage when a
+"""Sentence vectors (chat/pipeline/sentences.py) on real Postgres with the real embedder: made once per passage when a
 book is indexed and shared by equal passages, the best five passages re-sorted by them, the composer's
 lead chosen by them, and a book that lacks them answering as before.
 
@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 
 from bookchat.errors import BookchatError
-from chat.answering import answer_question
-from chat.extractive import compose_extractive
 from chat.models import SentenceVectors
-from chat.questions import AskRequest
-from chat.retrieval import RetrievedChunk, retrieve
-from chat.sentences import BIAS, WEIGHTS, attach, fill_book, resort, sentence_key, unit_texts
-from ingestion.embedders import get_embedder
+from chat.pipeline.answering import answer_question
+from chat.pipeline.extractive import compose_extractive
+from chat.pipeline.questions import AskRequest
+from chat.pipeline.retrieval import RetrievedChunk, retrieve
+from chat.pipeline.sentences import BIAS, WEIGHTS, attach, fill_book, resort, sentence_key, unit_texts
+from ingestion.indexing.embedders import get_embedder
 from ingestion.models import Book, Chunk
 from tests.conftest import committed, run_command
 
@@ -182,8 +182,8 @@ def test_a_failed_embedding_keeps_what_was_made_and_the_book_answering(vectors_o
         ingest(book_dir.root, "broken-vectors")
     book = Book.objects.get(slug="broken-vectors")
     SentenceVectors.objects.filter(chunk__book=book).delete()
-    monkeypatch.setattr("chat.sentences.WRITE_BATCH", 2)
-    logger = logging.getLogger("chat.sentences")  # on the logger itself: bookchat's don't reach the root's
+    monkeypatch.setattr("chat.pipeline.sentences.WRITE_BATCH", 2)
+    logger = logging.getLogger("chat.pipeline.sentences")  # on the logger itself: bookchat's don't reach the root's
     logger.addHandler(caplog.handler)
     try:
         report = fill_book(book, embedder=_BrokenEmbedder(get_embedder()))

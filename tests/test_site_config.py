@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ingestion.site_config import (
+from ingestion.reading.site_config import (
     CONFIG_NAMES,
     DocsInstance,
     SiteConfigError,

@@ -18,10 +18,10 @@ from django.db import connections
 from django.urls import reverse
 from django.utils import timezone
 
-from ingestion import jobs
-from ingestion.ingesting import BookLock
+from ingestion.indexing.ingesting import BookLock
 from ingestion.models import Book, Chunk, Document, IndexRun, IngestionJob
-from ingestion.uploads import UploadError, clean_folder, receive_upload
+from ingestion.uploads import jobs
+from ingestion.uploads.intake import UploadError, clean_folder, receive_upload
 from tests.conftest import committed, run_command
 from tests.support.workers import Cluster
 
@@ -123,7 +123,7 @@ def test_zip_whose_header_understates_its_size_gets_nowhere(data_dir, settings):
 
 
 def test_unpacking_counts_the_bytes_it_really_writes(tmp_path):
-    from ingestion.uploads import _extract_entry
+    from ingestion.uploads.intake import _extract_entry
 
     with zipfile.ZipFile(io.BytesIO(make_zip({"a.md": b"a" * 5000}))) as archive:
         info = archive.getinfo("a.md")
@@ -513,7 +513,7 @@ def test_killed_worker_fails_the_job_and_the_book_keeps_its_index(data_dir, clus
     assert job.index_run.status == "failed", "the run is not left running"
     assert committed(lambda: sorted(Chunk.objects.filter(book__slug=slug).values_list("id", flat=True))) == before
 
-    from chat.retrieval import retrieve
+    from chat.pipeline.retrieval import retrieve
 
     found = committed(lambda: retrieve(book=Book.objects.get(slug=slug), question="lighthouse keeper logbook"))
     assert found.chunks and found.chunks[0].document_path == "intro.md"

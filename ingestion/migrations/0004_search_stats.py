@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 
 def count_existing_books(apps, schema_editor):
-    """Books indexed before this table existed get their statistics now (``ingestion.lexicon``)."""
+    """Books indexed before this table existed get their statistics now (``ingestion.indexing.lexicon``)."""
     with schema_editor.connection.cursor() as cursor:
         cursor.execute("SELECT id FROM ingestion_book")
         for (book_id,) in cursor.fetchall():

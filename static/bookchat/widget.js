@@ -407,7 +407,7 @@
     'background:var(--bc-surface);padding:1px 4px;border-radius:4px;}',
     '.bc-answer-text pre{background:var(--bc-surface);padding:10px;border-radius:8px;overflow-x:auto;}',
     '.bc-answer-text pre code{padding:0;background:none;}',
-    // code blocks (chat/rendering.py): caption, Pygments' classes, copy button
+    // code blocks (chat/pipeline/rendering.py): caption, Pygments' classes, copy button
     '.bc-answer-text .bookchat-code{position:relative;margin:0 0 10px;}',
     '.bc-answer-text .bookchat-code pre{margin:0;line-height:1.45;}',
     '.bookchat-code-title{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:11.5px;',

@@ -19,9 +19,9 @@ from django.db import DatabaseError
 from bookchat.conf import setting
 from bookchat.deployment import deployment_lock, pending_migrations
 from bookchat.errors import BookchatError
-from ingestion.ingesting import index_book
+from ingestion.indexing.ingesting import index_book
+from ingestion.indexing.reports import IndexReport
 from ingestion.management.commands.ingest import ProgressBar
-from ingestion.reports import IndexReport
 
 BUNDLED_SLUG = "bookchat-manual"
 

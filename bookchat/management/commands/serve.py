@@ -48,8 +48,8 @@ from bookchat.conf import setting
 from bookchat.deployment import NotMigrated, require_migrated
 from bookchat.errors import BookchatError
 from bookchat.management.commands.bootstrap import bundled_book_dir, describe, index_bundled_book
-from ingestion.jobs import sweep_stale_jobs
 from ingestion.management.commands.ingest import ProgressBar
+from ingestion.uploads.jobs import sweep_stale_jobs
 
 ROLES = ("all", "web", "worker")
 

@@ -1,4 +1,4 @@
-"""``manage.py apikey create|list|revoke``: API keys from a shell, as the admin makes them (``chat.keys``).
+"""``manage.py apikey create|list|revoke``: API keys from a shell, as the admin makes them (``chat.channels.keys``).
 
 ``create`` prints the new key once (only its hash is stored); ``list`` shows every key but never a
 key's value; ``revoke PREFIX`` deactivates one key. Human text, or one JSON object with ``--json``.
@@ -14,7 +14,7 @@ import sys
 from django.core.management.base import BaseCommand, CommandParser
 
 from bookchat.errors import BookchatError
-from chat.keys import api_key_create, api_key_list, api_key_revoke, api_key_summary
+from chat.channels.keys import api_key_create, api_key_list, api_key_revoke, api_key_summary
 from chat.models import ApiKey
 
 

@@ -13,9 +13,9 @@ import sys
 from django.core.management.base import BaseCommand, CommandParser
 
 from bookchat.errors import BookchatError
-from chat.answering import answer_question
-from chat.errors import error_reply
-from chat.serializers import answer_data, validate_ask
+from chat.channels.errors import error_reply
+from chat.channels.serializers import answer_data, validate_ask
+from chat.pipeline.answering import answer_question
 
 
 class Command(BaseCommand):

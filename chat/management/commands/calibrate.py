@@ -11,7 +11,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from chat.calibration import calibrate_book
+from chat.pipeline.calibration import calibrate_book
 from ingestion.models import Book
 
 

@@ -12,8 +12,8 @@ import anyio
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from mcp.server.stdio import stdio_server
 
-from chat.access import AssistantClient
-from chat.mcp_server import book_server
+from chat.channels.access import AssistantClient
+from chat.channels.mcp_server import book_server
 from ingestion.models import Book
 
 

@@ -1,6 +1,6 @@
 """``manage.py ingest PATH``: index a Docusaurus site, a folder or one file of Markdown/MDX pages into a book.
 
-A folder holding ``docusaurus.config.*`` is read as a site (``ingestion.site``): every docs instance,
+A folder holding ``docusaurus.config.*`` is read as a site (``ingestion.reading.site``): every docs instance,
 version and locale, with the site's title and URLs; ``--json`` then adds ``site`` and ``books`` (one
 report per edition) to the summed report.
 
@@ -17,9 +17,9 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandParser
 
 from bookchat.errors import BookchatError
-from ingestion.ingesting import index_book, index_site
-from ingestion.reports import IndexReport, SiteReport
-from ingestion.site_config import find_config, read_site_config
+from ingestion.indexing.ingesting import index_book, index_site
+from ingestion.indexing.reports import IndexReport, SiteReport
+from ingestion.reading.site_config import find_config, read_site_config
 
 
 class ProgressBar:

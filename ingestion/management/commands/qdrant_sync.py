@@ -11,8 +11,8 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from ingestion.qdrant import QdrantError
-from ingestion.qdrant_sync import SyncReport, sync_mirror
+from ingestion.indexing.qdrant import QdrantError
+from ingestion.indexing.qdrant_sync import SyncReport, sync_mirror
 
 SHOWN_EXAMPLES = 3
 

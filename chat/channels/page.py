@@ -1,0 +1,158 @@
+"""The chat page at ``/``: server-rendered, usable without JavaScript, streamed with it.
+
+Without JavaScript the ask form posts here and the browser is sent back to the page, which
+now shows the answer (post/redirect/get, so a reload never asks twice); with
+it, ``static/bookchat/chat.js`` streams the answer from ``/api/v1/ask/stream`` (on the
+page's own session and CSRF token, no key) and then swaps in the answer's server-rendered
+HTML from ``answers/<id>``, so both paths show the same markup. The conversation of each
+book lives in the Django session; "New conversation" forgets it.
+"""
+
+from __future__ import annotations
+
+from django.http import Http404, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme, urlencode
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from bookchat.conf import setting
+from bookchat.errors import BookchatError, RequestError
+from chat.channels.access import PAGE_SESSION_FLAG, PageClient
+from chat.channels.asking import Asking
+from chat.channels.errors import error_reply
+from chat.channels.feedback import record_feedback
+from chat.channels.serializers import answer_data, validate_feedback
+from chat.channels.throttling import RateLimited, check_rate
+from chat.models import Feedback, Turn
+from chat.pipeline.conversations import live_conversation
+from chat.pipeline.editions import pick_edition
+from chat.pipeline.rendering import render_answer
+from ingestion.models import Book
+from ingestion.reading.outline import book_outline
+
+LEVEL_LABELS = {"high": "High confidence", "medium": "Medium confidence", "low": "Low confidence"}
+REFUSAL_LABELS = {"unsure": "Not answered directly"}  # any other refusal: "Not covered"
+
+
+def _books() -> list[Book]:
+    return list(Book.objects.roots().order_by("title", "slug"))
+
+
+def _current_book(request, books: list[Book], slug: str | None) -> Book | None:
+    by_slug = {b.slug: b for b in books}
+    for candidate in (slug, request.session.get("bookchat_book"), setting("DEFAULT_BOOK")):
+        if candidate in by_slug:
+            return by_slug[candidate]
+    return books[0] if books else None
+
+
+def turn_context(turn: Turn, feedback: str | None) -> dict:
+    """What ``_turn.html`` shows of one question and its answer (``feedback``: the reader's vote, if any)."""
+    response = answer_data(turn.response) if turn.response else {}
+    sources = response.get("sources", [])
+    return {
+        "answer_id": str(turn.answer_id),
+        "question": turn.question,
+        # On the page a citation marker jumps to its source card, which opens the book.
+        "answer_html": render_answer(turn.answer, sources, href=lambda s: f"#answer-{turn.answer_id}-source-{s['n']}"),
+        "sources": sources,
+        "refused": response.get("refused", turn.refused),
+        "suggestions": response.get("suggestions", []),
+        "level": response.get("confidence_level"),
+        "level_label": LEVEL_LABELS.get(response.get("confidence_level"), ""),
+        "level_note": response.get("confidence_note"),
+        "refusal_label": REFUSAL_LABELS.get(response.get("refusal_reason"), "Not covered"),
+        "confidence": response.get("confidence"),
+        "disclaimer": response.get("disclaimer"),
+        "notice": response.get("notice"),
+        "flagged": response.get("flagged_for_review", False),
+        "generator": response.get("generator"),
+        "feedback": feedback,
+    }
+
+
+def _page(request, *, book: Book | None, books: list[Book], status: int = 200, error: RequestError | None = None,
+          form: dict | None = None):
+    request.session[PAGE_SESSION_FLAG] = True
+    conversation = edition = None
+    if book is not None:
+        request.session["bookchat_book"] = book.slug
+        edition = pick_edition(book, version=None, locale=None)  # a versioned book answers from its latest
+        conversation = live_conversation(PageClient(session=request.session).conversation(book.slug), edition)
+    turns = list(conversation.turns.order_by("created_at", "id")) if conversation else []
+    votes = votes_on(turns)
+    turns = [turn_context(t, votes.get(t.answer_id)) for t in turns]
+    context = {
+        "books": books, "book": book, "turns": turns, "error": error, "form": form or {},
+        "outline": book_outline(edition) if book is not None else [],
+        "session_id": str(conversation.id) if conversation else "",
+        "max_question_chars": setting("MAX_QUESTION_CHARS"), "max_selected_chars": setting("MAX_SELECTED_CHARS"),
+    }
+    return render(request, "bookchat/chat.html", context, status=status)
+
+
+def votes_on(turns: list[Turn]) -> dict:
+    """{answer id: "up"/"down"} for the turns that got feedback, in one query."""
+    return dict(Feedback.objects.filter(answer_id__in=[t.answer_id for t in turns]).values_list("answer_id", "rating"))
+
+
+@require_http_methods(["GET", "HEAD", "POST"])
+def chat_page(request):
+    books = _books()
+    if request.method != "POST":
+        return _page(request, book=_current_book(request, books, request.GET.get("book")), books=books)
+    form = {"question": request.POST.get("question", ""), "selected_text": request.POST.get("selected_text", "")}
+    book = _current_book(request, books, request.POST.get("book"))
+    if book is None:
+        return _page(request, book=None, books=books, status=404, form=form,
+                     error=RequestError("no book has been indexed yet", code="no_books"))
+    client = PageClient(session=request.session)
+    try:
+        check_rate(request, client)
+        asking = Asking(client, request)
+        response = asking.answer(asking.validate({**form, "book": book.slug}))
+    except (RequestError, BookchatError, RateLimited) as exc:  # a server-side condition is a 503, not a 500
+        reply = error_reply(exc)
+        error = RequestError(reply.body["message"], code=reply.code, status=reply.status)
+        page = _page(request, book=book, books=books, status=reply.status, form=form, error=error)
+        for header, value in reply.headers.items():
+            page[header] = value
+        return page
+    # Post/redirect/get: reloading or going back to the answer never asks the question again.
+    return HttpResponseRedirect(f"{reverse('chat')}?{urlencode({'book': book.slug})}#answer-{response['answer_id']}")
+
+
+@require_POST
+def new_conversation(request):
+    book = request.POST.get("book", "")
+    PageClient(session=request.session).remember(book, None)
+    return HttpResponseRedirect(reverse("chat") + ("?" + urlencode({"book": book}) if book else ""))
+
+
+@require_GET
+def answer_fragment(request, answer_id):
+    """One answer of this session's conversations as HTML, for chat.js to put in the page."""
+    conversations = PageClient(session=request.session).conversations()
+    turn = Turn.objects.filter(answer_id=answer_id, conversation_id__in=conversations).first()
+    if turn is None:
+        raise Http404("no such answer in this session")
+    context = {"turn": turn_context(turn, votes_on([turn]).get(turn.answer_id))}
+    return render(request, "bookchat/_turn.html", context)
+
+
+@require_POST
+def feedback(request, answer_id):
+    """The no-JavaScript thumbs: record the vote and go back to the answer."""
+    try:
+        rating, comment, _ = validate_feedback({"rating": request.POST.get("rating"),
+                                                "comment": request.POST.get("comment")})
+        record_feedback(answer_id, rating=rating, comment=comment,
+                        session_ids=PageClient(session=request.session).conversations(), channel="page")
+    except RequestError as exc:
+        books = _books()
+        return _page(request, book=_current_book(request, books, None), books=books, status=exc.status, error=exc)
+    back = request.POST.get("next") or reverse("chat")
+    if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}):
+        back = reverse("chat")
+    return HttpResponseRedirect(f"{back}#answer-{answer_id}")

@@ -1,0 +1,458 @@
+"""The API's contract: serializers that validate requests, describe responses, and feed the schema.
+
+The request serializers *are* the validation (``validate_ask`` and ``validate_feedback`` are
+thin wrappers for the CLI and the page form), and their fields are built from the settings
+each time a serializer is made, so ``/api/v1/schema`` states the limits the code enforces:
+lengths, ranges, "no NUL", "some visible text", no unknown keys (``chat.channels.openapi`` adds
+``additionalProperties: false``). A string's length limit applies to the string as sent.
+
+What the schema can't say is in each field's description: the word limit (which the
+default character limit already implies: 501 words need 1001 characters), and that HTML
+tags are removed from a question, which is refused (``empty``) when nothing is left.
+
+Every failure is one ``RequestError`` with a stable code (README, "REST API"): the first
+failing field in the order of ``ASK_FIELDS``.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import uuid
+
+from django.core.validators import RegexValidator
+from rest_framework import serializers
+from rest_framework.fields import empty
+
+from bookchat.conf import setting
+from bookchat.errors import RequestError
+from chat.pipeline.questions import AskRequest
+
+# What counts as text: not whitespace (ECMAScript's \s, spelled out so that the schema's pattern and Python read
+# it alike), not a control character, not NUL.
+VISIBLE = r"[^\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff\u0000-\u001f\u007f-\u009f]"
+NO_NUL = r"^[^\u0000]*$"
+HAS_TEXT = rf"^[^\u0000]*{VISIBLE}[^\u0000]*$"
+UUID_PATTERN = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+
+_VISIBLE = re.compile(VISIBLE)
+_UUID = re.compile(UUID_PATTERN)
+_TAG = re.compile(r"<!--.*?-->|<(?:script|style)\b[^>]*>.*?</(?:script|style)\s*>|</?[A-Za-z][^<>]*>",
+                  re.IGNORECASE | re.DOTALL)
+_CONTROL = re.compile(r"[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+ASK_FIELDS = ("question", "selected_text", "max_results", "session_id", "book", "version", "locale", "chapter")
+SEARCH_FIELDS = ("query", "limit", "book", "version", "locale")
+FEEDBACK_FIELDS = ("rating", "comment", "session_id")
+
+
+def has_lone_surrogate(value: object) -> bool:
+    """Whether decoded JSON holds a UTF-16 surrogate, in a key or a value at any depth. ``json.loads`` joins a
+    valid pair into one character, so any surrogate left is a lone one, which UTF-8 can't encode."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+def strip_markup(text: str) -> str:
+    """A question or comment as plain text: tags (and entities that spell tags) and control characters removed,
+    runs of spaces joined. It is text, never markup: every page escapes it anyway."""
+    text = _TAG.sub(" ", text)
+    if "&" in text:
+        text = _TAG.sub(" ", html.unescape(text))
+    text = _CONTROL.sub("", text).strip()
+    return re.sub(r"[ \t]+", " ", text)
+
+
+def invalid(message: str, code: str) -> serializers.ValidationError:
+    return serializers.ValidationError(message, code=code)
+
+
+class TextField(serializers.CharField):
+    """A string as bookchat takes it: of type string (a number is not text), no NUL, at most ``max_length``
+    characters as sent; ``markup=True`` strips HTML (see ``strip_markup``) and ``text=True`` requires visible
+    text to be left. ``None`` means "not given" unless the field is required."""
+
+    def __init__(self, *, markup: bool = False, text: bool = False, **kwargs):
+        self.markup, self.text = markup, text
+        pattern = HAS_TEXT if text else NO_NUL
+        kwargs.setdefault("validators", []).append(RegexValidator(pattern))  # for the schema; checked below
+        kwargs.setdefault("allow_null", not text)
+        kwargs.setdefault("trim_whitespace", False)
+        super().__init__(**kwargs)
+
+    def run_validation(self, data=empty):
+        if data is empty:
+            if self.required:
+                raise invalid(f"{self.field_name} is required", "required")
+            raise serializers.SkipField()
+        if data is None:
+            if self.text:
+                raise invalid(f"{self.field_name} is empty: ask a question in words", "empty")
+            return None
+        if not isinstance(data, str):
+            raise invalid(f"{self.field_name} must be a string", "invalid_type")
+        if "\x00" in data:
+            raise invalid(f"{self.field_name} contains a NUL character", "invalid_characters")
+        if _SURROGATE.search(data):
+            raise invalid(f"{self.field_name} contains an unpaired UTF-16 surrogate, which is not text",
+                          "invalid_characters")
+        self.check_size(data)
+        value = strip_markup(data) if self.markup else data.strip()
+        if self.text and not _VISIBLE.search(value):
+            raise invalid(f"{self.field_name} is empty: ask a question in words", "empty")
+        return value
+
+    def check_size(self, data: str) -> None:
+        if len(data) > self.max_length:
+            raise invalid(f"{self.field_name} is {len(data)} characters long; the limit is {self.max_length}",
+                          "too_long")
+
+
+class QuestionField(TextField):
+    def __init__(self, **kwargs):
+        self.max_words = setting("MAX_QUESTION_WORDS")
+        super().__init__(markup=True, text=True, max_length=setting("MAX_QUESTION_CHARS"), min_length=1,
+                         help_text=f"1–{setting('MAX_QUESTION_CHARS')} characters and at most {self.max_words} "
+                                   "words. HTML tags are removed: a question with no text left is refused "
+                                   "(`empty`).", **kwargs)
+
+    def check_size(self, data: str) -> None:
+        words = len(data.split())
+        if words > self.max_words:
+            raise invalid(f"{self.field_name} has {words} words; the limit is {self.max_words}", "too_many_words")
+        super().check_size(data)
+
+
+class SessionIdField(serializers.UUIDField):
+    def __init__(self, **kwargs):
+        kwargs.setdefault("help_text", "The `session_id` of an earlier answer, to ask a follow-up in its "
+                                       "conversation.")
+        super().__init__(required=False, allow_null=True, **kwargs)
+
+    def run_validation(self, data=empty):
+        if data is empty:
+            raise serializers.SkipField()
+        if data is None:
+            return None
+        if not isinstance(data, str):
+            raise invalid("session_id must be a string", "invalid_type")
+        if not _UUID.match(data):
+            raise invalid("session_id must be a session id returned by an earlier answer", "invalid_session")
+        return uuid.UUID(data)
+
+
+class MaxResultsField(serializers.IntegerField):
+    def __init__(self, **kwargs):
+        super().__init__(required=False, allow_null=True, min_value=1, max_value=10,
+                         help_text="Sources to return, 1–10 (default `BOOKCHAT_TOP_K`).", **kwargs)
+
+    def run_validation(self, data=empty):
+        if data is empty:
+            raise serializers.SkipField()
+        if data is None:
+            return None
+        # JSON has one kind of number: 5.0 is the integer 5, as JSON Schema reads it; 5.5 and "5" are not.
+        if isinstance(data, float) and data.is_integer():
+            data = int(data)
+        if isinstance(data, bool) or not isinstance(data, int):
+            raise invalid(f"{self.field_name} must be a whole number from 1 to 10", "invalid_type")
+        if not 1 <= data <= 10:
+            raise invalid(f"{self.field_name} must be from 1 to 10, not {data}", "out_of_range")
+        return data
+
+
+class RatingField(serializers.ChoiceField):
+    def __init__(self, **kwargs):
+        super().__init__(["up", "down"], help_text="`up` or `down`.", **kwargs)
+
+    def run_validation(self, data=empty):
+        if data not in ("up", "down"):  # missing, another word or another type: all the same mistake
+            raise invalid('rating must be "up" or "down"', "invalid_rating")
+        return data
+
+
+class StrictSerializer(serializers.Serializer):
+    """A request body: a JSON object with no keys but the serializer's fields; the first failing field (in
+    ``order``) becomes the ``RequestError``."""
+
+    order: tuple[str, ...] = ()
+
+    def to_internal_value(self, data):
+        if not isinstance(data, dict):
+            raise RequestError("the request body must be a JSON object", code="invalid_body")
+        fields = tuple(self.fields)
+        unknown = [key for key in data if key not in fields]
+        if unknown:
+            raise RequestError(f"unknown field {str(unknown[0])[:100]!r}; the fields are: {', '.join(fields)}",
+                               code="unknown_field", field=str(unknown[0])[:100])
+        return super().to_internal_value(data)
+
+    def checked(self) -> dict:
+        """The validated data, or the ``RequestError`` of the first failing field."""
+        if self.is_valid():
+            return self.validated_data
+        for name in (*self.order, *self.errors):
+            if name in self.errors:
+                detail = self.errors[name][0]
+                raise RequestError(str(detail), code=detail.code, field=None if name == "non_field_errors" else name)
+        raise AssertionError("unreachable")  # is_valid() was False, so some field failed
+
+
+class AskRequestSerializer(StrictSerializer):
+    """``{"question", "selected_text"?, "session_id"?, "book"?, "version"?, "locale"?, "chapter"?,
+    "max_results"?}``."""
+
+    order = ASK_FIELDS
+
+    def get_fields(self):
+        return {
+            "question": QuestionField(),
+            "selected_text": TextField(markup=True, required=False, max_length=setting("MAX_SELECTED_CHARS"),
+                                       help_text="Text the reader selected on the page, to ask about it."),
+            "session_id": SessionIdField(),
+            "book": TextField(required=False, max_length=64, help_text="Book slug; optional when only one book is "
+                              "indexed or `BOOKCHAT_DEFAULT_BOOK` is set."),
+            "version": TextField(required=False, max_length=100, help_text="A version of a versioned book: its "
+                                 "name, label or URL path (`GET /books` lists them); default: the latest."),
+            "locale": TextField(required=False, max_length=35, help_text="The reader's language (`fr`, `pt-BR`): "
+                                "the book's translation when it has one, else its default locale."),
+            "chapter": TextField(required=False, max_length=300, help_text="Limit the search to a chapter: its "
+                                 "category label, folder, page path or page slug."),
+            "max_results": MaxResultsField(),
+        }
+
+    def ask(self, *, channel: str) -> AskRequest:
+        data = self.checked()
+        return AskRequest(question=data["question"], selected_text=data.get("selected_text") or "",
+                          session_id=data.get("session_id"), book=data.get("book") or None,
+                          version=data.get("version") or None, locale=data.get("locale") or None,
+                          chapter=data.get("chapter") or None, max_results=data.get("max_results"), channel=channel)
+
+
+class SearchRequestSerializer(StrictSerializer):
+    """``{"query", "book"?, "version"?, "locale"?, "limit"?}``: a search for passages (the MCP tool ``search_book``),
+    checked as a question is."""
+
+    order = SEARCH_FIELDS
+
+    def get_fields(self):
+        ask = AskRequestSerializer().get_fields()
+        return {"query": QuestionField(), "limit": MaxResultsField(), "book": ask["book"], "version": ask["version"],
+                "locale": ask["locale"]}
+
+    def search(self, *, channel: str) -> AskRequest:
+        data = self.checked()
+        return AskRequest(question=data["query"], book=data.get("book") or None, version=data.get("version") or None,
+                          locale=data.get("locale") or None, max_results=data.get("limit"), channel=channel)
+
+
+class FeedbackRequestSerializer(StrictSerializer):
+    """``{"rating": "up"|"down", "comment"?, "session_id"?}``."""
+
+    order = FEEDBACK_FIELDS
+
+    def get_fields(self):
+        return {
+            "rating": RatingField(),
+            "comment": TextField(markup=True, required=False, max_length=setting("MAX_SELECTED_CHARS")),
+            "session_id": SessionIdField(help_text="The `session_id` the answer came with (the chat page's own "
+                                                   "session needs none)."),
+        }
+
+
+
+# -- responses -------------------------------------------------------------------------------------
+class SourceSerializer(serializers.Serializer):
+    n = serializers.IntegerField(help_text="The number the answer's `[n]` markers refer to.")
+    chapter = serializers.CharField()
+    section = serializers.CharField()
+    heading_path = serializers.CharField()
+    url = serializers.CharField(help_text="The section's URL, with a text fragment for the excerpt.")
+    excerpt = serializers.CharField()
+    score = serializers.FloatField()
+    chunk_id = serializers.CharField()
+    cited = serializers.BooleanField(help_text="Whether the answer cites this source.")
+    document = serializers.CharField(help_text="The page's path in the book.")
+
+
+class SuggestionSerializer(serializers.Serializer):
+    title = serializers.CharField()
+    heading_path = serializers.CharField()
+    url = serializers.CharField()
+
+
+class GroundingSerializer(serializers.Serializer):
+    passed = serializers.BooleanField()
+    reason = serializers.CharField(allow_null=True)
+    sentences = serializers.IntegerField()
+    supported = serializers.IntegerField()
+    unsupported_sentences = serializers.ListField(child=serializers.CharField())
+    invalid_citations = serializers.ListField(child=serializers.IntegerField())
+    foreign_links = serializers.ListField(child=serializers.CharField())
+    cited_sources = serializers.ListField(child=serializers.IntegerField())
+
+
+class AnswerabilitySerializer(serializers.Serializer):
+    answerable = serializers.BooleanField()
+    specific_terms = serializers.ListField(child=serializers.CharField())
+    missing_terms = serializers.ListField(child=serializers.CharField())
+
+
+class RetrievalSerializer(serializers.Serializer):
+    best_cosine = serializers.FloatField()
+    scope_score = serializers.FloatField()
+    threshold = serializers.FloatField()
+    lexical_coverage = serializers.FloatField()
+    candidates = serializers.IntegerField()
+    answerability = AnswerabilitySerializer(allow_null=True)
+    confidence_features = serializers.DictField(child=serializers.FloatField(), help_text="What the confidence "
+                                                "model read (`chat/pipeline/confidence.py`); empty for a refusal that "
+                                                "drafted no answer.")
+
+
+class AnswerSerializer(serializers.Serializer):
+    """The response to a question (ask, the stream's ``final`` event, ``ask --json``, the chat page)."""
+
+    answer = serializers.CharField(help_text="Markdown with `[n]` citation markers.")
+    answer_html = serializers.CharField(help_text="The answer rendered and sanitised, markers linked to sources.")
+    sources = SourceSerializer(many=True)
+    confidence = serializers.FloatField(help_text="The fitted probability that the answer is right (for a "
+                                        "refusal: that the best answer found would have been; 0 when none was).")
+    confidence_level = serializers.ChoiceField(["high", "medium", "low"], help_text="`high`: ≥ 90 % of such "
+                                               "answers were right on held-out question sets; `medium`: ≥ 60 %; a "
+                                               "refusal is `low`.")
+    confidence_note = serializers.CharField(allow_null=True, help_text="What the level means, in words to show "
+                                            "a reader (null for a refusal).")
+    generator = serializers.CharField()
+    session_id = serializers.UUIDField()
+    response_time_ms = serializers.IntegerField()
+    answer_id = serializers.UUIDField()
+    book = serializers.CharField(help_text="The book's slug, as clients name it.")
+    version = serializers.CharField(allow_blank=True, help_text="The version that answered (\"\" for a book "
+                                    "without versions).")
+    locale = serializers.CharField(allow_blank=True, help_text="The locale that answered (\"\" when unknown).")
+    refused = serializers.BooleanField()
+    refusal_reason = serializers.ChoiceField(["not_covered", "unanswerable", "unsure"], allow_null=True,
+                                             help_text="`not_covered`: off the book's topic; `unanswerable`: the "
+                                             "book never names what the question asks about; `unsure`: the best "
+                                             "answer found was below medium confidence (or only links), so the "
+                                             "closest sections are offered instead.")
+    suggestions = SuggestionSerializer(many=True)
+    disclaimer = serializers.CharField(allow_null=True)
+    notice = serializers.CharField(allow_null=True)
+    flagged_for_review = serializers.BooleanField()
+    grounding = GroundingSerializer(allow_null=True)
+    resolved_question = serializers.CharField()
+    retrieval = RetrievalSerializer()
+    timings_ms = serializers.DictField(child=serializers.FloatField())
+
+
+class FeedbackSerializer(serializers.Serializer):
+    answer_id = serializers.UUIDField()
+    rating = serializers.ChoiceField(["up", "down"])
+    comment = serializers.CharField(allow_blank=True)
+
+
+class EditionSerializer(serializers.Serializer):
+    version = serializers.CharField(allow_blank=True, help_text="Name to send as `version` (\"\" without versions).")
+    label = serializers.CharField(allow_blank=True)
+    path = serializers.CharField(allow_blank=True, help_text="The version's URL segment (\"\" for the latest).")
+    locale = serializers.CharField(allow_blank=True)
+    latest = serializers.BooleanField(help_text="Answers when no `version` is sent.")
+    base_url = serializers.CharField(allow_blank=True)
+    pages = serializers.IntegerField()
+
+
+class BookSerializer(serializers.Serializer):
+    slug = serializers.CharField()
+    title = serializers.CharField()
+    base_url = serializers.CharField(allow_blank=True)
+    pages = serializers.IntegerField()
+    chunks = serializers.IntegerField()
+    embedder = serializers.CharField(allow_blank=True)
+    scope_threshold = serializers.FloatField()
+    updated_at = serializers.DateTimeField()
+    versions = serializers.ListField(child=serializers.CharField(), help_text="Version names, newest first "
+                                     "(`current` is the unreleased \"Next\"); empty for a book without versions.")
+    locales = serializers.ListField(child=serializers.CharField())
+    editions = EditionSerializer(many=True, help_text="Every version in every locale, each with its URL.")
+    chapters = serializers.ListField(child=serializers.CharField(allow_blank=True), help_text="Chapter labels of "
+                                     "the latest version, in sidebar order (`GET /books/{slug}` has its pages).")
+
+
+class BooksSerializer(serializers.Serializer):
+    books = BookSerializer(many=True)
+
+
+class OutlinePageSerializer(serializers.Serializer):
+    label = serializers.CharField(help_text="The page's sidebar label.")
+    title = serializers.CharField()
+    url = serializers.CharField(allow_blank=True)
+    path = serializers.CharField(help_text="The page's source file in the book.")
+
+
+class OutlineChapterSerializer(serializers.Serializer):
+    chapter = serializers.CharField(allow_blank=True, help_text="The folder's sidebar label (\"\" for pages at "
+                                    "the book's root); send it as `chapter` to ask about this chapter only.")
+    folder = serializers.CharField(allow_blank=True)
+    pages = OutlinePageSerializer(many=True)
+
+
+class BookDetailSerializer(BookSerializer):
+    version = serializers.CharField(allow_blank=True, help_text="The version shown.")
+    locale = serializers.CharField(allow_blank=True, help_text="The locale shown.")
+    outline = OutlineChapterSerializer(many=True, help_text="Chapters and pages in the site's sidebar order.")
+
+
+class BookQuerySerializer(StrictSerializer):
+    """``?version=&locale=`` of ``GET /books/{slug}`` (``key`` is the publishable key's, read elsewhere)."""
+
+    order = ("version", "locale")
+
+    def get_fields(self):
+        return {"version": TextField(required=False, max_length=100, help_text="A version (name, label or URL "
+                                     "path); default: the latest."),
+                "locale": TextField(required=False, max_length=35, help_text="A locale; default (or without a "
+                                    "translation): the book's.")}
+
+
+class ErrorSerializer(serializers.Serializer):
+    error = serializers.CharField(help_text="A stable code (README, \"REST API\").")
+    message = serializers.CharField()
+    field = serializers.CharField(allow_null=True)
+
+
+class TokenEventSerializer(serializers.Serializer):
+    text = serializers.CharField(allow_blank=True)
+
+
+def answer_data(response: dict) -> dict:
+    """A response as the contract shows it (only the keys it names, each as declared)."""
+    return AnswerSerializer(response).data
+
+
+def validate_ask(data: object, *, channel: str = "api") -> AskRequest:
+    """Check a decoded request against every rule; the clean ``AskRequest`` or a ``RequestError``."""
+    return AskRequestSerializer(data=data).ask(channel=channel)
+
+
+def validate_search(data: object, *, channel: str = "mcp") -> AskRequest:
+    """A decoded search (``SearchRequestSerializer``) as the ``AskRequest`` retrieval takes, or a ``RequestError``."""
+    return SearchRequestSerializer(data=data).search(channel=channel)
+
+
+def validate_feedback(data: object) -> tuple[str, str, uuid.UUID | None]:
+    """(rating, comment, session id) of a decoded feedback request, or a ``RequestError``."""
+    data = FeedbackRequestSerializer(data=data).checked()
+    return data["rating"], data.get("comment") or "", data.get("session_id")

@@ -1,0 +1,97 @@
+"""Rate limits on questions: per API key, per client IP, per chat-page session.
+
+Counters live in Postgres (``RateCounter``), so every gunicorn worker and every machine
+shares them; one statement counts the request in all of its buckets and returns the counts
+(an upsert that restarts a bucket's count when its fixed window has moved on). Fixed
+windows are simple and exact about ``Retry-After`` (the seconds until the window ends); a
+client can burst up to twice the limit across a window boundary, which is fine for this.
+
+Buckets by caller:
+
+- publishable key (the widget): the key (``RATE_KEY``) and the visitor's IP on that key
+  (``RATE_KEY_IP``), so one visitor can't use up a site's whole allowance;
+- secret key: the key (``RATE_KEY``);
+- the chat page: its session (``RATE_PAGE``);
+- anonymous: the client IP (``RATE_ANONYMOUS``).
+
+Only questions are limited (``/ask``, ``/ask/stream`` and the page form); feedback,
+books and health are not. A rate of "" turns a limit off.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from django.db import connection
+from django.utils.crypto import salted_hmac
+from rest_framework.exceptions import Throttled
+from rest_framework.throttling import BaseThrottle
+
+from bookchat.conf import Rate, parse_rate
+from chat.channels.access import Client, client_ip, client_of
+from chat.models import RateCounter
+
+
+class RateLimited(Throttled):
+    """Over a limit: DRF answers it 429 with ``Retry-After`` (``chat.channels.errors``), and so does the page form."""
+
+    def __init__(self, wait: float, rate: Rate):
+        self.rate = rate
+        retry = max(1, math.ceil(wait))
+        super().__init__(detail=f"too many questions (the limit is {rate.describe()}); try again in {retry} s",
+                         code="rate_limited")
+        self.wait = retry
+
+    @property
+    def retry_after(self) -> int:
+        return self.wait
+
+
+def _ip_tag(request) -> str:
+    return salted_hmac("bookchat.rate.client-ip", client_ip(request)).hexdigest()[:20]
+
+
+def buckets_for(client: Client, request) -> list[tuple[str, Rate]]:
+    """The client's limits (``Client.rate_buckets``, by the kind of client) that are set."""
+    wanted = client.rate_buckets(_ip_tag(request))
+    return [(bucket, rate) for bucket, name in wanted if (rate := parse_rate(name)) is not None]
+
+
+def count_request(buckets: list[tuple[str, Rate]], *, now: float | None = None) -> None:
+    """Count one request in each bucket; raise ``RateLimited`` (with the longest wait) if any is over."""
+    if not buckets:
+        return
+    now = time.time() if now is None else now
+    windows = {bucket: int(now // rate.seconds) * rate.seconds for bucket, rate in buckets}
+    values = ", ".join(["(%s, %s, 1)"] * len(buckets))
+    params = [p for bucket, _ in buckets for p in (bucket, windows[bucket])]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO chat_ratecounter (bucket, window_start, count) VALUES {values} "
+            "ON CONFLICT (bucket) DO UPDATE SET count = CASE WHEN chat_ratecounter.window_start = "
+            "EXCLUDED.window_start THEN chat_ratecounter.count + 1 ELSE 1 END, window_start = EXCLUDED.window_start "
+            "RETURNING bucket, count", params)
+        counts = dict(cursor.fetchall())
+    over = [(windows[bucket] + rate.seconds - now, rate) for bucket, rate in buckets if counts[bucket] > rate.limit]
+    if over:
+        raise RateLimited(*max(over, key=lambda item: item[0]))
+
+
+def check_rate(request, client: Client) -> None:
+    count_request(buckets_for(client, request))
+
+
+def purge_old_counters(*, older_than_seconds: int = 86400) -> int:
+    deleted, _ = RateCounter.objects.filter(window_start__lt=time.time() - older_than_seconds).delete()
+    return deleted
+
+
+class QuestionThrottle(BaseThrottle):
+    """DRF's hook for the limits above: a question over a limit raises ``RateLimited`` (429). CORS preflights
+    are not questions."""
+
+    def allow_request(self, request, view) -> bool:
+        if request.method != "OPTIONS":
+            check_rate(request, client_of(request))
+        return True

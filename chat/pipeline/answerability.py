@@ -1,0 +1,110 @@
+"""Answerability: a question on the book's topic that the book does not answer is refused, from evidence.
+
+The scope score tells "about this book" from "about something else"; it can't tell "how do
+I import pages from Notion?" (on topic, answer absent) from "how do I import pages?". What
+does tell them apart is the question's *specific terms*, the names and figures it asks
+about: a product, a format, a number, an identifier. When the passages that would answer
+(and be cited) never mention one of them, the answer the book can give is about something
+else, however well the rest of the question matches.
+
+A specific term is a word of the question written like a name (capitalised in mid-sentence,
+all capitals, mixed case like ``ePub``, or with inner dots, slashes or underscores like
+``.ipynb`` or ``A/B``) or a number of two or more digits. It is *found* when a passage to
+be cited (or the reader's selected passage) holds it, compared case-insensitively, as the
+same word, with the same light stem (``notebooks`` ~ ``notebook``) or misspelt by a letter or
+two ("Primier League" finds "Premier League": readers mistype names).
+
+Calibrated per book (``chat.pipeline.calibration``): the book's own pseudo-questions, cut from its
+sentences with their capitals kept, go through the check too, and a book where it refuses
+more than ``MAX_PROBE_REFUSALS`` of them (a book whose prose capitalises everything, say)
+gets the check switched off (``ANSWERABILITY=auto``).
+
+Decisions: shape, not a dictionary of rare words (nothing to ship or download, and a
+lower-case paraphrase such as "exchange" or "complain" is never mistaken for a name); one
+missing term is enough, because a question names few things and each is what it is about.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import unicodedata
+from dataclasses import dataclass, field
+
+from chat.pipeline.terms import STOP_WORDS, stem
+
+_TOKEN = re.compile(r"\d{1,3}(?:,\d{3})+|[^\s\"'“”‘’(),;:!?]+")
+_SENTENCE_START = re.compile(r"(?:^|[.!?]\s+|\n\s*)$")
+_EDGE = ".,;:!?'\"“”‘’()[]{}<>*`"
+MAX_PROBE_REFUSALS = 0.05
+# Written in capitals, never a name: "Is it OK to commit the token?" asks nothing about an "ok".
+NOT_NAMES = frozenset({"ok", "okay", "hi", "hello", "thanks", "please"})
+TYPO_SIMILARITY = 0.8  # difflib ratio from which a passage word counts as the term misspelt
+
+
+@dataclass
+class Answerability:
+    answerable: bool = True
+    specific: list[str] = field(default_factory=list)  # the question's specific terms
+    missing: list[str] = field(default_factory=list)  # those no passage to be cited holds
+
+    def as_dict(self) -> dict:
+        return {"answerable": self.answerable, "specific_terms": self.specific, "missing_terms": self.missing}
+
+
+def _fold(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def specific_terms(question: str) -> list[str]:
+    """The question's words written like names or figures (see the module docstring), in order, once each."""
+    found: list[str] = []
+    for match in _TOKEN.finditer(question):
+        token = match.group().strip(_EDGE.replace(".", "")).rstrip(".")
+        extension = token.startswith(".") and token[1:].isalnum()  # a file type such as .ipynb
+        token = token if extension else token.lstrip(".")
+        if len(token) < 2 or not any(ch.isalnum() for ch in token):
+            continue
+        letters = [ch for ch in token if ch.isalpha()]
+        digits = sum(ch.isdigit() for ch in token)
+        at_start = bool(_SENTENCE_START.search(question[:match.start()]))
+        inner_mark = any(mark in token.strip(".") for mark in "./_\\") and bool(letters)
+        capitalised = bool(letters) and token[0].isupper() and not at_start and token != "I"
+        all_caps = len(letters) >= 2 and all(ch.isupper() for ch in letters)
+        mixed = len(letters) >= 3 and any(ch.isupper() for ch in letters[1:]) and any(ch.islower() for ch in letters)
+        number = digits >= 2 and not letters
+        if ((capitalised or all_caps or mixed or inner_mark or number or extension)
+                and _fold(token) not in STOP_WORDS and _fold(token) not in NOT_NAMES):
+            folded = _fold(token)
+            if folded not in found:
+                found.append(folded)
+    return found
+
+
+def _holds(text: str, words: list[str], term: str) -> bool:
+    if re.search(r"(?<![^\W_])" + re.escape(term) + r"(?![^\W_])", text):
+        return True
+    parts = re.findall(r"[^\W_]+", term)
+    if parts and all(stem(w) in text for w in parts if len(w) > 2) and any(len(w) > 2 for w in parts):
+        return True
+    if len(term) >= 5 and term.isalpha():
+        return bool(difflib.get_close_matches(term, words, n=1, cutoff=TYPO_SIMILARITY))
+    return False
+
+
+def check_answerability(question: str, passages: list[str], *, selected_text: str = "") -> Answerability:
+    """Whether ``passages`` (the texts to be cited, headings included) hold every specific term of
+    ``question``."""
+    result = Answerability(specific=specific_terms(question))
+    if not result.specific:
+        return result
+    text = _fold(" ".join([*passages, selected_text]))
+    words = sorted(set(re.findall(r"[^\W\d_]{4,}", text)))
+    result.missing = [t for t in result.specific if not _holds(text, words, t)]
+    result.answerable = not result.missing
+    return result
+
+
+def check_retrieved(question: str, chunks: list, *, selected_text: str = "") -> Answerability:
+    """:func:`check_answerability` on retrieved chunks (their heading paths count as their text)."""
+    return check_answerability(question, [f"{c.heading_path}\n{c.text}" for c in chunks], selected_text=selected_text)

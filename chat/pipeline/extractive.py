@@ -1,0 +1,295 @@
+"""Answer composition for the extractive generator: the retrieved passages' own words, read as one answer.
+
+No model and no network. Each passage is cut into blocks (paragraphs of sentences, lists,
+code blocks, tables) and units (a sentence, a list item, a table row). A unit scores by the
+share of the question's content words it holds, weighted by their rarity among the passages
+(the words of its own section heading count as its own: "pass the folder" under "Ingest a
+folder"), plus a share of its passage's rank score (the re-ranker's probability).
+
+Then, in order:
+1. **Lead** with the best unit and the *answering span* around it: a sentence that restates
+   the question is usually followed by the one that answers it ("limits the feed to 20
+   entries by default. To keep them all, set ``limit: false``"), so the next sentences of the
+   same paragraph come along while they stay short or keep to the question's words.
+2. **Keep structures whole**: a span ending with a colon brings the code block, list or table
+   it introduces; for a "how do I…" question a lead inside a list brings the whole list with
+   its intro line (numbered steps stay numbered); a table row comes with its column names.
+   A list item never stands alone without the line that introduced it, nor a nested item without
+   the item it belongs to.
+3. **Add** a unit from another passage only when it covers words of the question the lead
+   does not and scores nearly as well; at most ``max_units`` prose units in all.
+4. **Code**: a question that asks for code (``wants_code``: how to…, or a command, snippet, example,
+   config, script) whose answer holds no code block yet gets the block that goes with the lead
+   (``_code_for``), with the sentence before it. A code block is never cut in the middle: one longer
+   than ``MAX_CODE_LINES`` is shortened at a line boundary to a last line ``…``, and a note after it
+   cites the section where the rest is. Citation markers never go inside code.
+5. **Cite** each run of one passage's units once, with the passage that holds them; a unit
+   that several passages hold is taken from (and cited to) the best-ranked one only.
+Units keep the book's order within a passage; the lead's passage comes first.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from chat.pipeline.terms import content_terms, normalise
+from chat.pipeline.units import SHORTENED, Block, Unit, answer_units, blocks_of
+
+MAX_LIST_ITEMS = 10
+MAX_SPAN_CHARS = 420  # the lead span grows past its first sentence only up to this length
+ADD_SHARE = 0.6  # a unit from another passage joins when it scores this share of the lead
+HOW_TO_BONUS = 0.25
+CODE_SHARE = 0.4  # a code block from another passage joins when it and its intro hold this share of the question
+CODE_RANK_SHARE = 0.3  # …and its passage ranks at least this share of the lead's
+CODE_NEAR_BONUS = 0.15  # a block in the lead's passage, and again one right by the lead's paragraph
+RANK_PRIOR = 0.3  # weight of the passage's rank score (the re-ranker's probability) in a unit's score
+SIMILARITY_WEIGHT = 2.0  # per unit of cosine that a unit's sentence vector falls below the best unit's
+_HOW_TO = re.compile(r"\bhow\s+(?:do|can|should|would|to)\s|(?:^|[.!?]\s+)\s*(?:how\s+does\b"
+                     r"|what\s+(?:are\s+the\s+)?steps\b|steps\s+to\b|(?:show|tell)\s+me\s+how\b)", re.IGNORECASE)
+# Words that ask for code: the command, the snippet, what to put in a file, what to run.
+_CODE_WORDS = re.compile(r"\b(?:commands?|curl|snippets?|examples?|syntax|scripts?|code|install(?:ing)?|"
+                         r"configur(?:e|ing)|config|cli|terminal|shell|show\s+me|what\s+(?:do|should)\s+i\s+"
+                         r"(?:put|write|type|add|run|set))\b", re.IGNORECASE)
+
+
+def ends_with_colon(text: str) -> bool:
+    """A sentence that introduces what follows (``To build, run:``, a label ``**npm:**``)."""
+    return text.rstrip().rstrip("*_").endswith(":")
+
+
+def is_how_to(question: str) -> bool:
+    return bool(_HOW_TO.search(question))
+
+
+def wants_code(question: str) -> bool:
+    """A question a code block may answer: how to do something, or one that asks for a command or snippet."""
+    return is_how_to(question) or bool(_CODE_WORDS.search(question))
+
+
+def compose_extractive(question: str, sources: list, *, max_units: int = 3, selected_text: str = "") -> str:
+    """An answer from ``sources`` (objects with ``text``, ``heading_path`` and ``score``, numbered from 1)."""
+    passages = [blocks_of(chunk.text, n) for n, chunk in enumerate(sources, 1)]
+    units = [u for blocks in passages for block in blocks for u in block.units]
+    if not any(u.kind != "code" for u in units):
+        return ""
+    question_terms = set(content_terms(question))
+    chunk_terms = [set(content_terms(f"{chunk.heading_path} {chunk.text}")) for chunk in sources]
+    idf = {t: math.log(1 + len(sources) / (1 + sum(t in terms for terms in chunk_terms))) + 0.1
+           for t in question_terms}
+    weight_total = sum(idf.values()) or 1.0
+    top_score = max((c.score for c in sources), default=1.0) or 1.0
+    sections = [set(content_terms(chunk.heading_path.rsplit(" > ", 1)[-1])) for chunk in sources]
+    selected = normalise(selected_text) if selected_text else ""
+    given: set[int] = set()  # units of the reader's selected passage
+    how_to = is_how_to(question)
+    code_wanted = wants_code(question)
+    similarity = _similarities(sources, passages)
+    best_similarity = max(similarity.values(), default=0.0) if similarity else 0.0
+    for unit in units:
+        if unit.kind == "code":
+            continue
+        chunk, section = sources[unit.source - 1], sections[unit.source - 1]
+        covered = (sum(idf[t] for t in question_terms & unit.terms)
+                   + sum(idf[t] for t in (question_terms & section) - unit.terms)) / weight_total
+        rank_prior = RANK_PRIOR * (chunk.score / top_score)
+        # Very short units (a label, "Example:") rarely answer anything on their own.
+        shape = 0.5 if len(unit.terms) < 3 else 0.9 if unit.kind == "row" else 1.0
+        unit.score = covered * shape + rank_prior
+        if similarity:  # what the unit means, not only the words it shares (chat/pipeline/sentences.py)
+            unit.score -= SIMILARITY_WEIGHT * (best_similarity - similarity[id(unit)])
+        if how_to and _introduces(passages[unit.source - 1], unit):
+            unit.score += HOW_TO_BONUS  # "how do I…" is answered by the steps or code a sentence introduces
+        if selected and len(unit.text) > 20 and (normalise(unit.text) in selected or selected in normalise(unit.text)):
+            unit.score *= 0.5  # the reader has it already: what they ask about is around it
+            given.add(id(unit))
+    ranked = sorted((u for u in units if u.kind != "code"), key=lambda u: (-u.score, u.source, u.position))
+    lead = ranked[0]
+    chosen = _span(passages[lead.source - 1], lead, question_terms, how_to, code_wanted)
+    covered_terms = set().union(*(u.terms for u in chosen)) & question_terms
+    seen = {normalise(u.text) for u in chosen}
+    prose = sum(u.kind != "code" for u in chosen)
+    for unit in ranked[1:]:
+        if prose >= max_units:
+            break
+        if (unit in chosen or normalise(unit.text) in seen or unit.score < ADD_SHARE * lead.score
+                or id(unit) in given):  # never added back: the reader selected it
+            continue
+        new = (unit.terms & question_terms) - covered_terms
+        if not new or sum(idf[t] for t in new) < 0.1 * weight_total:
+            continue
+        if unit.source != lead.source and sources[unit.source - 1].score < 0.5 * sources[lead.source - 1].score:
+            continue
+        extra = _context(passages[unit.source - 1], unit)
+        chosen += [u for u in extra if u not in chosen]
+        seen |= {normalise(u.text) for u in extra}
+        covered_terms |= unit.terms & question_terms
+        prose += sum(u.kind != "code" for u in extra)
+    if code_wanted and not any(u.kind == "code" for u in chosen):
+        chosen += [u for u in _code_for(passages, sources, lead, question_terms, idf) if u not in chosen]
+    return _render(chosen, passages, lead.source)
+
+
+def _similarities(sources: list, passages: list[list[Block]]) -> dict[int, float] | None:
+    """``id(unit)`` → the question's cosine with the unit, when every source has its units' (the
+    ``similarities`` of an ``Excerpt``, in ``answer_units`` order); else ``None``."""
+    out = {}
+    for chunk, blocks in zip(sources, passages, strict=True):
+        units = answer_units(blocks)
+        given = getattr(chunk, "similarities", None)
+        if given is None or len(given) != len(units):
+            return None
+        out.update((id(u), s) for u, s in zip(units, given, strict=True))
+    return out
+
+
+def _span(blocks: list[Block], lead: Unit, question_terms: set[str], how_to: bool, code_wanted: bool) -> list[Unit]:
+    """The lead unit with what it needs to read as an answer (see the module docstring)."""
+    block = blocks[lead.block]
+    if block.kind == "list":
+        if how_to or len(block.units) <= 3:
+            items = block.units[:MAX_LIST_ITEMS]
+            after = blocks[lead.block + 1] if lead.block + 1 < len(blocks) else None
+            # Steps that end on the command they announce ("3. Start the app with these variables:").
+            code = (after.units if after is not None and after.kind == "code" and items == block.units
+                    and (code_wanted or ends_with_colon(items[-1].text)) else [])
+            return _intro(blocks, lead.block) + items + code
+        return _intro(blocks, lead.block) + _parent(block, lead) + [lead]
+    if block.kind == "table":
+        return [lead]
+    span = [lead]
+    length = len(lead.text)
+    for following in block.units[block.units.index(lead) + 1:]:
+        if length + len(following.text) > MAX_SPAN_CHARS:
+            break
+        span.append(following)
+        length += len(following.text)
+    if lead.block + 1 < len(blocks):
+        after = blocks[lead.block + 1]
+        ends_paragraph = span[-1] is block.units[-1]
+        introduces = ends_with_colon(span[-1].text)
+        if ends_paragraph and (introduces or (how_to and after.kind in ("code", "list"))):
+            span += after.units[:MAX_LIST_ITEMS]
+        elif ends_paragraph and after.kind == "paragraph" and length < MAX_SPAN_CHARS // 2:
+            span.append(after.units[0])  # a short lead: the answer often opens the next paragraph
+    return span
+
+
+def _code_for(passages: list[list[Block]], sources: list, lead: Unit, question_terms: set[str],
+              idf: dict[str, float]) -> list[Unit]:
+    """For a question that asks for code and a lead that brought none: the code block that shows what the lead
+    says, with the sentence that introduces it, or nothing.
+
+    Each code block of a passage ranked at least ``CODE_RANK_SHARE`` of the lead's is scored by the share of
+    the question's words (weighted by rarity) its code and the sentence before it hold; a block in the lead's passage
+    gains ``CODE_NEAR_BONUS``, twice over when it sits by the lead's paragraph (right before it: a sentence
+    that explains the flags of the command above; or just after it, one paragraph between at most). The best
+    block joins, with the sentence before it, when it holds ``CODE_SHARE`` of the question, or sits by the
+    lead and holds some of it."""
+    weight_total = sum(idf.values()) or 1.0
+    lead_score = sources[lead.source - 1].score
+    candidates = []
+    for n, blocks in enumerate(passages, 1):
+        if sources[n - 1].score < CODE_RANK_SHARE * lead_score:
+            continue
+        for index, block in enumerate(blocks):
+            if block.kind != "code":
+                continue
+            terms = set(block.units[0].terms) | {t for u in _lead_in(blocks, index) for t in u.terms}
+            share = sum(idf[t] for t in question_terms & terms) / weight_total
+            adjacent = n == lead.source and -1 <= index - lead.block <= 2
+            near = CODE_NEAR_BONUS * ((n == lead.source) + adjacent)
+            if share >= CODE_SHARE or (adjacent and share > 0):
+                candidates.append((share + near, -n, -abs(index - lead.block), n, index))
+    if not candidates:
+        return []
+    *_, n, index = max(candidates)
+    return _lead_in(passages[n - 1], index) + passages[n - 1][index].units
+
+
+def _lead_in(blocks: list[Block], index: int) -> list[Unit]:
+    """The sentence right before the block at ``index`` (the last of the paragraph before it), if any: what
+    says what a code block is for, colon or not ("Use the `queryString` prop to enable this feature.")."""
+    return [blocks[index - 1].units[-1]] if index > 0 and blocks[index - 1].kind == "paragraph" else []
+
+
+def _introduces(blocks: list[Block], unit: Unit) -> bool:
+    """Whether ``unit`` is in a paragraph that ends with a colon right before a code block or a list."""
+    block = blocks[unit.block]
+    return (block.kind == "paragraph" and ends_with_colon(block.units[-1].text)
+            and unit.block + 1 < len(blocks) and blocks[unit.block + 1].kind in ("code", "list"))
+
+
+def _intro(blocks: list[Block], index: int) -> list[Unit]:
+    """The sentence that introduces the block at ``index``: its lead-in, when that ends with a colon."""
+    return [u for u in _lead_in(blocks, index) if ends_with_colon(u.text)]
+
+
+def _parent(block: Block, unit: Unit) -> list[Unit]:
+    """The item a nested list item belongs to ("- `onlyIncludeVersions`: …" over its "- Tip: …")."""
+    index = block.units.index(unit)
+    for earlier in range(index - 1, -1, -1):
+        if block.depths[earlier] < block.depths[index]:
+            return [block.units[earlier]]
+    return []
+
+
+def _context(blocks: list[Block], unit: Unit) -> list[Unit]:
+    """A unit added to the lead, with the intro a list item needs and the code a colon announces."""
+    block = blocks[unit.block]
+    if block.kind == "list":
+        return _intro(blocks, unit.block) + _parent(block, unit) + [unit]
+    out = [unit]
+    if (ends_with_colon(unit.text) and unit is block.units[-1] and unit.block + 1 < len(blocks)
+            and blocks[unit.block + 1].kind == "code"):
+        out += blocks[unit.block + 1].units
+    return out
+
+
+def _render(chosen: list[Unit], passages: list[list[Block]], lead_source: int) -> str:
+    """The chosen units as Markdown: one paragraph per block, the lead's passage first, ``[n]`` after each
+    paragraph, list or table (after the list, for a list's intro line; code blocks carry none)."""
+    by_source: dict[int, list[Unit]] = {}
+    for unit in chosen:
+        by_source.setdefault(unit.source, []).append(unit)
+    order = [lead_source] + [s for s in by_source if s != lead_source]
+    paragraphs: list[str] = []
+    for source in order:
+        blocks = passages[source - 1]
+        groups: list[list[Unit]] = []
+        for unit in sorted(by_source[source], key=lambda u: u.position):
+            if groups and groups[-1][0].block == unit.block:
+                groups[-1].append(unit)
+            else:
+                groups.append([unit])
+        for n, group in enumerate(groups):
+            block = blocks[group[0].block]
+            following = blocks[groups[n + 1][0].block] if n + 1 < len(groups) else None
+            cite = f" [{source}]"
+            if block.kind == "code":
+                paragraphs.append(group[0].text.strip("\n"))
+                if group[0].text.rstrip().rsplit("\n", 2)[-2].strip() == SHORTENED:
+                    paragraphs.append(f"*The rest is in the book.*{cite}")  # (too short for the grounding check)
+            elif block.kind == "list":
+                lines = []
+                for unit in group:
+                    index = block.units.index(unit)
+                    indent = "   " * min(2, block.depths[index] // 2)
+                    marker = f"{index + 1}." if block.ordered else "-"
+                    lines.append(f"{indent}{marker} {unit.text.strip()}")
+                paragraphs.append("\n".join(lines) + cite)
+            elif block.kind == "table":
+                rows = []
+                for unit in group:
+                    cells = [c.strip() for c in unit.text.split(" — ")]
+                    if block.header and len(block.header) == len(cells):
+                        row = "; ".join(f"{h}: {c}" for h, c in zip(block.header, cells, strict=True) if c)
+                    else:
+                        row = unit.text
+                    rows.append(row if row.endswith((".", "!", "?")) else row + ".")
+                paragraphs.append(" ".join(rows) + cite)
+            else:
+                text = " ".join(u.text.strip() for u in group)
+                intro = ends_with_colon(text) and following is not None and following.kind == "list"
+                paragraphs.append(text if intro else text + cite)
+    return "\n\n".join(paragraphs).strip()

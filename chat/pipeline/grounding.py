@@ -1,0 +1,137 @@
+"""The grounding check: every citation names a retrieved source, and every sentence is supported by the
+source(s) it cites.
+
+A sentence is supported when at least ``GROUNDING_MIN_SUPPORT`` of its content words occur in
+a cited source (an uncited sentence may be supported by any source; sentences with fewer
+than ``MIN_TERMS`` content words, like "Yes." or "In short:", are not judged). Code blocks
+must appear in a source as they are (a block shortened to a last line ``…``: the lines shown).
+The answer fails (and is withheld) when a citation names no retrieved source, when nothing is
+cited at all, when more than
+``GROUNDING_MAX_UNSUPPORTED`` of the judged sentences are unsupported, or when it links to
+an address (a Markdown link or image, an autolink, a bare URL) that no source contains: a
+model talked into sending readers elsewhere can't pass a link off as the book's.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from bookchat.conf import setting
+from chat.pipeline.terms import citations, content_terms, split_sentences, strip_citations
+from chat.pipeline.units import SHORTENED
+
+MIN_TERMS = 3
+_ONLY_CITATIONS = re.compile(r"(?:\[\d+(?:\s*,\s*\d+)*\]\s*)+")
+# Link targets: [text](target) and ![alt](target), <scheme:…> autolinks, bare http(s) URLs.
+_LINK_TARGETS = re.compile(r"\]\(\s*<?([^\s()<>]+)|<([a-zA-Z][a-zA-Z0-9+.-]*:[^\s<>]+)>|(https?://[^\s<>()\[\]`'\"]+)")
+_FENCED = re.compile(r"^(`{3,}|~{3,})[^\n]*\n(.*?)^\1\s*$", re.MULTILINE | re.DOTALL)
+
+
+@dataclass
+class GroundingReport:
+    sentences: int = 0  # judged sentences and code blocks
+    supported: int = 0
+    unsupported: list[str] = field(default_factory=list)
+    invalid_citations: list[int] = field(default_factory=list)
+    foreign_links: list[str] = field(default_factory=list)  # link targets that no source contains
+    cited: list[int] = field(default_factory=list)  # distinct valid source numbers, in order of first use
+    passed: bool = True
+    reason: str = ""
+
+    @property
+    def supported_share(self) -> float:
+        return self.supported / self.sentences if self.sentences else 1.0
+
+    def as_dict(self) -> dict:
+        return {"passed": self.passed, "reason": self.reason, "sentences": self.sentences,
+                "supported": self.supported, "unsupported_sentences": self.unsupported,
+                "invalid_citations": self.invalid_citations, "foreign_links": self.foreign_links,
+                "cited_sources": self.cited}
+
+
+def answer_segments(answer: str) -> list[tuple[str, str]]:
+    """``(kind, text)`` pieces of an answer: ``code`` blocks and prose ``sentence`` s (citations kept)."""
+    out, last = [], 0
+    for match in _FENCED.finditer(answer):
+        out += [("sentence", s) for s in _prose_sentences(answer[last:match.start()])]
+        out.append(("code", match.group(2)))
+        last = match.end()
+    out += [("sentence", s) for s in _prose_sentences(answer[last:])]
+    return out
+
+
+def _prose_sentences(text: str) -> list[str]:
+    sentences = []
+    for paragraph in re.split(r"\n\s*\n|\n(?=\s*(?:[-*+]|\d+[.)])\s)", text):
+        # A citation belongs to the sentence before it: "… done. [2] Next …" splits after "[2]".
+        paragraph = re.sub(r"([.!?])\s+((?:\[\d+(?:\s*,\s*\d+)*\]\s*)+)", r"\1 \2\n", paragraph)
+        for line in paragraph.split("\n"):
+            for sentence in split_sentences(line):
+                if sentences and _ONLY_CITATIONS.fullmatch(sentence):  # "… done. [2]": split_sentences cut it off
+                    sentences[-1] = f"{sentences[-1]} {sentence}"
+                else:
+                    sentences.append(sentence)
+    return [s for s in sentences if s.strip()]
+
+
+def check_grounding(answer: str, sources: list[str]) -> GroundingReport:
+    """Check ``answer`` against the texts of its numbered ``sources`` (source n is ``sources[n-1]``)."""
+    report = GroundingReport()
+    source_terms = [set(content_terms(text)) for text in sources]
+    squashed_sources = [_squash(text) for text in sources]
+    min_support = setting("GROUNDING_MIN_SUPPORT")
+    for kind, segment in answer_segments(answer):
+        cited = citations(segment)
+        for n in cited:
+            if not 1 <= n <= len(sources):
+                if n not in report.invalid_citations:
+                    report.invalid_citations.append(n)
+            elif n not in report.cited:
+                report.cited.append(n)
+        valid = [n for n in cited if 1 <= n <= len(sources)]
+        candidates = valid or range(1, len(sources) + 1)
+        if kind == "code":
+            report.sentences += 1
+            lines = segment.rstrip().split("\n")
+            if len(lines) > 1 and lines[-1].strip() == SHORTENED:  # a long block shortened: what is shown must be there
+                segment = "\n".join(lines[:-1])
+            body = _squash(segment)
+            if body and any(body in squashed_sources[n - 1] for n in candidates):
+                report.supported += 1
+            else:
+                report.unsupported.append(segment.strip())
+            continue
+        terms = set(content_terms(strip_citations(segment)))
+        if len(terms) < MIN_TERMS:
+            continue
+        report.sentences += 1
+        best = max((len(terms & source_terms[n - 1]) / len(terms) for n in candidates), default=0.0)
+        if best >= min_support:
+            report.supported += 1
+        else:
+            report.unsupported.append(strip_citations(segment).strip())
+    report.foreign_links = foreign_links(answer, sources)
+    if report.invalid_citations:
+        report.passed, report.reason = False, "cites a source that was not retrieved"
+    elif report.foreign_links:
+        report.passed, report.reason = False, "links to an address that the sources don't contain"
+    elif not report.cited:
+        report.passed, report.reason = False, "cites no source"
+    elif report.sentences and 1 - report.supported_share > setting("GROUNDING_MAX_UNSUPPORTED"):
+        report.passed, report.reason = False, "most sentences are not supported by their sources"
+    return report
+
+
+def foreign_links(answer: str, sources: list[str]) -> list[str]:
+    """The link targets in ``answer`` that appear in none of the ``sources``, in order, once each."""
+    found = []
+    for match in _LINK_TARGETS.finditer(answer):
+        target = next(group for group in match.groups() if group).rstrip(".,;:!?")
+        if target not in found and not any(target in text for text in sources):
+            found.append(target)
+    return found
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()

@@ -1,0 +1,163 @@
+"""The second ranking stage: the fused pool's best ``POOL`` candidates re-ordered by a small logistic model
+over cheap features of each candidate against the question.
+
+Fusion blends two scores that each miss something: the dense cosine sits in a narrow band
+and barely separates the passage that answers from its neighbours, and BM25 rewards a
+passage that repeats one rare word. The re-ranker reads what both leave out, all of it
+from data retrieval already has (no second embedding, no extra query):
+
+==================  ================================================================================
+``dense``           cosine, min-max normalised over the re-ranked candidates
+``dense_gap``       how far the cosine falls below the best one (×10: e5 cosines span ~0.1)
+``bm25``            BM25 over the pool's best
+``coverage``        IDF-weighted share of the question's words (those the book has) in the passage
+``heading``         the same share, in the passage's heading path alone
+``phrase``          share of the question's adjacent word pairs that stand together in the passage
+``proximity``       IDF-weighted share of the question's words inside the passage's densest 12-word window
+``dense_rank``      1 / rank in dense order; ``lexical_rank`` the same in BM25 order
+``sentence``        the best single sentence's share of the question's words (rarity among the candidates)
+==================  ================================================================================
+
+Word positions come from the passages' ``tsvector`` s (heading first, then text; Postgres keeps
+stop words' positions, so "swizzle a component" is still a pair). The weights are fitted by
+``bench/fit_reranker.py`` on squad2-dev and docusaurus-docs ``questions.jsonl`` (each set weighing
+the same) and checked on ``questions-2.jsonl``; they ship here as constants (BENCHMARKS.md has the
+figures). Every candidate past the first ``POOL`` stays below them, in fused order.
+
+Decisions: a pointwise logistic model, because its output is a probability that answer
+composition and confidence can read, and 10 weights fit in a file; ``POOL`` = 30, because the
+fused top 30 holds the evidence for 99.9 % of squad2-dev's answerable questions and 97–100 % of
+docusaurus-docs' (the rest are past the pool altogether).
+"""
+
+from __future__ import annotations
+
+import math
+
+from chat.pipeline.lexical import LexicalResult
+from chat.pipeline.terms import content_terms, split_sentences
+
+POOL = 30
+WINDOW = 12
+FEATURES = ("dense", "dense_gap", "bm25", "coverage", "heading", "phrase", "proximity", "dense_rank", "lexical_rank",
+            "sentence")
+# Fitted by bench/fit_reranker.py (see its output in BENCHMARKS.md); the order of FEATURES.
+WEIGHTS = (-0.4280, -4.6419, 2.6645, 1.7917, -1.1380, 1.8119, 0.4257, 1.9137, 2.2195, -0.3238)
+BIAS = -6.3102
+
+
+def _pairs(query_positions: dict[str, tuple[int, ...]], known: set[str]) -> list[tuple[str, str, int]]:
+    """The question's adjacent content-word pairs: (first, second, gap in word positions), gap ≤ 3."""
+    seq = sorted((p, t) for t, ps in query_positions.items() if t in known for p in ps)
+    out = []
+    for (p1, t1), (p2, t2) in zip(seq, seq[1:], strict=False):
+        if t1 != t2 and 0 < p2 - p1 <= 3:
+            out.append((t1, t2, p2 - p1))
+    return out
+
+
+def _phrase_share(pairs, positions: dict[str, tuple[int, ...]]) -> float:
+    if not pairs:
+        return 0.0
+    found = 0
+    for first, second, gap in pairs:
+        a, b = positions.get(first), positions.get(second)
+        if a and b:
+            later = set(b)
+            if any(p + d in later for p in a for d in range(1, gap + 2)):
+                found += 1
+    return found / len(pairs)
+
+
+def _proximity(positions: dict[str, tuple[int, ...]], idf: dict[str, float], total: float) -> float:
+    """IDF-weighted share of the question's words within the densest ``WINDOW`` positions of the passage."""
+    if not total or not positions:
+        return 0.0
+    seq = sorted((p, t) for t, ps in positions.items() for p in ps)
+    best, start, counts, weight = 0.0, 0, {}, 0.0
+    for p, t in seq:
+        counts[t] = counts.get(t, 0) + 1
+        if counts[t] == 1:
+            weight += idf.get(t, 0.0)
+        while seq[start][0] <= p - WINDOW:
+            old = seq[start][1]
+            counts[old] -= 1
+            if not counts[old]:
+                weight -= idf.get(old, 0.0)
+            start += 1
+        best = max(best, weight)
+    return best / total
+
+
+def _sentence_coverage(question: str, candidates: list) -> list[float]:
+    """Per candidate: the best single sentence's share of the question's words, weighted by their rarity in
+    the candidates (our own light stemming; an answer usually stands in one sentence)."""
+    asked = set(content_terms(question))
+    if not asked:
+        return [0.0] * len(candidates)
+    sentence_terms = []
+    for c in candidates:
+        sentences = [set(content_terms(s)) for line in c.text.splitlines() for s in split_sentences(line)]
+        sentence_terms.append([s & asked for s in sentences if s & asked])
+    df = {t: sum(any(t in s for s in sentences) for sentences in sentence_terms) for t in asked}
+    idf = {t: math.log(1 + len(candidates) / (1 + df[t])) for t in asked}
+    total = sum(idf.values()) or 1.0
+    return [max((sum(idf[t] for t in s) / total for s in sentences), default=0.0) for sentences in sentence_terms]
+
+
+def candidate_features(candidates: list, lexical: LexicalResult, *, question: str = "") -> list[list[float]]:
+    """One feature row (in ``FEATURES`` order) per candidate (``RetrievedChunk`` s, best fused first)."""
+    if not candidates:
+        return []
+    sentence = _sentence_coverage(question, candidates)
+    known = {t for t, v in lexical.idf.items() if t in lexical.query_positions} or set(lexical.idf)
+    # Words the book has at all: the others can't tell its passages apart.
+    present = {t for chunk_terms in lexical.matched.values() for t in chunk_terms}
+    idf = {t: lexical.idf[t] for t in known & present}
+    total = sum(idf.values())
+    pairs = _pairs(lexical.query_positions, set(idf))
+    cosines = [c.dense for c in candidates]
+    low, high = min(cosines), max(cosines)
+    spread = (high - low) or 1.0
+    lex_high = max((c.lexical for c in candidates), default=0.0) or 1.0
+    dense_rank = {c.id: r for r, c in enumerate(sorted(candidates, key=lambda c: -c.dense), 1)}
+    lex_rank = {c.id: r for r, c in enumerate(sorted(candidates, key=lambda c: -c.lexical), 1)}
+    rows = []
+    for n, c in enumerate(candidates):
+        matched = lexical.matched.get(c.id, set())
+        heading = lexical.in_heading.get(c.id, set())
+        positions = {t: ps for t, ps in lexical.positions.get(c.id, {}).items() if t in idf}
+        rows.append([
+            (c.dense - low) / spread,
+            10 * (high - c.dense),
+            c.lexical / lex_high,
+            sum(idf[t] for t in matched if t in idf) / total if total else 0.0,
+            sum(idf[t] for t in heading if t in idf) / total if total else 0.0,
+            _phrase_share(pairs, positions),
+            _proximity(positions, idf, total),
+            1 / dense_rank[c.id],
+            1 / lex_rank[c.id] if c.lexical > 0 else 0.0,
+            sentence[n],
+        ])
+    return rows
+
+
+def probability(row: list[float], weights=WEIGHTS, bias: float = BIAS) -> float:
+    z = bias + sum(w * x for w, x in zip(weights, row, strict=True))
+    return 1 / (1 + math.exp(-max(-30.0, min(30.0, z))))
+
+
+def rerank(candidates: list, lexical: LexicalResult, *, question: str) -> list:
+    """``candidates`` (best fused first) with the first ``POOL`` re-ordered by the model; each re-ranked
+    candidate's ``score`` becomes the model's probability that it holds the answer (the fused score stays
+    in ``fused``)."""
+    head, tail = candidates[:POOL], candidates[POOL:]
+    for candidate, row in zip(head, candidate_features(head, lexical, question=question), strict=True):
+        candidate.fused = candidate.score
+        candidate.score = probability(row)
+    head.sort(key=lambda c: (-c.score, -c.dense, c.id))
+    floor = min((c.score for c in head), default=0.0)
+    for candidate in tail:  # below every re-ranked candidate, in fused order
+        candidate.fused = candidate.score
+        candidate.score = min(candidate.score, floor) * 0.999
+    return head + tail

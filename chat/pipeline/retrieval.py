@@ -1,0 +1,360 @@
+"""Hybrid retrieval: dense candidates from pgvector (cosine, HNSW) and lexical candidates (BM25 over the
+Postgres tsvector), fused by a weighted blend of normalised scores (or RRF) into the top k.
+
+Dense search is exact for a book of up to ``vector_index.EXACT_SEARCH_MAX_CHUNKS`` passages (the shared HNSW
+index holds every book, and a small book's slice of it is cheaper to scan than to find in it)
+and HNSW with iterative scanning above that, in the book's own index once its indexing run has
+built it (``ingestion.indexing.vector_index``); with ``VECTOR_STORE=qdrant`` the Qdrant mirror
+finds the dense candidates instead (``DenseSearch``), on the same cosine scale. Every candidate
+gets both scores (a dense-only candidate is scored lexically and the other way round), so
+fusion compares like with like.
+The raw cosine of the best candidate is kept apart from the fused score: fused scores are
+relative to the pool, while the scope decision needs an absolute measure, in either fusion mode.
+
+The fused pool's best 30 are then re-ordered by the re-ranker (``chat.pipeline.reranking``, unless
+``RERANKER=off``); a candidate's ``score`` becomes its probability, the fused score stays in ``fused``.
+
+Selected-text mode: the passage joins the question in both searches, and every candidate's
+share of the passage's word 4-grams (``selected_overlap``) adds ``SELECTED_TEXT_BOOST`` times
+that share to its fused score, so the chunks that contain the passage come first.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from django.db import DatabaseError, connection, transaction
+from django.db.models import Q
+
+from bookchat.conf import setting
+from bookchat.errors import BookchatError, DeadlineExceeded, NotFound, RequestError
+from chat.pipeline.deadline import Deadline
+from chat.pipeline.lexical import LexicalResult, bm25_search
+from chat.pipeline.reranking import rerank
+from chat.pipeline.sentences import RESORT, attach, resort
+from chat.pipeline.terms import words
+from ingestion.indexing import vector_index
+from ingestion.indexing.embedders import check_compatible, get_embedder
+from ingestion.indexing.lexicon import stored_statistics
+from ingestion.indexing.qdrant import QdrantError, QdrantMirror, get_mirror
+from ingestion.models import Book, Chunk, Document
+
+SHINGLE = 4
+COVERAGE_CHUNKS = 3
+
+
+class VectorStoreUnavailable(BookchatError):
+    """The configured dense search cannot answer (Qdrant not configured, down, or never synced): a failure of the
+    service, not of the request (the API answers 503, ``bookchat.errors.failure``)."""
+
+    code = "vector_store_unavailable"
+
+
+@dataclass
+class RetrievedChunk:
+    id: str
+    document_id: int
+    heading_path: str
+    anchor: str
+    url: str
+    text: str
+    document_title: str
+    document_path: str
+    category: str
+    dense: float = 0.0  # cosine similarity to the query
+    lexical: float = 0.0  # BM25
+    score: float = 0.0  # the re-ranker's probability (or the fused score without it), plus any selected-text boost
+    selected_overlap: float = 0.0
+    fused: float = 0.0  # the fused score, 0–1
+    sentence_similarities: list[float] | None = None  # the question's cosine with each unit (``sentences``)
+
+    @property
+    def chapter(self) -> str:
+        return self.category or self.document_title
+
+    @property
+    def section(self) -> str:
+        return self.heading_path.rsplit(" > ", 1)[-1] if self.heading_path else self.document_title
+
+
+@dataclass
+class Retrieval:
+    query: str
+    chunks: list[RetrievedChunk]  # the top k, best first
+    best_cosine: float  # highest cosine of any candidate: what the scope decision reads
+    lexical_coverage: float = 0.0  # IDF-weighted share of the query's words found in the top chunks
+    best_selected_overlap: float = 0.0
+    candidates: int = 0
+    seconds: float = 0.0
+    timings_ms: dict[str, float] = field(default_factory=dict)  # embed, dense, lexical, fusion
+    pool: list[RetrievedChunk] = field(default_factory=list)  # every fused candidate, best first
+    lexical: LexicalResult = field(default_factory=LexicalResult)
+
+
+def chapter_documents(book: Book, chapter: str) -> list[int]:
+    """Ids of the pages a chapter filter names: a category label, a folder, a page path or a page slug."""
+    chapter = chapter.strip().strip("/")
+    matches = Document.objects.filter(book=book).filter(
+        Q(category__iexact=chapter) | Q(path__startswith=f"{chapter}/") | Q(path=chapter)
+        | Q(slug=chapter) | Q(title__iexact=chapter)
+    )
+    ids = list(matches.values_list("id", flat=True))
+    if not ids:
+        # 404 like an unknown book: the request is well formed, the chapter it names does not exist.
+        raise NotFound(f"book {book.slug!r} has no chapter or page {chapter!r}", code="unknown_chapter",
+                       field="chapter")
+    return ids
+
+
+def vector_literal(vector) -> str:
+    """pgvector's text form of a vector, for raw SQL parameters."""
+    return "[" + ",".join(f"{float(x):.7g}" for x in vector) + "]"
+
+
+def shingles(text: str, size: int = SHINGLE) -> set[tuple[str, ...]]:
+    tokens = words(text)
+    if len(tokens) < size:
+        return {tuple(tokens)} if tokens else set()
+    return {tuple(tokens[i:i + size]) for i in range(len(tokens) - size + 1)}
+
+
+def _passages(cursor, book_id: int, document_ids, doc_filter: str, params: list, stored: int | None) -> int:
+    """How many passages the search covers: the book's stored count when it has one, else counted."""
+    if document_ids is None and stored is not None:
+        return stored
+    cursor.execute(f"SELECT count(*) FROM ingestion_chunk WHERE book_id = %s{doc_filter}", params)
+    return cursor.fetchone()[0]
+
+
+def _dense_candidates(cursor, *, book_id: int, vector, dimensions: int, limit: int,
+                      document_ids: list[int] | None, passages: int | None = None) -> dict[str, float]:
+    distance, predicate = Chunk.cosine_distance_sql(dimensions)
+    doc_filter = " AND document_id = ANY(%s)" if document_ids is not None else ""
+    params = [book_id, *([document_ids] if document_ids is not None else [])]
+    if _passages(cursor, book_id, document_ids, doc_filter, params, passages) <= vector_index.EXACT_SEARCH_MAX_CHUNKS:
+        # A book (or chapter) is a slice of an index shared by every book: for a slice this small an
+        # exact scan of its own rows is both faster and exact, where HNSW would wade through the others.
+        cursor.execute(
+            f"WITH own AS MATERIALIZED (SELECT id, embedding, dimensions FROM ingestion_chunk "
+            f"WHERE book_id = %s{doc_filter}) "
+            f"SELECT id, {distance} AS dist FROM own WHERE {predicate} ORDER BY dist LIMIT %s",
+            [*params, vector, limit],
+        )
+        return {cid: 1.0 - float(dist) for cid, dist in cursor.fetchall()}
+    # A big book: HNSW (its own index, which the planner finds from the literal book id), scanning on until
+    # enough of this book's (or chapter's) rows are found.
+    cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+    cursor.execute(f"SET LOCAL hnsw.ef_search = {max(40, min(1000, limit * 2))}")
+    cursor.execute(
+        f"SELECT id, dist FROM (SELECT id, {distance} AS dist FROM ingestion_chunk "
+        f"WHERE {predicate} AND book_id = %s{doc_filter} ORDER BY dist LIMIT %s) found ORDER BY dist",
+        [vector, *params, limit],
+    )
+    return {cid: 1.0 - float(dist) for cid, dist in cursor.fetchall()}
+
+
+class DenseSearch:
+    """Where dense candidates come from: ``{chunk id: cosine similarity}`` of the ``limit`` nearest chunks."""
+
+    name = ""
+
+    def candidates(self, cursor, *, book: Book, vector: list[float], limit: int, document_ids: list[int] | None,
+                   seconds: float, literal: str | None = None, passages: int | None = None) -> dict[str, float]:
+        """``literal``: the vector already in pgvector's text form, when the caller has it; ``passages``: the
+        book's stored passage count, when the caller has read it."""
+        raise NotImplementedError
+
+
+class PgvectorSearch(DenseSearch):
+    name = "pgvector"
+
+    def candidates(self, cursor, *, book, vector, limit, document_ids, seconds, literal=None, passages=None):
+        return _dense_candidates(cursor, book_id=book.pk, vector=literal or vector_literal(vector),
+                                 dimensions=book.embedder_dimension, limit=limit, document_ids=document_ids,
+                                 passages=passages)
+
+
+class QdrantSearch(DenseSearch):
+    name = "qdrant"
+
+    def __init__(self, mirror: QdrantMirror):
+        self.mirror = mirror
+
+    def candidates(self, cursor, *, book, vector, limit, document_ids, seconds, literal=None, passages=None):
+        paths = None
+        if document_ids is not None:  # the chapter filter, resolved once by chapter_documents()
+            paths = list(Document.objects.filter(id__in=document_ids).values_list("path", flat=True))
+        try:
+            hits = self.mirror.search(book=book.slug, dimensions=book.embedder_dimension, vector=vector, limit=limit,
+                                      documents=paths, timeout_seconds=seconds)
+        except QdrantError as exc:
+            raise VectorStoreUnavailable(f"dense search on Qdrant failed: {exc.message}") from exc
+        # The mirror may lag behind Postgres (a page removed while Qdrant was down): keep the chunks that exist.
+        ids = [cid for cid, _ in hits]
+        doc_filter = " AND document_id = ANY(%s)" if document_ids is not None else ""
+        cursor.execute(f"SELECT id FROM ingestion_chunk WHERE id = ANY(%s) AND book_id = %s{doc_filter}",
+                       [ids, book.pk, *([document_ids] if document_ids is not None else [])])
+        known = {row[0] for row in cursor.fetchall()}
+        return {cid: score for cid, score in hits if cid in known}
+
+
+def get_dense_search() -> DenseSearch:
+    """The dense search ``BOOKCHAT_VECTOR_STORE`` names."""
+    store = setting("VECTOR_STORE").strip().lower()
+    if store == "pgvector":
+        return PgvectorSearch()
+    if store == "qdrant":
+        mirror = get_mirror()
+        if mirror is None:
+            raise VectorStoreUnavailable("BOOKCHAT_VECTOR_STORE=qdrant needs BOOKCHAT_QDRANT_URL (a Qdrant server) "
+                                         "or BOOKCHAT_QDRANT_PATH (local mode)", code="configuration")
+        return QdrantSearch(mirror)
+    raise VectorStoreUnavailable(f"BOOKCHAT_VECTOR_STORE={store!r} is not 'pgvector' or 'qdrant'",
+                                 code="configuration")
+
+
+def _candidate_rows(cursor, *, ids: list[str], vector: str, dimensions: int) -> dict[str, RetrievedChunk]:
+    """The candidates with their pages, each with its cosine to the query (in ``dense``), in one query."""
+    if not ids:
+        return {}
+    distance, _ = Chunk.cosine_distance_sql(dimensions)
+    cursor.execute(
+        f"SELECT c.id, c.document_id, c.heading_path, c.anchor, c.url, c.text, d.title, d.path, d.category, "
+        f"1 - {distance.replace('embedding', 'c.embedding')} "
+        f"FROM ingestion_chunk c JOIN ingestion_document d ON d.id = c.document_id WHERE c.id = ANY(%s)",
+        [vector, ids],
+    )
+    return {row[0]: RetrievedChunk(*row[:9], dense=float(row[9])) for row in cursor.fetchall()}
+
+
+def fuse(dense: dict[str, float], lexical: dict[str, float], *, mode: str | None = None) -> dict[str, float]:
+    """Fused 0–1 scores of the union of candidates (both dicts should score every candidate)."""
+    mode = mode or setting("FUSION")
+    ids = set(dense) | set(lexical)
+    if not ids:
+        return {}
+    if mode == "rrf":
+        k = setting("RRF_K")
+        dense_rank = {cid: r for r, cid in enumerate(sorted(dense, key=dense.get, reverse=True), 1)}
+        lex_rank = {cid: r for r, cid in enumerate(sorted(lexical, key=lexical.get, reverse=True), 1)
+                    if lexical[cid] > 0}
+        raw = {cid: (1 / (k + dense_rank[cid]) if cid in dense_rank else 0.0)
+               + (1 / (k + lex_rank[cid]) if cid in lex_rank else 0.0) for cid in ids}
+        top = 2 / (k + 1)
+        return {cid: value / top for cid, value in raw.items()}
+    if mode != "weighted":
+        raise RequestError(f"BOOKCHAT_FUSION={mode!r} is not 'weighted' or 'rrf'", code="bad_setting", status=500)
+    low, high = (min(dense.values()), max(dense.values())) if dense else (0.0, 0.0)
+    spread = (high - low) or 1.0
+    lex_high = max(lexical.values(), default=0.0) or 1.0
+    wd, wl = setting("DENSE_WEIGHT"), setting("LEXICAL_WEIGHT")
+    total = (wd + wl) or 1.0
+    return {cid: (wd * ((dense[cid] - low) / spread if cid in dense else 0.0)
+                  + wl * (lexical.get(cid, 0.0) / lex_high)) / total for cid in ids}
+
+
+def retrieve(*, book: Book, question: str, selected_text: str = "", chapter: str | None = None,
+             top_k: int | None = None, deadline: Deadline | None = None, query_vector=None,
+             stage_seconds: float | None = None) -> Retrieval:
+    """The ``top_k`` chunks of ``book`` that best answer ``question`` (about ``selected_text``, if given).
+    ``query_vector`` skips embedding the query when the caller already has its vector; ``stage_seconds``
+    replaces ``RETRIEVAL_SECONDS`` as this stage's share of the deadline (for batch callers like calibration)."""
+    started = time.monotonic()
+    deadline = deadline or Deadline()
+    top_k = top_k or setting("TOP_K")
+    pool = max(setting("CANDIDATE_POOL"), top_k)
+    dense_search = get_dense_search()
+    embedder = get_embedder()
+    check_compatible(book, embedder)
+    document_ids = chapter_documents(book, chapter) if chapter else None
+    query = f"{question}\n\n{selected_text}" if selected_text else question
+    budget = deadline.stage_budget(setting("RETRIEVAL_SECONDS") if stage_seconds is None else stage_seconds)
+    stage_end = time.monotonic() + budget
+    deadline.check("retrieval")
+    marks = [time.monotonic()]
+    raw_vector = embedder.embed_query(query) if query_vector is None else query_vector
+    vector = vector_literal(raw_vector)
+    marks.append(time.monotonic())
+    timeout_ms = int((stage_end - time.monotonic()) * 1000)
+    if timeout_ms <= 0:
+        raise DeadlineExceeded("bookchat ran out of time while searching the book; try again")
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(f"SET LOCAL statement_timeout = {timeout_ms}")
+            stats = stored_statistics(cursor, book.pk)
+            dense = dense_search.candidates(cursor, book=book, vector=raw_vector, literal=vector, limit=pool,
+                                            document_ids=document_ids, seconds=stage_end - time.monotonic(),
+                                            passages=stats[0] if stats else None)
+            marks.append(time.monotonic())
+            lexical_result = bm25_search(book_id=book.pk, text=query, limit=pool, document_ids=document_ids,
+                                         extra_ids=list(dense), stats=stats)
+            lexical = lexical_result.scores
+            marks.append(time.monotonic())
+            rows = _candidate_rows(cursor, ids=list(set(dense) | set(lexical)), vector=vector,
+                                   dimensions=book.embedder_dimension)
+    except DatabaseError as exc:
+        if "statement timeout" in str(exc) or "canceling statement" in str(exc):
+            raise DeadlineExceeded("bookchat ran out of time while searching the book; try again") from exc
+        raise
+    if time.monotonic() > stage_end:
+        raise DeadlineExceeded("bookchat ran out of time while searching the book; try again")
+    for chunk in rows.values():  # a lexical-only candidate gets its cosine too, so fusion compares like with like
+        dense.setdefault(chunk.id, chunk.dense)
+    fused = fuse(dense, lexical)
+    candidates = []
+    for cid, score in fused.items():
+        if (chunk := rows.get(cid)) is not None:
+            chunk.dense, chunk.lexical, chunk.score, chunk.fused = dense[cid], lexical.get(cid, 0.0), score, score
+            candidates.append(chunk)
+    best_overlap = 0.0
+    boost = setting("SELECTED_TEXT_BOOST")
+    if selected_text:
+        passage = shingles(selected_text)
+        for candidate in candidates:
+            candidate.selected_overlap = len(passage & shingles(candidate.text)) / len(passage) if passage else 0.0
+            best_overlap = max(best_overlap, candidate.selected_overlap)
+    candidates.sort(key=lambda c: (-(c.score + boost * c.selected_overlap), -c.dense, c.id))
+    # The scope score's coverage reads the fused order: the re-ranker lifts lexical matches, which would lift
+    # off-topic questions' coverage (and so the calibrated threshold) more than on-topic ones'.
+    fused_top = [c.id for c in candidates[:COVERAGE_CHUNKS]]
+    if setting("RERANKER") == "features":
+        candidates = rerank(candidates, lexical_result, question=question)
+    if selected_text:
+        for candidate in candidates:
+            candidate.score += boost * candidate.selected_overlap
+        candidates.sort(key=lambda c: (-c.score, -c.dense, c.id))
+    candidates = resort(candidates, raw_vector, embedder_name=book.embedder_name)
+    top = candidates[:top_k]
+    attach(top[RESORT:], raw_vector, embedder_name=book.embedder_name)
+    marks.append(time.monotonic())
+    stages = ("embed", "dense", "lexical", "fusion")  # fusion includes the re-ranker and the sentence re-sort
+    timings = {stage: round((end - start) * 1000, 2)
+               for stage, start, end in zip(stages, marks[:-1], marks[1:], strict=True)}
+    return Retrieval(query=query, chunks=top, best_cosine=max(dense.values(), default=0.0),
+                     lexical_coverage=lexical_result.coverage(fused_top),
+                     best_selected_overlap=best_overlap, candidates=len(candidates),
+                     seconds=time.monotonic() - started, pool=candidates, timings_ms=timings,
+                     lexical=lexical_result)
+
+
+def nearest_sections(retrieval: Retrieval, count: int | None = None, *, by_rank: bool = False) -> list[dict]:
+    """The closest distinct sections of a retrieval, as ``{title, heading_path, url}`` suggestions: by cosine
+    (a question the book doesn't cover: what is nearest in meaning), or ``by_rank``, in the answer's order (a
+    question it may answer: the passages it would have been answered from come first)."""
+    count = setting("SCOPE_SUGGESTIONS") if count is None else count
+    seen, out = set(), []
+    if by_rank:
+        shown = {c.id for c in retrieval.chunks}
+        ranked = retrieval.chunks + [c for c in retrieval.pool if c.id not in shown]
+    else:
+        ranked = sorted(retrieval.pool, key=lambda c: -c.dense)
+    for chunk in ranked:
+        key = (chunk.document_id, chunk.anchor)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append({"title": chunk.section, "heading_path": chunk.heading_path, "url": chunk.url})
+        if len(out) == count:
+            break
+    return out

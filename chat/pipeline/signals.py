@@ -1,0 +1,76 @@
+"""What the chat app tells others (the audit trail listens), and asks them, so that chat never imports them.
+
+All are sent with ``send_robust``: a receiver that fails is logged by the sender and never
+fails the answer or the vote.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from django.dispatch import Signal
+
+from bookchat.errors import BookchatError, failure
+from chat.pipeline.deadline import Deadline
+from chat.pipeline.questions import AskRequest
+
+if TYPE_CHECKING:
+    from ingestion.models import Book
+
+logger = logging.getLogger(__name__)
+
+# An answer was given, withheld, refused as not covered, timed out or failed after validation, or (status
+# ``searched``) an assistant searched a book (``chat.pipeline.searching``): ``record`` is a plain dict (``send_audit``).
+answered = Signal()
+
+# A reader voted on an answer: ``answer_id`` (UUID), ``rating`` ("up"/"down"), ``comment``.
+feedback_given = Signal()
+
+# ``/api/v1/health`` asks the other parts how they are: each receiver returns ``{name: report}`` (the audit
+# trail: ``{"audit": {"write_failures": …}}``), shown beside the database and embedder checks.
+health_requested = Signal()
+
+# Channels whose answers are not audited: quality evaluation asks hundreds of made-up questions.
+UNAUDITED_CHANNELS = frozenset({"evaluate"})
+
+
+def audited_source(source: dict) -> dict:
+    keep = ("n", "chunk_id", "heading_path", "chapter", "section", "document", "url", "score", "cited")
+    return {k: source.get(k) for k in keep}
+
+
+def send_audit(request: AskRequest, **fields) -> None:
+    """Tell the audit trail (``chat.pipeline.signals.answered``); a failing receiver never fails the answer. A search
+    (``chat.pipeline.searching``) is told the same way, with status ``searched``."""
+    if request.channel in UNAUDITED_CHANNELS:
+        return
+    record = {"channel": request.channel, "api_key_id": request.api_key_id, "api_key_name": request.api_key_name,
+              "client_ip": request.client_ip, "question": request.question, "selected_text": request.selected_text,
+              **fields}
+    for receiver, outcome in answered.send_robust(sender=AskRequest, record=record):
+        if isinstance(outcome, Exception):
+            logger.error("audit receiver %r failed: %s", receiver, outcome)
+
+
+@contextmanager
+def audit_failures(request: AskRequest, deadline: Deadline, *, book: Book | None = None, session=None):
+    """Record a question that validated but then timed out or failed (answered 5xx, ``bookchat.errors.failure``),
+    and re-raise. Client errors (unknown book or chapter) are not answers and are not recorded."""
+    try:
+        yield
+    except Exception as exc:
+        status, body = failure(exc)
+        if status >= 500:
+            message = exc.message if isinstance(exc, BookchatError) else f"{type(exc).__name__}: {exc}"[:500]
+            _audit_failure(request, deadline, body["error"], message, book, session,
+                           "timeout" if status == 504 else "error")
+        raise
+
+
+def _audit_failure(request, deadline, code, message, book, session, status) -> None:
+    send_audit(request, answer_id=uuid.uuid4(), book_slug=book.slug if book else (request.book or ""),
+                session_id=session, status=status, error_code=code, error_message=message,
+                latency_ms=deadline.elapsed_ms())

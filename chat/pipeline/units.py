@@ -1,0 +1,146 @@
+"""A passage read as blocks of answer units, in the book's order: paragraphs of sentences, lists of items, code
+blocks, tables of rows. The extractive generator (``chat.pipeline.extractive``) composes answers from them, and sentence
+vectors (``chat.pipeline.sentences``) are made for the units that read as prose (``answer_units``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from chat.pipeline.terms import content_terms, split_sentences
+
+MAX_CODE_LINES = 20  # a longer code block is shortened at a line boundary, with SHORTENED as its last line
+SHORTENED = "…"
+MAX_UNIT_CHARS = 600
+FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})")
+LIST_ITEM = re.compile(r"^(\s*)([-*+]|\d+[.)])\s+")
+HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
+TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}")
+# A "how do I…" sentence anywhere in the question ("The build fails. How do I…"), not only at its start.
+
+
+@dataclass
+class Unit:
+    source: int  # 1-based source number
+    block: int  # index of its block within the source
+    position: int  # order within its source
+    text: str
+    kind: str  # sentence, item, row, code
+    terms: frozenset[str]
+    score: float = 0.0
+
+
+@dataclass
+class Block:
+    kind: str  # paragraph, list, code, table
+    units: list[Unit] = field(default_factory=list)
+    ordered: bool = False
+    header: list[str] = field(default_factory=list)  # a table's column names
+    depths: list[int] = field(default_factory=list)  # a list's item indents
+
+
+def blocks_of(text: str, source: int) -> list[Block]:
+    """A passage's text as blocks of answer units, in the book's order."""
+    blocks: list[Block] = []
+    lines = text.splitlines()
+    position = 0
+    paragraph: list[str] = []
+
+    def unit(body: str, kind: str) -> Unit | None:
+        nonlocal position
+        terms = frozenset(content_terms(body))
+        if not terms and kind != "code":
+            return None
+        position += 1
+        return Unit(source, len(blocks), position, body, kind, terms)
+
+    def flush():
+        if paragraph:
+            block = Block("paragraph")
+            for sentence in split_sentences(" ".join(paragraph)):
+                if (u := unit(sentence[:MAX_UNIT_CHARS], "sentence")) is not None:
+                    block.units.append(u)
+            paragraph.clear()
+            if block.units:
+                blocks.append(block)
+
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        fence = FENCE.match(line)
+        item = LIST_ITEM.match(line)
+        if fence:
+            flush()
+            marker = fence.group(2)
+            body = [line]
+            i += 1
+            while i < len(lines):
+                body.append(lines[i])
+                if lines[i].strip().startswith(marker[0] * len(marker)):
+                    break
+                i += 1
+            if (u := unit("\n".join(_shortened(body)), "code")) is not None:
+                blocks.append(Block("code", [u]))
+        elif not line.strip() or HEADING.match(line):
+            flush()
+        elif item:
+            flush()
+            block = Block("list", ordered=item.group(2)[0].isdigit())
+            while i < len(lines) and (item := LIST_ITEM.match(lines[i])):
+                body = [LIST_ITEM.sub("", lines[i], count=1)]
+                while (i + 1 < len(lines) and lines[i + 1].startswith(("  ", "\t")) and lines[i + 1].strip()
+                       and not LIST_ITEM.match(lines[i + 1]) and not FENCE.match(lines[i + 1])):
+                    i += 1
+                    body.append(lines[i].strip())
+                if (u := unit(" ".join(body)[:MAX_UNIT_CHARS], "item")) is not None:
+                    block.units.append(u)
+                    block.depths.append(len(item.group(1).expandtabs(4)))
+                # A blank line between items keeps the list going.
+                if i + 2 < len(lines) and not lines[i + 1].strip() and LIST_ITEM.match(lines[i + 2]):
+                    i += 1
+                i += 1
+            i -= 1
+            if block.units:
+                blocks.append(block)
+        elif line.lstrip().startswith("|"):
+            flush()
+            block = Block("table")
+            while i < len(lines) and lines[i].lstrip().startswith("|"):
+                cells = [c.strip() for c in lines[i].strip().strip("|").split("|")]
+                if TABLE_RULE.match(lines[i]):
+                    if not block.header and block.units:  # the row above the rule held the column names
+                        block.header = re.split(r"\s+—\s+", block.units.pop().text)
+                elif (u := unit(" — ".join(c for c in cells if c)[:MAX_UNIT_CHARS], "row")) is not None:
+                    block.units.append(u)
+                i += 1
+            i -= 1
+            if block.units:
+                blocks.append(block)
+        else:
+            paragraph.append(line.strip())
+        i += 1
+    flush()
+    return blocks
+
+
+def _shortened(fenced: list[str]) -> list[str]:
+    """A fenced block's lines, its code cut after ``MAX_CODE_LINES`` lines with a line ``…`` (the answer then
+    says where the rest is); a block without its closing fence (the passage ends inside it) is closed."""
+    opening, closed = fenced[0], len(fenced) > 1 and fenced[-1].strip().startswith(fenced[0].strip()[:3])
+    code = fenced[1:-1] if closed else fenced[1:]
+    closing = fenced[-1] if closed else opening[:len(opening) - len(opening.lstrip())] + FENCE.match(opening).group(2)
+    if len(code) > MAX_CODE_LINES:
+        cut = MAX_CODE_LINES
+        while cut > MAX_CODE_LINES // 2 and code[cut - 1].strip():  # end on a blank line when one is near
+            cut -= 1
+        cut = cut if cut > MAX_CODE_LINES // 2 else MAX_CODE_LINES
+        indent = code[cut - 1][:len(code[cut - 1]) - len(code[cut - 1].lstrip())]
+        code = [*code[:cut], f"{indent}{SHORTENED}"]
+    return [opening, *code, closing]
+
+
+def answer_units(blocks: list[Block]) -> list[Unit]:
+    """A passage's units that can be read as prose (code blocks aside), in its order: the units sentence
+    vectors are made for (``chat.pipeline.sentences``)."""
+    return [u for block in blocks for u in block.units if u.kind != "code"]

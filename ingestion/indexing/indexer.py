@@ -1,0 +1,504 @@
+"""Indexing a book: discover → map page URLs → read → parse → chunk → embed what is new → store, one page at a time.
+
+Incremental by content: a page whose bytes (its imported partials' included), URL, chunking settings
+and link targets are unchanged is not even parsed; a changed page keeps every chunk whose id (a hash
+of book, page and embedded text) it already had and embeds only the rest, reusing any vector the
+book already holds for the same embedded text. Each page is replaced in its own transaction, so a crash leaves
+it on its old chunks or its new ones, never half. A failure in one file is reported with its
+file and line and never stops the others. Runs on one book are serialised by an advisory lock.
+Book-relative links in the stored text (not the embedded one) become the book's URLs (ingestion/reading/links.py).
+When Qdrant is configured, each committed write is copied to the mirror (ingestion/indexing/qdrant.py); a
+mirror failure only adds a warning to the report.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.db import transaction
+from django.db.models import Count
+from django.utils import timezone
+
+from bookchat.conf import setting
+from bookchat.errors import BookchatError
+from ingestion.indexing.chunking import ChunkDraft, Chunker, ChunkingOptions, unbold_labels
+from ingestion.indexing.embedders import Embedder, check_compatible
+from ingestion.indexing.lexicon import refresh_lexicon
+from ingestion.indexing.qdrant import OUT_OF_DATE, QdrantError, QdrantMirror, get_mirror
+from ingestion.indexing.reports import IndexingError, IndexReport, ProgressCallback
+from ingestion.indexing.vector_index import sync_book_index
+from ingestion.models import Book, Chunk, Document, IndexRun, SearchStats, book_slug_validator
+from ingestion.reading.documents import Issue
+from ingestion.reading.docusaurus import category_entry, document_url
+from ingestion.reading.links import BookLinks, book_links
+from ingestion.reading.parsing import parse_document
+from ingestion.reading.partials import PartialResolver
+from ingestion.reading.site import Edition
+from ingestion.reading.sources import Discovery, SourceFile, read_source
+
+logger = logging.getLogger(__name__)
+
+# Pages waiting for vectors are stored once this many passages are pending, so that
+# small pages are embedded together in full batches.
+FLUSH_PASSAGES = 64
+
+
+@dataclass
+class _PreparedPage:
+    """A changed page, chunked and diffed against what is stored, waiting for its new vectors."""
+
+    rel_path: str
+    document_fields: dict
+    drafts: list[ChunkDraft]
+    texts: list[str]  # the drafts' text as stored: book links rewritten (ids and keys stay those of the drafts)
+    ids: list[str]
+    keys: list[str]
+    kept_ids: set[str]
+    removed: int  # stored chunks of the page that the new version no longer has
+    vectors: dict[str, list[float]]  # embedding_key → vector, filled from the store, then the embedder
+
+    def new_chunks(self):
+        """(draft, id, key) of the chunks the page does not have yet."""
+        return [(d, i, k) for d, i, k in zip(self.drafts, self.ids, self.keys, strict=True) if i not in self.kept_ids]
+
+
+def validate_book_slug(slug: str) -> str:
+    from django.core.exceptions import ValidationError
+
+    try:
+        book_slug_validator(slug)
+    except ValidationError:
+        raise IndexingError(
+            f"{slug!r} is not a valid book slug: use 1–64 lowercase letters, digits and inner hyphens "
+            "(for example 'my-book')", code="bad_slug",
+        ) from None
+    return slug
+
+
+class BookIndexer:
+    """One indexing run over one book. Use ``index_book()``."""
+
+    def __init__(self, *, book_slug: str, discovery: Discovery, embedder: Embedder, base_url: str | None,
+                 title: str | None, prune: bool, dry_run: bool, reindex: bool, trigger: str,
+                 progress: ProgressCallback | None, edition: Edition | None = None, root_book: Book | None = None,
+                 site_root: Path | None = None):
+        """``edition``: a site's version or locale (``ingestion.reading.site``); ``root_book`` the book it is an edition
+        of (None for the root itself)."""
+        self.slug = book_slug
+        self.edition = edition
+        self.root_book = root_book
+        self.discovery = discovery
+        self.embedder = embedder
+        self.base_url = base_url
+        self.title = title
+        self.prune = prune
+        self.dry_run = dry_run
+        self.reindex = reindex
+        self.trigger = trigger
+        self.progress = progress or (lambda stage, done, total: None)
+        self.options = ChunkingOptions(
+            target_tokens=setting("CHUNK_TARGET_TOKENS"),
+            min_tokens=setting("CHUNK_MIN_TOKENS"),
+            overlap_tokens=setting("CHUNK_OVERLAP_TOKENS"),
+            max_tokens=embedder.max_input_tokens,
+        )
+        self.fingerprint = self.options.fingerprint(embedder.name)
+        self.chunker = Chunker(embedder.count_tokens, self.options)
+        self.report = IndexReport(book=book_slug, dry_run=dry_run)
+        self.book: Book | None = None
+        self._categories: dict[str, tuple[str, float | None]] = {}
+        self.links = BookLinks({})
+        self._pending: list[_PreparedPage] = []
+        self.partials = PartialResolver(discovery.root, max_bytes=setting("MAX_FILE_BYTES"), site_root=site_root,
+                                        pages={f.rel_path: f.path for f in discovery.files})
+        self.mirror: QdrantMirror | None = None if dry_run else get_mirror()
+
+    # -- the run -------------------------------------------------------------------------
+    def run(self) -> IndexReport:
+        started = time.monotonic()
+        for issue in self.discovery.warnings:
+            self.report.warn(issue)
+        if not self.discovery.files:
+            raise IndexingError(f"no Markdown files (.md, .mdx) found under {self.discovery.root}", code="empty")
+        self.book = self._book()
+        run = None
+        if not self.dry_run:
+            IndexRun.objects.filter(book=self.book, status=IndexRun.Status.RUNNING).update(
+                status=IndexRun.Status.FAILED, finished_at=timezone.now(),
+                report={"errors": [{"file": None, "line": None, "message": "interrupted before it finished"}]},
+            )
+            run = IndexRun.objects.create(book=self.book, source=str(self.discovery.root), trigger=self.trigger,
+                                          options={"prune": self.prune, "reindex": self.reindex})
+        try:
+            self._index_files()
+            if self.prune:
+                self._prune()
+            self._store_folders()
+        finally:
+            if run is not None:
+                self._refresh_search_data()
+            self.report.total_seconds = time.monotonic() - started
+            if run is not None:
+                self._finish(run)
+        return self.report
+
+    def _refresh_search_data(self) -> None:
+        """Recount the book's lexical statistics when a page changed (or it has none yet), and build or drop its
+        own HNSW index as its size asks; pages stored before a failure count too. A failure here leaves the
+        old figures (or the live count) and the shared index in use."""
+        report = self.report
+        changed = report.chunks_added or report.chunks_removed or report.files_indexed or report.documents_removed
+        stats = SearchStats.objects.filter(book=self.book).first()
+        try:
+            if changed or stats is None:
+                stats = refresh_lexicon(self.book)
+            sync_book_index(self.book, stats.chunks)
+        except Exception:  # never hides the run's own outcome
+            logger.exception("refreshing the search statistics or index of book %s failed", self.slug)
+
+    def _book(self) -> Book:
+        book = Book.objects.filter(slug=self.slug).first()
+        if book is not None and not self.reindex:
+            check_compatible(book, self.embedder)
+        if self.dry_run:
+            return book or Book(slug=self.slug, title=self.title or default_title(self.discovery),
+                                base_url=self._base_url(None), embedder_name=self.embedder.name,
+                                embedder_dimension=self.embedder.dimension,
+                                **(self.edition.fields if self.edition else {}))
+        fresh = book is None or self.reindex
+        with transaction.atomic():
+            if book is None:
+                book = Book(slug=self.slug)
+            elif self.reindex:
+                removed = Chunk.objects.filter(book=book).count()
+                self.report.documents_removed += book.documents.count()
+                self.report.chunks_removed += removed
+                book.documents.all().delete()
+            if self.title or not book.title:
+                book.title = self.title or default_title(self.discovery)
+            book.base_url = self._base_url(book)
+            if not self.discovery.single_file:
+                book.source_path = str(self.discovery.root)
+            book.embedder_name = self.embedder.name
+            book.embedder_dimension = self.embedder.dimension
+            config = book.search_config
+            if self.edition is not None:
+                for name, value in self.edition.fields.items():
+                    setattr(book, name, value)
+                book.edition_of = self.root_book
+            book.save()
+            if book.search_config != config:  # a new language: every passage's search vector is recomputed
+                Chunk.objects.filter(book=book).update(search_config=book.search_config)
+                SearchStats.objects.filter(book=book).delete()
+        if fresh:  # a new or re-indexed book starts from an empty mirror (points left by a deleted namesake go)
+            self._mirror(lambda mirror: mirror.delete_where(book=self.slug))
+        return book
+
+    def _base_url(self, book: Book | None) -> str:
+        if self.base_url is not None:
+            return self.base_url
+        return book.base_url if book is not None and book.pk else setting("BOOK_BASE_URL")
+
+    def _index_files(self) -> None:
+        # Chunk counts come with the pages: an unchanged book must not cost a query per page.
+        existing = {}
+        if self.book.pk:
+            stored = Document.objects.filter(book=self.book).annotate(chunk_count=Count("chunks"))
+            existing = {d.path: d for d in stored}
+        files = self.discovery.files
+        self.links = book_links(files, base_url=self.book.base_url,
+                                stored_slugs={path: d.slug for path, d in existing.items()},
+                                whole_book=not self.discovery.single_file, max_bytes=setting("MAX_FILE_BYTES"),
+                                trailing_slash=self.book.trailing_slash)
+        self.progress("files", 0, len(files))
+        for done, file in enumerate(files, 1):
+            self.report.files_seen += 1
+            try:
+                self._index_file(file, existing.get(file.rel_path))
+            except BookchatError as exc:  # bad source, parse error, embeddings server down, …
+                self._fail(file, exc)
+            except Exception as exc:  # a bug must not lose the other files
+                logger.exception("indexing %s failed", file.rel_path)
+                self._fail(file, IndexingError(f"internal error: {type(exc).__name__}: {exc}"))
+            self.progress("files", done, len(files))
+        self._flush()
+
+    def _fail(self, file: SourceFile, exc: BookchatError) -> None:
+        self.report.files_failed += 1
+        self.report.error(Issue(exc.file or file.rel_path, exc.line, exc.message))
+
+    def _index_file(self, file: SourceFile, stored: Document | None) -> None:
+        source = read_source(file, max_bytes=setting("MAX_FILE_BYTES"))
+        content_hash = self.partials.page_hash(source.text, source.content_hash, rel_path=file.rel_path)
+        if stored is not None and self._unchanged(stored, content_hash):
+            self.report.files_unchanged += 1
+            self.report.chunks_kept += stored.chunk_count
+            return
+        if not source.text.strip():
+            self._skip(file, "empty file; skipped", stored)
+            return
+        parsed = parse_document(source.text, rel_path=file.rel_path, category=self._category(file.rel_path),
+                                partials=self.partials)
+        for issue in parsed.warnings:
+            self.report.warn(issue)
+        drafts = self.chunker.chunk(parsed)
+        if not drafts:
+            self._skip(file, "no text besides front matter, imports or components; skipped", stored)
+            return
+        url = document_url(self.book.base_url, parsed.slug, self.book.trailing_slash)
+        _check_fits(file.rel_path, path=file.rel_path, slug=parsed.slug, url=url)
+        links = self.links.page(rel_path=file.rel_path, url=url, definitions=parsed.link_definitions)
+        texts = [links.rewrite(draft.text) for draft in drafts]
+        for issue in links.issues(source.text):
+            self.report.warn(issue)
+        fields = {"title": parsed.title[:500], "slug": parsed.slug, "url": url, "category": parsed.category[:300],
+                  "front_matter": parsed.front_matter, "content_hash": content_hash,
+                  "chunker_version": self.fingerprint, "links_to": links.links_to}
+        self._pending.append(self._prepare(file.rel_path, fields, drafts, texts, stored))
+        if sum(len(p.drafts) for p in self._pending) >= FLUSH_PASSAGES:
+            self._flush()
+
+    def _unchanged(self, stored: Document, content_hash: str) -> bool:
+        return (stored.content_hash == content_hash and stored.chunker_version == self.fingerprint
+                and stored.url == document_url(self.book.base_url, stored.slug, self.book.trailing_slash)
+                and self.links.still_resolve(stored.links_to))
+
+    def _skip(self, file: SourceFile, message: str, stored: Document | None) -> None:
+        self.report.files_skipped += 1
+        self.report.warn(Issue(file.rel_path, None, message))
+        if stored is not None:  # the page is now empty: its old passages no longer exist in the book
+            self._remove_documents([stored])
+
+    def _store_folders(self) -> None:
+        """Record every folder's sidebar label and position (``ingestion.reading.outline`` orders the pages by them); a
+        single page's run leaves them as they were."""
+        if self.dry_run or self.discovery.single_file or not self.book.pk:
+            return
+        folders = {}
+        for file in self.discovery.files:
+            parts = file.rel_path.split("/")[:-1]
+            for depth in range(1, len(parts) + 1):
+                folder = "/".join(parts[:depth])
+                if folder not in folders:
+                    label, position = self._folder(folder)
+                    folders[folder] = {"label": label, "position": position}
+        if folders != self.book.folders:
+            self.book.folders = folders
+            Book.objects.filter(pk=self.book.pk).update(folders=folders)
+
+    def _category(self, rel_path: str) -> str:
+        return self._folder(rel_path.rpartition("/")[0])[0]
+
+    def _folder(self, folder: str) -> tuple[str, float | None]:
+        """(sidebar label, position) of a folder, its ``_category_`` file read once per run (a bad one warns once)."""
+        if folder not in self._categories:
+            label, position, issue = category_entry(self.discovery.root, folder)
+            if issue is not None:
+                self.report.warn(issue)
+            self._categories[folder] = (label, position)
+        return self._categories[folder]
+
+    # -- diff and embed ------------------------------------------------------------------------
+    def _prepare(self, rel_path: str, fields: dict, drafts: list[ChunkDraft], texts: list[str],
+                 stored: Document | None) -> _PreparedPage:
+        ids, keys, seen = [], [], {}
+        for draft in drafts:
+            text = draft.embed_text
+            occurrence = seen.get(text, 0)
+            seen[text] = occurrence + 1
+            # A passage whose text differs from what is embedded (bold labels) names its text too, so that an index
+            # from before labels were bold gets the new text (its vector is reused by ``embedding_key``).
+            shown = [draft.text] if unbold_labels(draft.text) != draft.text else []
+            ids.append(_hash(self.slug, rel_path, text, str(occurrence), *shown)[:40])
+            keys.append(_hash(self.embedder.name, text))
+        old_ids = set(stored.chunks.values_list("id", flat=True)) if stored is not None else set()
+        kept = old_ids & set(ids)
+        new_keys = {k for i, k in zip(ids, keys, strict=True) if i not in kept}
+        vectors = {}
+        if new_keys and self.book.pk and not self.reindex:
+            for key, vector in (Chunk.objects.filter(book__in=self._vector_books(), embedding_key__in=new_keys)
+                                .values_list("embedding_key", "embedding")):
+                vectors[key] = vector
+        return _PreparedPage(rel_path, fields, drafts, texts, ids, keys, kept, len(old_ids - set(ids)), vectors)
+
+    def _vector_books(self) -> list[int]:
+        """The books whose vectors this one may reuse: itself, and the other editions of its site."""
+        if self.edition is None:
+            return [self.book.pk]
+        root = self.root_book or self.book
+        return [root.pk, *Book.objects.filter(edition_of=root).values_list("pk", flat=True)]
+
+    def _flush(self) -> None:
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        needed: dict[str, ChunkDraft] = {}
+        for page in pending:
+            for draft, _, key in page.new_chunks():
+                if key not in page.vectors:
+                    needed.setdefault(key, draft)
+        if needed and not self.dry_run:
+            try:
+                vectors = self._embed([draft.embed_text for draft in needed.values()])
+            except BookchatError as exc:
+                for page in pending:
+                    self.report.files_failed += 1
+                    self.report.error(Issue(page.rel_path, None, exc.message))
+                return
+            for key, vector in zip(needed, vectors, strict=True):
+                for page in pending:
+                    page.vectors.setdefault(key, vector)
+        # With --dry-run these say what a real run would embed.
+        self.report.chunks_embedded += len(needed)
+        self.report.tokens += sum(draft.token_count for draft in needed.values())
+        for page in pending:
+            try:
+                self._store(page)
+            except Exception as exc:  # one page that can't be stored must not lose the others of the batch
+                logger.exception("storing %s failed", page.rel_path)
+                self.report.files_failed += 1
+                self.report.error(Issue(page.rel_path, None, f"cannot be stored: {type(exc).__name__}: {exc}"))
+
+    def _embed(self, texts: list[str]):
+        batch = setting("EMBED_BATCH_SIZE")
+        started = time.monotonic()
+        out = []
+        for start in range(0, len(texts), batch):
+            out.extend(self.embedder.embed_documents(texts[start:start + batch], batch_size=batch))
+            self.progress("embed", min(start + batch, len(texts)), len(texts))
+        self.report.embed_seconds += time.monotonic() - started
+        return out
+
+    # -- store -----------------------------------------------------------------------------------
+    def _store(self, page: _PreparedPage) -> None:
+        if not self.dry_run:
+            self._write(page)
+        self.report.files_indexed += 1
+        self.report.chunks_added += len(page.ids) - len(page.kept_ids)
+        self.report.chunks_kept += len(page.kept_ids)
+        self.report.chunks_removed += page.removed
+
+    def _write(self, page: _PreparedPage) -> None:
+        with transaction.atomic():
+            document, _ = Document.objects.update_or_create(
+                book=self.book, path=page.rel_path, defaults=page.document_fields
+            )
+            Chunk.objects.filter(document=document).exclude(id__in=page.ids).delete()
+            rows = [self._chunk_row(document, n, draft, text, pid, key, page)
+                    for n, (draft, text, pid, key)
+                    in enumerate(zip(page.drafts, page.texts, page.ids, page.keys, strict=True))]
+            Chunk.objects.bulk_create([r for r in rows if r.id not in page.kept_ids], batch_size=500)
+            kept = [r for r in rows if r.id in page.kept_ids]
+            if kept:
+                Chunk.objects.bulk_update(kept, ["ordinal", "anchor", "url", "text", "char_start", "char_end",
+                                                 "line_start", "line_end", "token_count", "continued"],
+                                          batch_size=500)
+        self._mirror(lambda mirror: mirror.mirror_document(document))
+
+    def _chunk_row(self, document: Document, ordinal: int, draft: ChunkDraft, text: str, pid: str, key: str,
+                   page: _PreparedPage) -> Chunk:
+        anchor = draft.anchor
+        return Chunk(
+            id=pid, book=self.book, document=document, ordinal=ordinal, heading_path=draft.heading_path[:2000],
+            anchor=anchor[:300], url=document.url + (f"#{anchor}" if anchor else ""), text=text,
+            char_start=draft.char_start, char_end=draft.char_end, line_start=draft.line_start,
+            line_end=draft.line_end, token_count=draft.token_count, continued=draft.continued,
+            embedding_key=key, dimensions=self.embedder.dimension, search_config=self.book.search_config,
+            embedding=page.vectors.get(key),  # None for kept rows: bulk_update leaves their vector alone
+        )
+
+    def _remove_documents(self, documents: list[Document]) -> None:
+        for document in documents:
+            self.report.documents_removed += 1
+            self.report.chunks_removed += document.chunks.count()
+            if not self.dry_run:
+                document.delete()
+        if documents:
+            paths = [d.path for d in documents]
+            self._mirror(lambda mirror: mirror.delete_where(book=self.slug, documents=paths))
+
+    # -- the Qdrant mirror -------------------------------------------------------------------------
+    def _mirror(self, write: Callable[[QdrantMirror], object]) -> None:
+        """Copy a committed write to the mirror. A failure never fails the run: it is logged and reported once,
+        and the mirror is left alone for the rest of the run (``qdrant_sync`` repairs it)."""
+        if self.mirror is None:
+            return
+        try:
+            write(self.mirror)
+        except Exception as exc:
+            if isinstance(exc, QdrantError):
+                logger.warning("%s: %s", OUT_OF_DATE, exc.message)
+            else:
+                logger.exception(OUT_OF_DATE)
+            self.report.warn(Issue(None, None, f"{OUT_OF_DATE} ({getattr(exc, 'message', None) or exc})"))
+            self.mirror = None
+
+    def _prune(self) -> None:
+        if self.discovery.single_file:
+            self.report.warn(Issue(None, None, "--prune needs a folder; nothing was pruned"))
+            return
+        if not self.book.pk:
+            return
+        present = {f.rel_path for f in self.discovery.files}
+        gone = [d for d in Document.objects.filter(book=self.book) if d.path not in present]
+        self._remove_documents(gone)
+
+    def _finish(self, run: IndexRun) -> None:
+        report = self.report
+        if report.files_failed == 0:
+            run.status = IndexRun.Status.DONE
+        elif report.files_indexed + report.files_unchanged:
+            run.status = IndexRun.Status.PARTIAL
+        else:
+            run.status = IndexRun.Status.FAILED
+        run.report = report.as_dict()
+        run.files_failed = report.files_failed
+        run.chunks_embedded = report.chunks_embedded
+        run.embed_seconds = report.embed_seconds
+        run.total_seconds = report.total_seconds
+        run.finished_at = timezone.now()
+        run.save()
+
+
+def _check_fits(rel_path: str, **values: str) -> None:
+    """An IndexingError for this page when one of its Document ``values`` is longer than its column (a front
+    matter slug of 2,000 characters, a path nested past 1,000): found here, it fails this page alone."""
+    for name, value in values.items():
+        limit = Document._meta.get_field(name).max_length
+        if len(value) > limit:
+            raise IndexingError(f"the page's {name} is {len(value):,} characters long, over the limit of {limit:,}"
+                                + (" (set by its front matter slug or id, or its file name)" if name != "path" else ""),
+                                file=rel_path)
+
+
+def _hash(*parts: str) -> str:
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()
+
+
+# The pages that stand for a whole folder of Markdown, whichever generator made it.
+INDEX_PAGES = ("index.md", "index.mdx", "README.md", "readme.md", "README.mdx")
+
+
+def default_title(discovery: Discovery) -> str:
+    """A new book's title when none is given: its root index page's or README's title (front matter or H1),
+    else the folder's name ("physical-ai-book" → "Physical Ai Book")."""
+    folder_name = discovery.root.name.replace("-", " ").replace("_", " ").title()
+    if discovery.single_file:
+        return folder_name
+    pages = {file.rel_path: file for file in discovery.files}
+    for name in INDEX_PAGES:
+        if name not in pages:
+            continue
+        try:
+            text = read_source(pages[name], max_bytes=setting("MAX_FILE_BYTES")).text
+            document = parse_document(text, rel_path=name)
+        except BookchatError:  # the page's own error is reported when it is indexed
+            continue
+        if document.front_matter.get("title") or any(heading.level == 1 for heading in document.headings):
+            return document.title
+    return folder_name

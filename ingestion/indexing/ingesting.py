@@ -1,0 +1,132 @@
+"""Ingesting a folder of pages or a Docusaurus site: what ``ingest``, the upload jobs and ``bootstrap`` call.
+One run per book at a time (``BookLock``); each book is indexed by ``ingestion.indexing.indexer.BookIndexer``, and the
+apps listening to ``book_indexed`` (chat: sentence vectors, calibration) hear about it once it is stored."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from pathlib import Path
+
+from django.db import connection
+from django.utils.text import slugify
+
+from bookchat.errors import BookchatError
+from ingestion.indexing.embedders import get_embedder
+from ingestion.indexing.indexer import BookIndexer, validate_book_slug
+from ingestion.indexing.reports import SUMMED, IndexingError, IndexReport, ProgressCallback, SiteReport
+from ingestion.models import Book
+from ingestion.reading.documents import Issue
+from ingestion.reading.site import plan_site
+from ingestion.reading.site_config import SiteConfig
+from ingestion.reading.sources import discover
+from ingestion.signals import book_indexed
+
+
+class BookLock:
+    """A Postgres advisory lock that keeps two indexing runs off the same book."""
+
+    def __init__(self, slug: str):
+        self.key = int(hashlib.sha256(f"bookchat-index:{slug}".encode()).hexdigest()[:15], 16)
+        self.slug = slug
+
+    def __enter__(self) -> None:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_try_advisory_lock(%s)", [self.key])
+            if not cursor.fetchone()[0]:
+                raise IndexingError(f"book {self.slug!r} is being indexed by another run; try again when it ends",
+                                    code="busy")
+
+    def __exit__(self, *exc) -> None:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [self.key])
+
+
+def index_book(*, path: Path | str, book_slug: str | None = None, base_url: str | None = None,
+               title: str | None = None, prune: bool = False, dry_run: bool = False, reindex: bool = False,
+               trigger: str = "cli", progress: ProgressCallback | None = None) -> IndexReport:
+    """Index the Markdown/MDX pages at ``path`` (a folder or one file) into a book; return the report."""
+    path = Path(path).expanduser()
+    if book_slug is None:
+        folder = (path if path.is_dir() else path.parent).resolve().name
+        book_slug = slugify(folder).replace("_", "-")[:64].strip("-") or "book"
+    validate_book_slug(book_slug)
+    existing = Book.objects.filter(slug=book_slug).first()
+    root = None
+    if existing is not None and existing.source_path and path.is_file():
+        candidate = Path(existing.source_path)
+        if path.resolve().is_relative_to(candidate):
+            root = candidate  # a single page of a book indexed from its folder keeps its place in it
+    discovery = discover(path, root=root)
+    embedder = get_embedder()
+    indexer = BookIndexer(book_slug=book_slug, discovery=discovery, embedder=embedder, base_url=base_url,
+                          title=title, prune=prune, dry_run=dry_run, reindex=reindex, trigger=trigger,
+                          progress=progress)
+    return run_locked(indexer, book_slug)
+
+
+def run_locked(indexer: BookIndexer, slug: str) -> IndexReport:
+    """Run ``indexer`` under the book's lock; then tell the listeners what it stored (not for a dry run)."""
+    with BookLock(slug):
+        report = indexer.run()
+        if not indexer.dry_run and indexer.book is not None and indexer.book.pk:
+            changed = report.chunks_added or report.chunks_removed or report.files_indexed
+            book_indexed.send(sender=Book, book=indexer.book, report=report, changed=bool(changed))
+        return report
+
+
+def index_site(config: SiteConfig, *, book_slug: str | None = None, base_url: str | None = None,
+               title: str | None = None, prune: bool = False, dry_run: bool = False, reindex: bool = False,
+               trigger: str = "cli", progress: ProgressCallback | None = None) -> SiteReport:
+    """Index a Docusaurus site (``ingestion.reading.site``): every docs instance, version and locale; return
+    the reports."""
+    started = time.monotonic()
+    if book_slug is not None:
+        validate_book_slug(book_slug)
+    plan = plan_site(config, slug=book_slug, title=title, base_url=base_url)
+    roots = [editions[0].slug for editions in plan.books]
+    total = IndexReport(book=roots[0] if roots else (book_slug or ""), dry_run=dry_run)
+    for issue in plan.warnings:
+        total.warn(issue)
+    report = SiteReport(total, {"config": config.config_file.name, "read_with": config.how, "title": config.title,
+                                "url": config.site_url, "books": roots})
+    if not plan.books:
+        raise IndexingError(f"no docs to index in the site at {config.root}", code="empty")
+    embedder = get_embedder()
+    for editions in plan.books:
+        root_book = None
+        for edition in editions:
+            validate_book_slug(edition.slug)
+            indexer = BookIndexer(book_slug=edition.slug, discovery=edition.discover(), embedder=embedder,
+                                  base_url=edition.base_url, title=title or edition.title, prune=prune,
+                                  dry_run=dry_run, reindex=reindex, trigger=trigger, progress=progress,
+                                  edition=edition, root_book=root_book, site_root=config.root)
+            try:
+                edition_report = run_locked(indexer, edition.slug)
+            except BookchatError as exc:  # one edition that can't be indexed must not lose the others
+                edition_report = indexer.report
+                edition_report.error(exc)
+                edition_report.files_failed = edition_report.files_failed or 1
+            if edition.is_root:
+                root_book = indexer.book if indexer.book is not None and indexer.book.pk else None
+            report.editions.append((edition, edition_report))
+            for name in SUMMED:
+                setattr(total, name, getattr(total, name) + getattr(edition_report, name))
+            total.errors.extend({**issue, "book": edition.slug} for issue in edition_report.errors)
+            total.warnings.extend({**issue, "book": edition.slug} for issue in edition_report.warnings)
+        _stale_editions(root_book, {e.slug for e in editions}, prune=prune and not dry_run, report=total)
+    total.total_seconds = time.monotonic() - started
+    return report
+
+
+def _stale_editions(root: Book | None, planned: set[str], *, prune: bool, report: IndexReport) -> None:
+    """Editions of ``root`` the site no longer has (a version dropped from versions.json): removed with --prune."""
+    if root is None:
+        return
+    for book in Book.objects.filter(edition_of=root).exclude(slug__in=planned):
+        if prune:
+            report.documents_removed += book.documents.count()
+            book.delete()
+            report.warn(Issue(None, None, f"edition {book.slug!r} is no longer in the site; removed"))
+        else:
+            report.warn(Issue(None, None, f"edition {book.slug!r} is no longer in the site; --prune removes it"))

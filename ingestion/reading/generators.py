@@ -1,0 +1,127 @@
+"""Other static-site generators' syntax in a page, read as their sites render it (line-preserving, as ``mdx``).
+
+Books written for Jekyll, MkDocs or mdBook are folders of Markdown too, with a little syntax of
+their own that is not prose. ``clean_generator_syntax`` rewrites it in place, outside code, before
+the MDX cleanup, and never adds or removes a line.
+
+Decisions:
+- Liquid/Jinja (Jekyll, MkDocs macros), in ``.md`` pages only (in ``.mdx``, ``{{`` is a JSX object) and
+  never inside inline code or code blocks: a ``{% comment %}…{% endcomment %}`` block is dropped with its
+  content; ``{% raw %}``/``{% endraw %}`` markers go and their content stays; every other
+  ``{% tag %}`` (``include``, ``if``, ``for``, ``assign``, ``highlight``…) and every ``{{ output }}`` is
+  removed: what it would render comes from the site's data, which a folder of pages doesn't have.
+- Jekyll's ``{% highlight ruby linenos %}`` … ``{% endhighlight %}`` become a fence (```` ```ruby ````, before
+  anything else reads the page), so their content is read, and shown in answers, as the code block the site
+  renders; ``linenos`` and the like are dropped. An opening tag never closed stays a tag (removed as one).
+- mdBook's ``{{#include file}}`` (and ``#rustdoc_include``, ``#playground``) on a line of its own is inlined
+  before this runs (``ingestion.reading.partials``); one left mid-line is removed with a warning naming it.
+- MkDocs admonitions (``!!! note "Title"``, and collapsible ``???``/``???+``) become a label line like
+  Docusaurus's (``Note (Title):``) and their content, indented four spaces, is dedented so that it is
+  read as the paragraphs, lists and code it is rather than as one indented code block.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ingestion.reading.documents import Issue, admonition_label, fence_for
+
+_COMMENT_OPEN = re.compile(r"\{%-?\s*comment\s*-?%\}")
+_COMMENT_CLOSE = re.compile(r"\{%-?\s*endcomment\s*-?%\}")
+_TAG = re.compile(r"\{%-?.*?-?%\}")
+_MDBOOK = re.compile(r"\{\{\s*#(include|rustdoc_include|playground)\b[^}]*\}\}")
+# Not JSX's ``style={{…}}`` object literals nor GitHub Actions' ``${{ … }}``.
+_OUTPUT = re.compile(r"(?<![=$])\{\{(?!\s*[\w$]+\s*:).*?\}\}")
+_INLINE_CODE = re.compile(r"(`+).*?\1")
+_TEMPLATE_SUFFIXES = (".md", ".markdown")
+_MKDOCS_ADMONITION = re.compile(r"^(?P<indent>[ \t]*)(?:!!!|\?\?\?\+?)[ \t]+(?P<kind>[A-Za-z][\w-]*)"
+                                r"(?:[ \t]+(?P<classes>[\w -]*?))?(?:[ \t]*\"(?P<title>[^\"]*)\")?[ \t]*$")
+
+
+_HIGHLIGHT_OPEN = re.compile(r"^(?P<indent>[ \t]*)\{%-?\s*highlight\s+(?P<lang>[\w+#.-]+)[^%]*-?%\}\s*$")
+_HIGHLIGHT_CLOSE = re.compile(r"^[ \t]*\{%-?\s*endhighlight\s*-?%\}\s*$")
+
+
+def highlight_fences(lines: list[str], *, rel_path: str) -> None:
+    """Rewrite Jekyll ``{% highlight lang %}`` … ``{% endhighlight %}`` blocks of a ``.md`` page in ``lines`` as
+    fenced code blocks, in place, line for line."""
+    if not rel_path.lower().endswith(_TEMPLATE_SUFFIXES):
+        return
+    index = 0
+    while index < len(lines):
+        opening = _HIGHLIGHT_OPEN.match(lines[index]) if "highlight" in lines[index] else None
+        close = next((j for j in range(index + 1, len(lines)) if _HIGHLIGHT_CLOSE.match(lines[j])), None) \
+            if opening else None
+        if opening and close is not None:
+            fence = fence_for("\n".join(lines[index + 1:close]))
+            lines[index] = f"{opening.group('indent')}{fence}{opening.group('lang')}"
+            lines[close] = f"{opening.group('indent')}{fence}"
+            index = close
+        index += 1
+
+
+def clean_generator_syntax(lines: list[str], code_lines: set[int], *, rel_path: str) -> list[Issue]:
+    """Rewrite ``lines`` in place (see the module docstring); the warnings it has for the page."""
+    warnings: list[Issue] = []
+    in_comment = False
+    templates = rel_path.lower().endswith(_TEMPLATE_SUFFIXES)  # an .mdx page is JSX: ``{{`` is an object there
+    for index, line in enumerate(lines):
+        if not templates or index in code_lines or not ("{" in line or in_comment):
+            continue
+        line, in_comment = _drop_comments(line, in_comment)
+        for match in _MDBOOK.finditer(line):
+            warnings.append(Issue(rel_path, index + 1, f"mdBook {match.group()} is not inlined; its text is not "
+                                                       "indexed"))
+        line = _outside_inline_code(line, lambda text: _OUTPUT.sub("", _TAG.sub("", _MDBOOK.sub("", text))))
+        lines[index] = line if line.strip() or not lines[index].strip() else ""
+    for index, line in enumerate(lines):
+        if index in code_lines or not ("!!!" in line or "???" in line):
+            continue
+        match = _MKDOCS_ADMONITION.match(line)
+        if match:
+            indent = match.group("indent")
+            lines[index] = indent + admonition_label(match.group("kind"), match.group("title"))
+            _dedent_body(lines, index + 1, len(indent.expandtabs(4)) + 4)
+    return warnings
+
+
+def _outside_inline_code(line: str, rewrite) -> str:
+    """``line`` with ``rewrite`` applied to its text outside inline code spans (a page about Liquid quotes it)."""
+    out, pos = [], 0
+    for span in _INLINE_CODE.finditer(line):
+        out += [rewrite(line[pos:span.start()]), span.group()]
+        pos = span.end()
+    return "".join(out) + rewrite(line[pos:])
+
+
+def _drop_comments(line: str, in_comment: bool) -> tuple[str, bool]:
+    """``line`` without the parts inside a Liquid comment block, and whether the block goes on after it."""
+    kept, pos = [], 0
+    while pos <= len(line):
+        if in_comment:
+            close = _COMMENT_CLOSE.search(line, pos)
+            if close is None:
+                return "".join(kept), True
+            pos, in_comment = close.end(), False
+        else:
+            opening = _COMMENT_OPEN.search(line, pos)
+            if opening is None:
+                kept.append(line[pos:])
+                return "".join(kept), False
+            kept.append(line[pos:opening.start()])
+            pos, in_comment = opening.end(), True
+    return "".join(kept), in_comment
+
+
+def _dedent_body(lines: list[str], start: int, width: int) -> None:
+    """Dedent the admonition body from ``start``: the following blank lines and lines indented ``width`` or more."""
+    index = start
+    while index < len(lines):
+        line = lines[index].expandtabs(4)
+        if not line.strip():
+            index += 1
+            continue
+        if len(line) - len(line.lstrip(" ")) < width:
+            break
+        lines[index] = line[4:]
+        index += 1

@@ -1,0 +1,265 @@
+"""Safe intake of a staff upload: ``.md``/``.mdx`` files stored as they are, or one ``.zip`` unpacked with checks.
+
+Everything lands in a new staging folder under ``DATA_DIR/uploads/`` that ``ingestion.uploads.jobs`` then
+renames to the job's own folder. A zip is refused, naming the entry, for: paths that leave the
+folder (``../``, also written with backslashes), absolute paths (``/x``, ``C:\\x``), symlinks,
+encrypted entries, more entries than ``UPLOAD_MAX_FILES``, and more than
+``UPLOAD_MAX_UNCOMPRESSED_BYTES`` once unpacked — checked on the declared sizes first, then on
+the bytes actually written, so a header that understates them gets nowhere. Entries that are
+neither pages nor ``_category_`` files are not stored but listed as ignored. When every page
+(and category file) sits under one top-level folder (a zip of ``docs/``), that folder is the
+book's root. The content of a page is not checked here: indexing reports a binary or non-UTF-8
+page with its file and line and indexes the rest.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import stat
+import time
+import uuid
+import zipfile
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Protocol
+
+from django.conf import settings
+
+from bookchat.conf import setting
+from bookchat.errors import BookchatError
+from ingestion.reading.sources import MARKDOWN_SUFFIXES
+
+ZIP_SUFFIX = ".zip"
+CATEGORY_FILES = ("_category_.json", "_category_.yml", "_category_.yaml")
+STAGING_PREFIX = "incoming-"
+# Folders that archivers add beside the content (macOS resource forks); never part of a book.
+JUNK_FOLDERS = ("__MACOSX",)
+_CHUNK = 64 * 1024
+_DRIVE_RE = re.compile(r"^[A-Za-z]:")
+
+
+class UploadError(BookchatError):
+    code = "bad_upload"
+
+
+class UploadedFile(Protocol):
+    """What Django's ``UploadedFile`` offers and intake uses."""
+
+    name: str
+    size: int
+
+    def chunks(self, chunk_size: int | None = None): ...
+
+    def seek(self, offset: int, whence: int = 0) -> int: ...
+
+    def read(self, size: int = -1) -> bytes: ...
+
+
+@dataclass
+class Intake:
+    """The checked upload, stored under ``root`` as the pages of a book (or of one of its folders)."""
+
+    root: Path
+    names: list[str]  # the uploaded files' names
+    pages: list[str] = field(default_factory=list)  # stored .md/.mdx files, relative to root (the book)
+    ignored: list[str] = field(default_factory=list)  # zip entries that are not pages, not stored
+    top_folder: str = ""  # the zip's single top-level folder, used as the book's root
+    is_zip: bool = False
+    seconds: float = 0.0
+
+    def discard(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def uploads_dir() -> Path:
+    return Path(settings.DATA_DIR) / "uploads"
+
+
+def clean_folder(folder: str) -> str:
+    """A "folder inside the book" as a relative POSIX path without slashes at the ends ("" = the book's root)."""
+    text = (folder or "").strip().replace("\\", "/")
+    if not text:
+        return ""
+    if text.startswith("/") or _DRIVE_RE.match(text):
+        raise UploadError(f"folder {folder!r} must be relative to the book (like 'using/'), not absolute")
+    parts = [p for p in text.split("/") if p not in ("", ".")]
+    for part in parts:
+        if part == "..":
+            raise UploadError(f"folder {folder!r} may not contain '..'")
+        if part.startswith((".", "_")):
+            raise UploadError(f"folder {folder!r}: a folder whose name starts with '.' or '_' is not part of the "
+                              "published book (Docusaurus skips it)")
+        if any(ord(c) < 32 for c in part):
+            raise UploadError(f"folder {folder!r} contains control characters")
+    return "/".join(parts)
+
+
+def receive_upload(files: Sequence[UploadedFile], *, folder: str = "") -> Intake:
+    """Check ``files`` and store them in a new staging folder; raise ``UploadError`` (storing nothing) if refused."""
+    started = time.monotonic()
+    folder = clean_folder(folder)
+    if not files:
+        raise UploadError("choose at least one file: .md or .mdx pages, or one .zip of a docs folder")
+    names = [_base_name(f.name) for f in files]
+    for upload, name in zip(files, names, strict=True):
+        _check_file(upload, name)
+    zips = [n for n in names if n.lower().endswith(ZIP_SUFFIX)]
+    if zips and len(files) > 1:
+        raise UploadError(f"upload one .zip on its own, or .md/.mdx files without a zip ({', '.join(zips)})")
+    staging = uploads_dir() / f"{STAGING_PREFIX}{uuid.uuid4().hex}"
+    staging.mkdir(parents=True)
+    intake = Intake(root=staging, names=names, is_zip=bool(zips))
+    try:
+        if zips:
+            _extract_zip(files[0], names[0], intake, folder)
+        else:
+            _store_pages(files, names, intake, folder)
+    except BaseException:
+        intake.discard()
+        raise
+    intake.seconds = time.monotonic() - started
+    return intake
+
+
+def _base_name(name: str) -> str:
+    return PurePosixPath((name or "").replace("\\", "/")).name
+
+
+def _check_file(upload: UploadedFile, name: str) -> None:
+    suffix = PurePosixPath(name).suffix.lower()
+    if suffix not in (*MARKDOWN_SUFFIXES, ZIP_SUFFIX):
+        raise UploadError(f"{name}: not a .md, .mdx or .zip file")
+    if not upload.size:
+        raise UploadError(f"{name} is empty")
+    limit = setting("UPLOAD_MAX_BYTES")
+    if upload.size > limit:
+        raise UploadError(f"{name} is {upload.size:,} bytes, over the {limit:,}-byte limit "
+                          "(BOOKCHAT_UPLOAD_MAX_BYTES)")
+
+
+def _store_pages(files: Sequence[UploadedFile], names: list[str], intake: Intake, folder: str) -> None:
+    seen = set()
+    for upload, name in zip(files, names, strict=True):
+        if name.startswith((".", "_")):
+            raise UploadError(f"{name}: a page whose name starts with '.' or '_' is not published (Docusaurus "
+                              "treats it as hidden or a partial); rename it")
+        if name in seen:
+            raise UploadError(f"{name} is in the upload twice")
+        seen.add(name)
+        rel = f"{folder}/{name}" if folder else name
+        target = intake.root / rel
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with open(target, "xb") as out:
+                for chunk in upload.chunks():
+                    out.write(chunk)
+        except OSError as exc:  # a name or folder too long for the file system, …
+            raise UploadError(f"{rel} cannot be stored ({exc.strerror or exc}); refused") from None
+        intake.pages.append(rel)
+
+
+def _entry_path(raw: str, zip_name: str) -> str:
+    """The entry's path inside the zip as safe relative POSIX ("" for the zip's root), or UploadError."""
+    name = raw.replace("\\", "/")
+    if name.startswith("/") or _DRIVE_RE.match(name):
+        raise UploadError(f"{zip_name}: entry {raw!r} has an absolute path; refused")
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise UploadError(f"{zip_name}: entry {raw!r} points outside the upload ('..'); refused")
+    if any(ord(c) < 32 for p in parts for c in p):
+        raise UploadError(f"{zip_name}: entry {raw!r} has control characters in its name; refused")
+    return "/".join(parts)
+
+
+def _is_kept(rel: str) -> bool:
+    path = PurePosixPath(rel)
+    return path.suffix.lower() in MARKDOWN_SUFFIXES or path.name.lower() in CATEGORY_FILES
+
+
+def _extract_zip(upload: UploadedFile, zip_name: str, intake: Intake, folder: str) -> None:
+    max_entries = setting("UPLOAD_MAX_FILES")
+    max_bytes = setting("UPLOAD_MAX_UNCOMPRESSED_BYTES")
+    upload.seek(0)
+    try:
+        archive = zipfile.ZipFile(getattr(upload, "file", upload))
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError) as exc:
+        raise UploadError(f"{zip_name} is not a valid zip file ({exc})") from None
+    with archive:
+        infos = archive.infolist()
+        if len(infos) > max_entries:
+            raise UploadError(f"{zip_name} holds {len(infos):,} entries, over the limit of {max_entries:,} "
+                              "(BOOKCHAT_UPLOAD_MAX_FILES)")
+        declared = sum(info.file_size for info in infos)
+        if declared > max_bytes:
+            raise UploadError(f"{zip_name} would expand to {declared:,} bytes, over the {max_bytes:,}-byte limit "
+                              "(BOOKCHAT_UPLOAD_MAX_UNCOMPRESSED_BYTES)")
+        plan = _plan(infos, zip_name, intake)
+        if not any(PurePosixPath(rel).suffix.lower() in MARKDOWN_SUFFIXES for _, rel in plan):
+            raise UploadError(f"{zip_name} has no .md or .mdx page")
+        intake.top_folder = _single_top_folder([rel for _, rel in plan])
+        written = 0
+        for info, rel in plan:
+            rel = rel[len(intake.top_folder) + 1:] if intake.top_folder else rel
+            rel = f"{folder}/{rel}" if folder else rel
+            written = _extract_entry(archive, info, intake.root / rel, zip_name, written, max_bytes)
+            if PurePosixPath(rel).suffix.lower() in MARKDOWN_SUFFIXES:
+                intake.pages.append(rel)
+
+
+def _plan(infos: list[zipfile.ZipInfo], zip_name: str, intake: Intake) -> list[tuple[zipfile.ZipInfo, str]]:
+    """Check every entry (names, types, encryption) before writing anything; the (entry, path) pairs to store."""
+    plan, seen = [], set()
+    for info in infos:
+        rel = _entry_path(info.filename, zip_name)
+        mode = info.external_attr >> 16
+        if stat.S_ISLNK(mode):
+            raise UploadError(f"{zip_name}: entry {info.filename!r} is a symbolic link; refused")
+        if info.flag_bits & 0x1:
+            raise UploadError(f"{zip_name}: entry {info.filename!r} is encrypted; upload a zip without a password")
+        if info.is_dir() or stat.S_ISDIR(mode) or not rel:
+            continue
+        if rel.split("/")[0] in JUNK_FOLDERS or not _is_kept(rel):
+            intake.ignored.append(rel)
+            continue
+        if rel in seen:
+            raise UploadError(f"{zip_name}: entry {info.filename!r} appears twice; refused")
+        seen.add(rel)
+        plan.append((info, rel))
+    return plan
+
+
+def _single_top_folder(paths: list[str]) -> str:
+    tops = {p.split("/")[0] for p in paths}
+    if len(tops) == 1 and all("/" in p for p in paths):
+        return tops.pop()
+    return ""
+
+
+def _extract_entry(archive: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, zip_name: str, written: int,
+                   max_bytes: int) -> int:
+    """Stream one entry to ``target``, counting the bytes really written; the new running total."""
+    entry_bytes = 0
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with archive.open(info) as source, open(target, "xb") as out:
+            while chunk := source.read(_CHUNK):
+                entry_bytes += len(chunk)
+                written += len(chunk)
+                if written > max_bytes:
+                    raise UploadError(f"{zip_name}: entry {info.filename!r} takes the upload over the "
+                                      f"{max_bytes:,}-byte limit once unpacked "
+                                      "(BOOKCHAT_UPLOAD_MAX_UNCOMPRESSED_BYTES); refused")
+                if entry_bytes > info.file_size:
+                    raise UploadError(f"{zip_name}: entry {info.filename!r} is larger than its header says; refused")
+                out.write(chunk)
+    except UploadError:
+        raise
+    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError, ValueError) as exc:
+        raise UploadError(f"{zip_name}: entry {info.filename!r} is corrupt or unreadable ({exc}); refused") from None
+    except OSError as exc:
+        raise UploadError(f"{zip_name}: entry {info.filename!r} cannot be stored ({exc.strerror or exc}); "
+                          "refused") from None
+    return written

@@ -1,0 +1,327 @@
+"""Upload jobs: queue one from a checked upload, run it on a django-q2 worker, notice when a worker died, retry.
+
+A job's files wait in ``DATA_DIR/uploads/<job id>/``: removed when the job is done, kept when it
+failed (so that Retry can run it again) until the job is deleted. The worker reports progress and
+a heartbeat at most once a second; a running job whose heartbeat is older than
+``JOB_STALE_SECONDS`` lost its worker (killed, restarted) and ``sweep_stale_jobs`` marks it failed,
+as it does a queued job whose django-q2 task is gone.
+A job on a book that another run is indexing waits for it (up to ``BUSY_WAIT_SECONDS``), then fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import shutil
+import time
+from datetime import timedelta
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from bookchat.broker import queue_in_database
+from bookchat.conf import setting
+from bookchat.errors import BookchatError
+from ingestion.indexing.ingesting import BookLock, index_book
+from ingestion.indexing.reports import IndexingError, IndexReport
+from ingestion.models import Book, Document, IndexRun, IngestionJob
+from ingestion.reading.docusaurus import category_label
+from ingestion.uploads.intake import CATEGORY_FILES, STAGING_PREFIX, Intake, UploadError, uploads_dir
+
+logger = logging.getLogger(__name__)
+
+STALE_MESSAGE = ("the worker stopped before the job finished; the book still serves its last good index; "
+                 "upload again or use Retry")
+LOST_MESSAGE = ("the task queue lost this job before it started (the queue was purged, or the worker could not "
+                "read the task: check that it runs with the same SECRET_KEY); use Retry")
+# A book busy with another run (an `ingest`, another upload): how long a job waits for it, polling.
+BUSY_WAIT_SECONDS = 600
+BUSY_POLL_SECONDS = 2.0
+# Progress and heartbeat writes, at most one per this many seconds.
+WRITE_INTERVAL = 1.0
+# Staging folders of uploads that never became a job (a request that failed after the upload was checked).
+STAGING_MAX_AGE = timedelta(days=1)
+TASK = "ingestion.tasks.run_ingestion_job"
+
+
+def job_folder(job_id: int) -> Path:
+    return uploads_dir() / str(job_id)
+
+
+# -- creating and queueing -------------------------------------------------------------------------
+@transaction.atomic
+def start_job(*, job: IngestionJob, intake: Intake, user=None) -> IngestionJob:
+    """Save ``job`` (book, folder and prune set by the caller), move the upload into its folder and queue it."""
+    job.files = intake.names
+    job.ignored = intake.ignored
+    job.files_total = len(intake.pages)
+    job.extract_seconds = intake.seconds
+    job.created_by = user if user is not None and user.is_authenticated else None
+    job.book = job.book or Book.objects.filter(slug=job.book_slug).first()
+    job.save()
+    folder = job_folder(job.pk)
+    if folder.exists():  # left by a database that was reset; not this job's
+        shutil.rmtree(folder)
+    intake.root.rename(folder)
+    intake.root = folder
+    queue_job(job)
+    return job
+
+
+def queue_job(job: IngestionJob) -> None:
+    """Hand the job to django-q2. With the Postgres broker, in the caller's transaction (the worker sees both or
+    neither); with Redis, once that transaction commits: a worker popping the task at once must find the job."""
+    from django_q.tasks import async_task
+
+    job.status = IngestionJob.Status.QUEUED
+    job.stage = "queued"
+    job.queued_at = timezone.now()
+    job.task_id = ""
+    job.save(update_fields=["status", "stage", "queued_at", "task_id"])
+
+    def enqueue() -> None:
+        job.task_id = async_task(TASK, job.pk, task_name=f"upload-{job.pk}")
+        IngestionJob.objects.filter(pk=job.pk).update(task_id=job.task_id)
+
+    if queue_in_database():
+        enqueue()
+    else:
+        transaction.on_commit(enqueue)
+
+
+def retry_job(job: IngestionJob) -> None:
+    """Queue a failed job again, on the files it still has; UploadError when it can't be."""
+    if job.status != IngestionJob.Status.FAILED:
+        raise UploadError(f"upload #{job.pk} is {job.status}; only failed uploads can be retried")
+    if not job_folder(job.pk).is_dir():
+        raise UploadError(f"upload #{job.pk}: its files are gone; upload them again")
+    with transaction.atomic():
+        job.error = ""
+        job.report = {}
+        job.files_done = 0
+        job.index_run = None
+        job.started_at = job.finished_at = job.heartbeat_at = None
+        job.index_seconds = job.total_seconds = None
+        job.save(update_fields=["error", "report", "files_done", "index_run", "started_at", "finished_at",
+                                "heartbeat_at", "index_seconds", "total_seconds"])
+        queue_job(job)
+
+
+def delete_job_files(job: IngestionJob) -> None:
+    shutil.rmtree(job_folder(job.pk), ignore_errors=True)
+
+
+# -- running (on the worker) -------------------------------------------------------------------------
+def run_job(job_id: int) -> dict:
+    """Index a queued job's files into its book. Returns a summary (django-q2 stores it as the task's result)."""
+    now = timezone.now()
+    claimed = IngestionJob.objects.filter(pk=job_id, status=IngestionJob.Status.QUEUED).update(
+        status=IngestionJob.Status.RUNNING, started_at=now, heartbeat_at=now, stage="starting",
+        attempts=F("attempts") + 1,
+    )
+    if not claimed:  # deleted, or already run (a second delivery of the same task)
+        logger.warning("upload #%s is not queued; nothing to run", job_id)
+        return {"job": job_id, "skipped": True}
+    return _JobRun(IngestionJob.objects.get(pk=job_id)).run()
+
+
+class _JobRun:
+    def __init__(self, job: IngestionJob):
+        self.job = job
+        self.folder = job_folder(job.pk)
+        self.last_write = 0.0
+        self.files = (0, job.files_total)
+        self.run_id: int | None = None
+
+    def run(self) -> dict:
+        job = self.job
+        started = time.monotonic()
+        status, error, report = IngestionJob.Status.FAILED, "", None
+        book = Book.objects.filter(slug=job.book_slug).first()
+        previous_source = book.source_path if book is not None else ""
+        try:
+            if not self.folder.is_dir():
+                raise UploadError("the uploaded files are gone (deleted from the server); upload them again")
+            if book is not None:
+                keep_category_labels(self.folder, book)
+            report = self._index()
+            if report.exit_code < 2:
+                status = IngestionJob.Status.DONE
+            else:
+                error = "no page could be indexed; the errors below say why"
+        except BookchatError as exc:
+            error = str(exc)
+        except Exception as exc:  # a bug must still end the job, with what happened
+            logger.exception("upload #%s failed", job.pk)
+            error = f"internal error: {type(exc).__name__}: {exc}"
+        # The upload's folder is temporary: the book keeps pointing at where it was indexed from before.
+        Book.objects.filter(slug=job.book_slug, source_path=str(self.folder.resolve())).update(
+            source_path=previous_source)
+        self._finish(status, error, report, time.monotonic() - started)
+        if status == IngestionJob.Status.DONE:
+            delete_job_files(job)
+        return {"job": job.pk, "status": status, "error": error,
+                "chunks_embedded": report.chunks_embedded if report else 0}
+
+    def _index(self) -> IndexReport:
+        deadline = time.monotonic() + BUSY_WAIT_SECONDS
+        while True:
+            try:
+                return index_book(path=self.folder, book_slug=self.job.book_slug, title=self.job.book_title or None,
+                                  prune=self.job.prune, trigger="upload", progress=self.progress)
+            except IndexingError as exc:
+                if exc.code != "busy":
+                    raise
+                if time.monotonic() >= deadline:
+                    raise IndexingError(f"book {self.job.book_slug!r} is being indexed by another run, still after "
+                                        f"{BUSY_WAIT_SECONDS} s of waiting; use Retry once that run has finished",
+                                        code="busy") from None
+                self._write(stage="waiting: another run is indexing this book", force=True)
+                time.sleep(BUSY_POLL_SECONDS)
+
+    def progress(self, stage: str, done: int, total: int) -> None:
+        if stage == "files":
+            self.files = (done, total)
+            text = f"reading and chunking pages ({done}/{total})"
+        else:
+            text = f"embedding passages ({done}/{total})"
+        force = self.run_id is None or (stage == "files" and done == total)
+        if self.run_id is None:
+            # index_book created the run just before its first report, under the book's lock: the running
+            # upload run of this book is ours.
+            run = (IndexRun.objects.filter(book__slug=self.job.book_slug, status=IndexRun.Status.RUNNING,
+                                           trigger="upload").order_by("-started_at").first())
+            self.run_id = run.pk if run is not None else 0
+        self._write(stage=text, force=force)
+
+    def _write(self, *, stage: str, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self.last_write < WRITE_INTERVAL:
+            return
+        self.last_write = now
+        fields = {"stage": stage[:200], "files_done": self.files[0], "files_total": self.files[1],
+                  "heartbeat_at": timezone.now()}
+        if self.run_id:
+            fields["index_run_id"] = self.run_id
+        IngestionJob.objects.filter(pk=self.job.pk, status=IngestionJob.Status.RUNNING).update(**fields)
+
+    def _finish(self, status: str, error: str, report: IndexReport | None, seconds: float) -> None:
+        job = self.job
+        now = timezone.now()
+        book = Book.objects.filter(slug=job.book_slug).first()
+        fields = {"status": status, "error": error, "stage": "", "finished_at": now, "heartbeat_at": now,
+                  "index_seconds": round(seconds, 3), "book": book}
+        queued = job.queued_at or job.created_at
+        fields["total_seconds"] = round((job.extract_seconds or 0.0) + (now - queued).total_seconds(), 3)
+        if report is not None:
+            fields["report"] = json.loads(json.dumps(report.as_dict(), default=str))
+            fields["files_done"] = fields["files_total"] = report.files_seen
+        if self.run_id:
+            fields["index_run_id"] = self.run_id
+        elif report is not None and book is not None:
+            run = IndexRun.objects.filter(book=book, trigger="upload", started_at__gte=job.started_at).first()
+            fields["index_run_id"] = run.pk if run is not None else None
+        # Written whatever the row says now: a run that got here finished, even if a sweep gave it up for lost.
+        IngestionJob.objects.filter(pk=job.pk).update(**fields)
+
+
+def keep_category_labels(root: Path, book: Book) -> None:
+    """Give each folder of the upload that has no ``_category_`` file the chapter label its pages already have
+    in the book, so that uploading ``using/01-ingest.md`` alone keeps the chapter "Using bookchat" (not "Using")."""
+    folders = {p.parent.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
+    folders.discard(".")
+    missing = [f for f in folders if not any((root / f / name).exists() for name in CATEGORY_FILES)]
+    if not missing:
+        return
+    labels: dict[str, str] = {}
+    for path, category in Document.objects.filter(book=book).exclude(category="").values_list("path", "category"):
+        labels.setdefault(path.rpartition("/")[0], category)
+    for folder in missing:
+        label = labels.get(folder)
+        if label and label != category_label(root, folder):
+            (root / folder / "_category_.json").write_text(json.dumps({"label": label}), encoding="utf-8")
+
+
+# -- noticing dead workers ----------------------------------------------------------------------------
+@contextlib.contextmanager
+def _lock_if_free(slug: str):
+    """Hold the book's indexing lock if nobody does; yields whether we got it."""
+    lock = BookLock(slug)
+    try:
+        lock.__enter__()
+    except IndexingError:
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        lock.__exit__(None, None, None)
+
+
+def sweep_stale_jobs() -> int:
+    """Fail the running jobs whose worker stopped reporting (and their book's run), and the queued jobs whose
+    task was lost. Returns how many jobs it failed."""
+    now = timezone.now()
+    cutoff = now - timedelta(seconds=setting("JOB_STALE_SECONDS"))
+    stale = IngestionJob.objects.filter(status=IngestionJob.Status.RUNNING).filter(
+        Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff))
+    failed = 0
+    for job in stale:
+        # A live run holds the book's lock (the job's own worker, merely slow, or another run that started
+        # since); a dead worker's lock went with its database connection.
+        with _lock_if_free(job.book_slug) as free:
+            if not free:
+                continue
+            if not IngestionJob.objects.filter(pk=job.pk, status=IngestionJob.Status.RUNNING,
+                                               heartbeat_at=job.heartbeat_at).update(
+                    status=IngestionJob.Status.FAILED, error=STALE_MESSAGE, stage="", finished_at=now):
+                continue  # it reported in the meantime
+            IndexRun.objects.filter(book__slug=job.book_slug, status=IndexRun.Status.RUNNING).update(
+                status=IndexRun.Status.FAILED, finished_at=now,
+                report={"errors": [{"file": None, "line": None, "message": STALE_MESSAGE}]})
+        failed += 1
+        logger.warning("upload #%s: %s", job.pk, STALE_MESSAGE)
+    failed += _fail_lost_queued_jobs(now)
+    _remove_old_staging(now)
+    return failed
+
+
+def _fail_lost_queued_jobs(now) -> int:
+    """Queued jobs whose task is neither waiting in django-q2's queue nor among its results never ran and never
+    will (the queue was purged, or the worker could not read the task: another SECRET_KEY)."""
+    from django_q.models import OrmQ, Task
+
+    jobs = IngestionJob.objects.filter(status=IngestionJob.Status.QUEUED).exclude(task_id="")
+    if not queue_in_database():
+        # Redis: a task a cluster has popped waits in its memory for a free worker, seen by neither the queue
+        # nor the results; only a job queued for longer than a task may take (``retry``) is known to be lost.
+        jobs = jobs.filter(queued_at__lt=now - timedelta(seconds=settings.Q_CLUSTER["retry"]))
+    queued = dict(jobs.values_list("task_id", "pk"))
+    if not queued:
+        return 0
+    # In this order: a task leaves the queue only after its result is saved.
+    waiting = {package.task_id() for package in OrmQ.objects.all()} if queue_in_database() else set()
+    results = dict(Task.objects.filter(id__in=list(queued)).values_list("id", "result"))
+    failed = 0
+    for task_id, job_id in queued.items():
+        if task_id in waiting:
+            continue
+        error = (f"the task ended before the job started: {str(results[task_id])[:2000]}" if task_id in results
+                 else LOST_MESSAGE)
+        failed += IngestionJob.objects.filter(pk=job_id, status=IngestionJob.Status.QUEUED, task_id=task_id).update(
+            status=IngestionJob.Status.FAILED, finished_at=now, stage="", error=error)
+    return failed
+
+
+def _remove_old_staging(now) -> None:
+    root = uploads_dir()
+    if not root.is_dir():
+        return
+    for path in root.glob(f"{STAGING_PREFIX}*"):
+        with contextlib.suppress(OSError):
+            if now.timestamp() - path.stat().st_mtime > STAGING_MAX_AGE.total_seconds():
+                shutil.rmtree(path, ignore_errors=True)
