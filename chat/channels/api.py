@@ -35,14 +35,11 @@ from chat.channels.books import book_list
 from chat.channels.errors import error_reply
 from chat.channels.feedback import record_feedback
 from chat.channels.openapi import ERRORS, STREAM_EVENT
+from chat.channels.responses import AnswerSerializer, BookDetailSerializer, BooksSerializer, FeedbackSerializer
 from chat.channels.serializers import (
-    AnswerSerializer,
     AskRequestSerializer,
-    BookDetailSerializer,
     BookQuerySerializer,
-    BooksSerializer,
     FeedbackRequestSerializer,
-    FeedbackSerializer,
     has_lone_surrogate,
     validate_feedback,
 )

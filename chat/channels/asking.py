@@ -15,7 +15,8 @@ from collections.abc import Iterator
 
 from chat.channels.access import Client, client_ip
 from chat.channels.errors import error_reply
-from chat.channels.serializers import answer_data, validate_ask, validate_search
+from chat.channels.responses import answer_data
+from chat.channels.serializers import validate_ask, validate_search
 from chat.pipeline.answering import answer_events, answer_question, prepare
 from chat.pipeline.questions import AskRequest
 from chat.pipeline.searching import search_passages

@@ -47,7 +47,7 @@ from chat.channels.access import AssistantClient
 from chat.channels.asking import Asking
 from chat.channels.books import book_list, book_pages, page_markdown
 from chat.channels.errors import error_reply
-from chat.channels.serializers import answer_data
+from chat.channels.responses import answer_data
 from chat.channels.throttling import check_rate
 from chat.pipeline.searching import RESOURCE_SCHEME, page_uri
 from ingestion.models import Book, Chunk, Document

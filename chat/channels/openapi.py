@@ -24,7 +24,7 @@ from drf_spectacular.utils import OpenApiResponse
 from bookchat.conf import setting
 from bookchat.errors import DATABASE_ERRORS
 from chat.channels.access import bound_book
-from chat.channels.serializers import ErrorSerializer
+from chat.channels.responses import ErrorSerializer
 from ingestion.models import Book
 
 ERROR = OpenApiResponse(ErrorSerializer, description="`{\"error\": code, \"message\": …, \"field\": …}` (README, "

@@ -22,7 +22,8 @@ from chat.channels.access import PAGE_SESSION_FLAG, PageClient
 from chat.channels.asking import Asking
 from chat.channels.errors import error_reply
 from chat.channels.feedback import record_feedback
-from chat.channels.serializers import answer_data, validate_feedback
+from chat.channels.responses import answer_data
+from chat.channels.serializers import validate_feedback
 from chat.channels.throttling import RateLimited, check_rate
 from chat.models import Feedback, Turn
 from chat.pipeline.conversations import live_conversation

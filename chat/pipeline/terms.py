@@ -12,13 +12,14 @@ import re
 import unicodedata
 from functools import lru_cache
 
+from ingestion.reading.fences import fence_roles
+
 _WORD = re.compile(r"[^\W_]+(?:[-'.][^\W_]+)*", re.UNICODE)
 _SENTENCE_END = re.compile(r"(?<=[.!?…。！？])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9`*_\u00C0-\uFFFF])")
 _CITATION = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 _MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _MD_MARKS = re.compile(r"[*_`~]+")
 _HTML_TAG = re.compile(r"</?[A-Za-z][^>]*>")
-_FENCE_LINE = re.compile(r"^\s*(`{3,}|~{3,})")
 # TeX math: ``$$…$$`` or ``$…$`` (not ``$5 and $10``: no space inside the dollars, no word right after them).
 MATH = r"\$\$.+?\$\$|(?<![\w$\\])\$(?=\S)[^$\n]+?(?<=\S)\$(?![\w$])"
 # Inline code (any run of backticks, closed by the same run) and math: kept as written in plain text.
@@ -114,20 +115,15 @@ def plain_text(markdown: str) -> str:
     reads as its rows, each row's cells joined by `` · `` and ended like a sentence. The book's own words
     stay as written: inline code (`` `<head>` ``, `` `a < b` ``), math (``$x_1$``, ``$$…$$``) and the lines of
     a code block are kept verbatim; a block's fences are not text (``js title="a.js"`` is not shown)."""
-    out, prose, fence = [], [], ""
-    for line in markdown.split("\n"):
-        opened = _FENCE_LINE.match(line)
-        if fence:
-            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence) \
-                    and not line.strip()[len(opened.group(1)):].strip():
-                fence = ""
-            else:
-                out.append(line)
-        elif opened:
-            out.append(_prose_text("\n".join(prose)))
-            prose, fence = [], opened.group(1)
-        else:
+    out, prose = [], []
+    for line, role in fence_roles(markdown.split("\n")):
+        if role == "text":
             prose.append(line)
+        elif role == "open":
+            out.append(_prose_text("\n".join(prose)))
+            prose = []
+        elif role == "code":
+            out.append(line)
     out.append(_prose_text("\n".join(prose)))
     return re.sub(r"\s+", " ", " ".join(out)).strip()
 

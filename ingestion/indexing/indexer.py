@@ -6,9 +6,8 @@ of book, page and embedded text) it already had and embeds only the rest, reusin
 book already holds for the same embedded text. Each page is replaced in its own transaction, so a crash leaves
 it on its old chunks or its new ones, never half. A failure in one file is reported with its
 file and line and never stops the others. Runs on one book are serialised by an advisory lock.
-Book-relative links in the stored text (not the embedded one) become the book's URLs (ingestion/reading/links.py).
-When Qdrant is configured, each committed write is copied to the mirror (ingestion/indexing/qdrant.py); a
-mirror failure only adds a warning to the report.
+Book-relative links in the stored text (not the embedded one) become the book's URLs (``ingestion.reading.links``).
+Writing a page and copying it to the Qdrant mirror is ``storing``'s.
 """
 
 from __future__ import annotations
@@ -16,8 +15,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from django.db import transaction
@@ -29,8 +26,8 @@ from bookchat.errors import BookchatError
 from ingestion.indexing.chunking import ChunkDraft, Chunker, ChunkingOptions, unbold_labels
 from ingestion.indexing.embedders import Embedder, check_compatible
 from ingestion.indexing.lexicon import refresh_lexicon
-from ingestion.indexing.qdrant import OUT_OF_DATE, QdrantError, QdrantMirror, get_mirror
 from ingestion.indexing.reports import IndexingError, IndexReport, ProgressCallback
+from ingestion.indexing.storing import PageStore, PreparedPage
 from ingestion.indexing.vector_index import sync_book_index
 from ingestion.models import Book, Chunk, Document, IndexRun, SearchStats, book_slug_validator
 from ingestion.reading.documents import Issue
@@ -46,25 +43,6 @@ logger = logging.getLogger(__name__)
 # Pages waiting for vectors are stored once this many passages are pending, so that
 # small pages are embedded together in full batches.
 FLUSH_PASSAGES = 64
-
-
-@dataclass
-class _PreparedPage:
-    """A changed page, chunked and diffed against what is stored, waiting for its new vectors."""
-
-    rel_path: str
-    document_fields: dict
-    drafts: list[ChunkDraft]
-    texts: list[str]  # the drafts' text as stored: book links rewritten (ids and keys stay those of the drafts)
-    ids: list[str]
-    keys: list[str]
-    kept_ids: set[str]
-    removed: int  # stored chunks of the page that the new version no longer has
-    vectors: dict[str, list[float]]  # embedding_key → vector, filled from the store, then the embedder
-
-    def new_chunks(self):
-        """(draft, id, key) of the chunks the page does not have yet."""
-        return [(d, i, k) for d, i, k in zip(self.drafts, self.ids, self.keys, strict=True) if i not in self.kept_ids]
 
 
 def validate_book_slug(slug: str) -> str:
@@ -113,10 +91,10 @@ class BookIndexer:
         self.book: Book | None = None
         self._categories: dict[str, tuple[str, float | None]] = {}
         self.links = BookLinks({})
-        self._pending: list[_PreparedPage] = []
+        self._pending: list[PreparedPage] = []
         self.partials = PartialResolver(discovery.root, max_bytes=setting("MAX_FILE_BYTES"), site_root=site_root,
                                         pages={f.rel_path: f.path for f in discovery.files})
-        self.mirror: QdrantMirror | None = None if dry_run else get_mirror()
+        self.store = PageStore(slug=book_slug, embedder=embedder, report=self.report, dry_run=dry_run)
 
     # -- the run -------------------------------------------------------------------------
     def run(self) -> IndexReport:
@@ -125,7 +103,7 @@ class BookIndexer:
             self.report.warn(issue)
         if not self.discovery.files:
             raise IndexingError(f"no Markdown files (.md, .mdx) found under {self.discovery.root}", code="empty")
-        self.book = self._book()
+        self.book = self.store.book = self._book()
         run = None
         if not self.dry_run:
             IndexRun.objects.filter(book=self.book, status=IndexRun.Status.RUNNING).update(
@@ -196,7 +174,7 @@ class BookIndexer:
                 Chunk.objects.filter(book=book).update(search_config=book.search_config)
                 SearchStats.objects.filter(book=book).delete()
         if fresh:  # a new or re-indexed book starts from an empty mirror (points left by a deleted namesake go)
-            self._mirror(lambda mirror: mirror.delete_where(book=self.slug))
+            self.store.mirror_write(lambda mirror: mirror.delete_where(book=self.slug))
         return book
 
     def _base_url(self, book: Book | None) -> str:
@@ -272,7 +250,7 @@ class BookIndexer:
         self.report.files_skipped += 1
         self.report.warn(Issue(file.rel_path, None, message))
         if stored is not None:  # the page is now empty: its old passages no longer exist in the book
-            self._remove_documents([stored])
+            self.store.remove_documents([stored])
 
     def _store_folders(self) -> None:
         """Record every folder's sidebar label and position (``ingestion.reading.outline`` orders the pages by them); a
@@ -305,7 +283,7 @@ class BookIndexer:
 
     # -- diff and embed ------------------------------------------------------------------------
     def _prepare(self, rel_path: str, fields: dict, drafts: list[ChunkDraft], texts: list[str],
-                 stored: Document | None) -> _PreparedPage:
+                 stored: Document | None) -> PreparedPage:
         ids, keys, seen = [], [], {}
         for draft in drafts:
             text = draft.embed_text
@@ -324,7 +302,7 @@ class BookIndexer:
             for key, vector in (Chunk.objects.filter(book__in=self._vector_books(), embedding_key__in=new_keys)
                                 .values_list("embedding_key", "embedding")):
                 vectors[key] = vector
-        return _PreparedPage(rel_path, fields, drafts, texts, ids, keys, kept, len(old_ids - set(ids)), vectors)
+        return PreparedPage(rel_path, fields, drafts, texts, ids, keys, kept, len(old_ids - set(ids)), vectors)
 
     def _vector_books(self) -> list[int]:
         """The books whose vectors this one may reuse: itself, and the other editions of its site."""
@@ -358,7 +336,7 @@ class BookIndexer:
         self.report.tokens += sum(draft.token_count for draft in needed.values())
         for page in pending:
             try:
-                self._store(page)
+                self.store.store(page)
             except Exception as exc:  # one page that can't be stored must not lose the others of the batch
                 logger.exception("storing %s failed", page.rel_path)
                 self.report.files_failed += 1
@@ -374,70 +352,6 @@ class BookIndexer:
         self.report.embed_seconds += time.monotonic() - started
         return out
 
-    # -- store -----------------------------------------------------------------------------------
-    def _store(self, page: _PreparedPage) -> None:
-        if not self.dry_run:
-            self._write(page)
-        self.report.files_indexed += 1
-        self.report.chunks_added += len(page.ids) - len(page.kept_ids)
-        self.report.chunks_kept += len(page.kept_ids)
-        self.report.chunks_removed += page.removed
-
-    def _write(self, page: _PreparedPage) -> None:
-        with transaction.atomic():
-            document, _ = Document.objects.update_or_create(
-                book=self.book, path=page.rel_path, defaults=page.document_fields
-            )
-            Chunk.objects.filter(document=document).exclude(id__in=page.ids).delete()
-            rows = [self._chunk_row(document, n, draft, text, pid, key, page)
-                    for n, (draft, text, pid, key)
-                    in enumerate(zip(page.drafts, page.texts, page.ids, page.keys, strict=True))]
-            Chunk.objects.bulk_create([r for r in rows if r.id not in page.kept_ids], batch_size=500)
-            kept = [r for r in rows if r.id in page.kept_ids]
-            if kept:
-                Chunk.objects.bulk_update(kept, ["ordinal", "anchor", "url", "text", "char_start", "char_end",
-                                                 "line_start", "line_end", "token_count", "continued"],
-                                          batch_size=500)
-        self._mirror(lambda mirror: mirror.mirror_document(document))
-
-    def _chunk_row(self, document: Document, ordinal: int, draft: ChunkDraft, text: str, pid: str, key: str,
-                   page: _PreparedPage) -> Chunk:
-        anchor = draft.anchor
-        return Chunk(
-            id=pid, book=self.book, document=document, ordinal=ordinal, heading_path=draft.heading_path[:2000],
-            anchor=anchor[:300], url=document.url + (f"#{anchor}" if anchor else ""), text=text,
-            char_start=draft.char_start, char_end=draft.char_end, line_start=draft.line_start,
-            line_end=draft.line_end, token_count=draft.token_count, continued=draft.continued,
-            embedding_key=key, dimensions=self.embedder.dimension, search_config=self.book.search_config,
-            embedding=page.vectors.get(key),  # None for kept rows: bulk_update leaves their vector alone
-        )
-
-    def _remove_documents(self, documents: list[Document]) -> None:
-        for document in documents:
-            self.report.documents_removed += 1
-            self.report.chunks_removed += document.chunks.count()
-            if not self.dry_run:
-                document.delete()
-        if documents:
-            paths = [d.path for d in documents]
-            self._mirror(lambda mirror: mirror.delete_where(book=self.slug, documents=paths))
-
-    # -- the Qdrant mirror -------------------------------------------------------------------------
-    def _mirror(self, write: Callable[[QdrantMirror], object]) -> None:
-        """Copy a committed write to the mirror. A failure never fails the run: it is logged and reported once,
-        and the mirror is left alone for the rest of the run (``qdrant_sync`` repairs it)."""
-        if self.mirror is None:
-            return
-        try:
-            write(self.mirror)
-        except Exception as exc:
-            if isinstance(exc, QdrantError):
-                logger.warning("%s: %s", OUT_OF_DATE, exc.message)
-            else:
-                logger.exception(OUT_OF_DATE)
-            self.report.warn(Issue(None, None, f"{OUT_OF_DATE} ({getattr(exc, 'message', None) or exc})"))
-            self.mirror = None
-
     def _prune(self) -> None:
         if self.discovery.single_file:
             self.report.warn(Issue(None, None, "--prune needs a folder; nothing was pruned"))
@@ -446,7 +360,7 @@ class BookIndexer:
             return
         present = {f.rel_path for f in self.discovery.files}
         gone = [d for d in Document.objects.filter(book=self.book) if d.path not in present]
-        self._remove_documents(gone)
+        self.store.remove_documents(gone)
 
     def _finish(self, run: IndexRun) -> None:
         report = self.report

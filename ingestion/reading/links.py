@@ -41,7 +41,8 @@ from markdown_it.common.utils import normalizeReference
 from bookchat.errors import BookchatError
 from ingestion.reading.documents import Issue
 from ingestion.reading.docusaurus import document_slug, document_url
-from ingestion.reading.parsing import code_ranges, read_front_matter
+from ingestion.reading.fences import code_ranges
+from ingestion.reading.parsing import read_front_matter
 from ingestion.reading.sources import SourceFile, read_source
 
 _PAGE_SUFFIXES = (".md", ".mdx")

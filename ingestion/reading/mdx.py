@@ -33,6 +33,16 @@ from markdown_it import MarkdownIt
 from bookchat.errors import ParseError
 from ingestion.reading.documents import Issue, admonition_label, fence_for
 from ingestion.reading.generators import clean_generator_syntax, highlight_fences
+from ingestion.reading.jsx import (
+    Tag,
+    component_prose,
+    esm_end,
+    is_component,
+    parse_tag,
+    skip_js,
+    string_literal,
+    tab_labels,
+)
 
 _COMMENT_HEADING_ID = re.compile(r"\s*#([^\s{}*]+)\s*$")
 _ATX_HEADING_START = re.compile(r" {0,3}#{1,6}\s")
@@ -50,20 +60,8 @@ VOID_TAGS = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input
 DROP_WITH_CONTENT = frozenset({"head", "script", "style", "svg"})
 # Self-closing components that carry no page text worth a warning.
 HARMLESS_COMPONENTS = frozenset({"TOCInline", "DocCardList"})
-# String props of self-closing components that are page text (see component_prose); others count as
-# text only when their value reads like prose, and never when the prop is known to hold a name or a URL.
-PROSE_PROPS = frozenset({"title", "description", "label", "alt", "summary", "caption", "subtitle", "heading",
-                         "text", "content", "question", "answer", "message", "tooltip", "note"})
-NON_PROSE_PROPS = frozenset({"id", "className", "class", "href", "src", "to", "url", "link", "path", "icon",
-                             "image", "img", "type", "variant", "color", "size", "width", "height", "style",
-                             "target", "rel", "key", "value", "language", "lang", "slug", "name", "theme"})
-_PROSE_VALUE = re.compile(r"[^\W\d_]{2,}[ \t]+[^\W\d_]{2,}")  # two words of letters
-_URL_LIKE = re.compile(r"^\S*[/#@][^\s]*$|://")
 _FENCE_FINDER = MarkdownIt("commonmark").disable(["code", "html_block", "inline"])
 _INTERESTING = re.compile(r"\\.|`+|<!--|<|\{|^(?=(?:import|export)[\s{*])", re.M | re.S)
-_TAG_START = re.compile(r"<(/?)([A-Za-z][\w.:-]*)?")
-_ATTR_NAME = re.compile(r"[^\s=/>{}\"'<]+")
-_UNQUOTED_VALUE = re.compile(r"[^\s>]+")
 _AUTOLINK = re.compile(r"<(?:[A-Za-z][A-Za-z0-9+.\-]{1,31}:[^\s<>]*|[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+)>")
 _IMPORT = re.compile(r"import\s*(?:[\"'{*]|[\w$]+\s*,\s*[{*]|[\w$]+[ \t]+from\s*[\"'])")
 _EXPORT = re.compile(r"export\s+(?:const|let|var|function|class|default|async|\{|\*)")
@@ -72,7 +70,6 @@ _WHITESPACE = re.compile(r"\s*")
 _STRING_EXPRESSION = re.compile(  # {'text'}, {"text"}, {`text`} (without ${})
     r"""\{\s*('(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"|`(?:[^`\\$]|\\.|\$(?!\{))*`)\s*\}""", re.S)
 _CODEBLOCK_CLOSE = re.compile(r"\s*</CodeBlock\s*>")
-_JS_STOP = re.compile(r"[{}()\[\]'\"`/]")
 _ADMONITION_OPEN = re.compile(r"^(\s*):{3,}([A-Za-z][\w-]*)(?:\[(.*)\]|[ \t]+(.*?))?\s*(?:\{[^{}]*\})?\s*$")
 _ADMONITION_CLOSE = re.compile(r"^\s*:{3,}\s*$")
 
@@ -102,15 +99,6 @@ class _Open:
     line: int  # 0-based line of the opening tag
     label_line: int | None = None  # where its label (tab, Admonition) was written
     tab_labels: dict[str, str] = field(default_factory=dict)  # <Tabs values={[…]}>: value -> label
-
-
-@dataclass
-class _Tag:
-    name: str
-    closing: bool
-    self_closing: bool
-    attrs: dict[str, str]  # string values without quotes; expressions as written, with braces
-    end: int  # index just past ``>``
 
 
 def clean_mdx(lines: list[str], *, rel_path: str) -> CleanResult:
@@ -200,7 +188,7 @@ class _Scanner:
 
     def finish(self) -> None:
         for element in reversed(self.stack):
-            if _is_component(element.name):
+            if is_component(element.name):
                 self._unbalanced(element.line + 1, f"JSX tag <{element.name}> is never closed")
 
     # -- main loop ---------------------------------------------------------------------------
@@ -263,7 +251,7 @@ class _Scanner:
                 return end + 3
         # Only {'text'} / {`text`} have a value we can know; other expressions stay as written.
         expression = _STRING_EXPRESSION.match(seg, start)
-        literal = _string_literal(expression.group(1)) if expression else None
+        literal = string_literal(expression.group(1)) if expression else None
         if literal is None:
             out.append("{")
             return start + 1
@@ -276,7 +264,7 @@ class _Scanner:
         if not at_block_start or not (_IMPORT.match(seg, start) or _EXPORT.match(seg, start)):
             out.append(seg[start : start + 6])  # just the word "import"/"export" in prose
             return start + 6
-        end = _esm_end(seg, start)
+        end = esm_end(seg, start)
         out.append(_newlines(seg[start:end]))
         return end
 
@@ -286,8 +274,8 @@ class _Scanner:
         if autolink:
             out.append(autolink.group())
             return autolink.end()
-        tag = _parse_tag(seg, start)
-        if tag is None or not (_is_component(tag.name) or tag.name.lower() in HTML_TAGS):
+        tag = parse_tag(seg, start)
+        if tag is None or not (is_component(tag.name) or tag.name.lower() in HTML_TAGS):
             out.append("<")
             return start + 1
         line = self._line(start)
@@ -296,11 +284,11 @@ class _Scanner:
             self._close(tag.name, line)
             out.append(newlines)
             return tag.end
-        if tag.self_closing and _is_component(tag.name) and (prose := component_prose(tag.name, tag.attrs)):
+        if tag.self_closing and is_component(tag.name) and (prose := component_prose(tag.name, tag.attrs)):
             out.append(prose + newlines)
             return tag.end
         if tag.self_closing or tag.name.lower() in VOID_TAGS:
-            if _is_component(tag.name) and tag.name not in HARMLESS_COMPONENTS | self._warned:
+            if is_component(tag.name) and tag.name not in HARMLESS_COMPONENTS | self._warned:
                 self._warned.add(tag.name)  # once per name per file
                 self._warn(line + 1, f"dropped JSX component <{tag.name} />")
             out.append(newlines + (" " if tag.name.lower() == "br" else ""))
@@ -312,14 +300,14 @@ class _Scanner:
             if end is not None:
                 return end
         label = self._label_for(tag)
-        element = _Open(tag.name, line, self._line(tag.end) if label else None, _tab_labels(tag))
+        element = _Open(tag.name, line, self._line(tag.end) if label else None, tab_labels(tag))
         self.stack.append(element)
         if label:
             self.labels[element.label_line] = Label(label, -1)
         out.append(newlines + (f"{label} " if label else ""))
         return tag.end
 
-    def _label_for(self, tag: _Tag) -> str:
+    def _label_for(self, tag: Tag) -> str:
         if tag.name == "TabItem":
             value = tag.attrs.get("value", "")
             parent_labels = self.stack[-1].tab_labels if self.stack else {}
@@ -335,7 +323,7 @@ class _Scanner:
 
     def _close(self, name: str, line: int) -> None:
         if name not in [element.name for element in self.stack]:
-            if _is_component(name):
+            if is_component(name):
                 self._unbalanced(line + 1, f"closing tag </{name}> has no matching opening tag")
             return
         while self.stack:
@@ -344,11 +332,11 @@ class _Scanner:
                 self.labels[element.label_line].end_line = line
             if element.name == name:
                 return
-            if _is_component(element.name):
+            if is_component(element.name):
                 message = f"JSX tag <{element.name}> is never closed (</{name}> comes first)"
                 self._unbalanced(element.line + 1, message)
 
-    def _drop_element(self, seg: str, start: int, tag: _Tag, line: int, out: list[str]) -> int:
+    def _drop_element(self, seg: str, start: int, tag: Tag, line: int, out: list[str]) -> int:
         close = re.compile(rf"</{re.escape(tag.name)}\s*>").search(seg, tag.end)
         if close is None:
             self._unbalanced(line + 1, f"tag <{tag.name}> is never closed")
@@ -357,14 +345,14 @@ class _Scanner:
         out.append(_newlines(seg[start : close.end()]))
         return close.end()
 
-    def _code_block(self, seg: str, start: int, tag: _Tag, line: int, out: list[str]) -> int | None:
+    def _code_block(self, seg: str, start: int, tag: Tag, line: int, out: list[str]) -> int | None:
         """``<CodeBlock language="py">{`code`}</CodeBlock>`` → a fenced block in the same lines."""
         body_start = _WHITESPACE.match(seg, tag.end).end()
-        body_end = _skip_js(seg, body_start) if seg.startswith("{", body_start) else -1
+        body_end = skip_js(seg, body_start) if seg.startswith("{", body_start) else -1
         closing = _CODEBLOCK_CLOSE.match(seg, body_end) if body_end > 0 else None
         if closing is None:
             return None
-        code = _string_literal(seg[body_start + 1 : body_end - 1])
+        code = string_literal(seg[body_start + 1 : body_end - 1])
         if code is None:  # e.g. {MyComponentSource} from a raw-loader import: unknowable here
             self._warn(line + 1, "dropped <CodeBlock> whose content is computed at build time")
             out.append(_newlines(seg[start : closing.end()]))
@@ -389,34 +377,6 @@ class _Scanner:
         return closing.end()
 
 
-def _is_component(name: str) -> bool:
-    return name == "" or name[0].isupper() or "." in name
-
-
-_TAB_VALUE = re.compile(r"""\{\s*(?:label:\s*(['"])(?P<l1>.*?)\1\s*,\s*value:\s*(['"])(?P<v1>.*?)\3"""
-                        r"""|value:\s*(['"])(?P<v2>.*?)\5\s*,\s*label:\s*(['"])(?P<l2>.*?)\7)""")
-
-
-def component_prose(name: str, attrs: dict[str, str]) -> str:
-    """``<Step title="Install" description="Use apt" />`` → ``"Step: Install — Use apt"`` ("" without prose)."""
-    texts = []
-    for prop, value in attrs.items():
-        value = " ".join(value.split())
-        if not value or value.startswith("{") or prop in NON_PROSE_PROPS or value in ("true", "false"):
-            continue
-        if prop in PROSE_PROPS or (_PROSE_VALUE.search(value) and not _URL_LIKE.search(value)):
-            texts.append(value)
-    return f"{name}: {' — '.join(texts)}" if texts else ""
-
-
-def _tab_labels(tag: _Tag) -> dict[str, str]:
-    """``<Tabs values={[{label: 'Apple', value: 'apple'}, …]}>`` → ``{"apple": "Apple", …}``."""
-    if tag.name != "Tabs" or not tag.attrs.get("values", "").startswith("{"):
-        return {}
-    return {m.group("v1") or m.group("v2") or "": m.group("l1") or m.group("l2") or ""
-            for m in _TAB_VALUE.finditer(tag.attrs["values"])}
-
-
 def _previous_line_blank(out: list[str]) -> bool:
     """Whether the output so far (which ends at a line start) ends with a blank line, or is empty."""
     tail = ""
@@ -438,158 +398,6 @@ def _drop_trailing_indent(out: list[str]) -> None:
 
 def _newlines(text: str) -> str:
     return "\n" * text.count("\n")
-
-
-def _parse_tag(seg: str, start: int) -> _Tag | None:
-    """Parse a JSX/HTML tag at ``seg[start] == "<"``; None when it is not a well-formed tag."""
-    head = _TAG_START.match(seg, start)
-    closing, name = head.group(1) == "/", head.group(2) or ""
-    if not name and seg[head.end() : head.end() + 1] != ">":
-        return None  # `<` followed by a space, digit, `=`…: prose
-    pos, attrs, n = head.end(), {}, len(seg)
-    while pos < n:
-        while pos < n and seg[pos].isspace():
-            pos += 1
-        if seg.startswith("/>", pos):
-            return _Tag(name, closing, True, attrs, pos + 2)
-        if seg.startswith(">", pos):
-            return _Tag(name, closing, False, attrs, pos + 1)
-        if closing or pos >= n:
-            return None
-        if seg[pos] == "{":  # {...spread}
-            pos = _skip_js(seg, pos)
-            if pos < 0:
-                return None
-            continue
-        attr = _ATTR_NAME.match(seg, pos)
-        if not attr:
-            return None
-        pos = attr.end()
-        while pos < n and seg[pos] in " \t":
-            pos += 1
-        if not seg.startswith("=", pos):
-            attrs[attr.group()] = ""
-            continue
-        pos += 1
-        while pos < n and seg[pos].isspace():
-            pos += 1
-        value_end = _attribute_value_end(seg, pos)
-        if value_end < 0:
-            return None
-        quoted = seg[pos : pos + 1] in ("'", '"')
-        attrs[attr.group()] = seg[pos + 1 : value_end - 1] if quoted else seg[pos:value_end]
-        pos = value_end
-    return None
-
-
-def _attribute_value_end(seg: str, pos: int) -> int:
-    if pos >= len(seg):
-        return -1
-    if seg[pos] in "'\"":  # JSX attribute strings have no escapes and may span lines
-        end = seg.find(seg[pos], pos + 1)
-        return end + 1 if end >= 0 else -1
-    if seg[pos] == "{":
-        return _skip_js(seg, pos)
-    value = _UNQUOTED_VALUE.match(seg, pos)
-    return value.end() if value else -1
-
-
-def _skip_js(text: str, start: int) -> int:
-    """``text[start]`` opens a bracket; return the index just past its match (-1 if none).
-
-    Knows JS strings, template literals (with ``${}``) and comments; bracket kinds are not checked."""
-    depth, pos, n = 0, start, len(text)
-    while pos < n:
-        char = text[pos]
-        if char in "([{":
-            depth += 1
-            pos += 1
-        elif char in ")]}":
-            depth -= 1
-            pos += 1
-            if depth <= 0:
-                return pos
-        elif char in "'\"":
-            pos = _skip_string(text, pos)
-        elif char == "`":
-            pos = _skip_template(text, pos)
-        elif text.startswith("//", pos):
-            newline = text.find("\n", pos)
-            pos = n if newline < 0 else newline
-        elif text.startswith("/*", pos):
-            end = text.find("*/", pos + 2)
-            pos = n if end < 0 else end + 2
-        else:
-            found = _JS_STOP.search(text, pos + 1)
-            pos = found.start() if found else n
-    return -1
-
-
-def _skip_string(text: str, pos: int) -> int:
-    quote, pos = text[pos], pos + 1
-    while pos < len(text):
-        char = text[pos]
-        if char == "\\":
-            pos += 2
-        elif char == quote:
-            return pos + 1
-        elif char == "\n":  # JS strings cannot span lines: recover (e.g. an apostrophe in JSX text)
-            return pos
-        else:
-            pos += 1
-    return pos
-
-
-def _skip_template(text: str, pos: int) -> int:
-    pos += 1
-    while pos < len(text):
-        char = text[pos]
-        if char == "\\":
-            pos += 2
-        elif char == "`":
-            return pos + 1
-        elif text.startswith("${", pos):
-            end = _skip_js(text, pos + 1)
-            pos = len(text) if end < 0 else end
-        else:
-            pos += 1
-    return len(text)
-
-
-_JS_ESCAPES = {"n": "\n", "t": "\t", "r": "", "0": "\0"}
-
-
-def _string_literal(expression: str) -> str | None:
-    """The value of a lone JS string or template literal (without ``${}``), else None."""
-    expression = expression.strip()
-    if len(expression) < 2 or expression[0] not in "'\"`" or expression[-1] != expression[0]:
-        return None
-    skip = _skip_template if expression[0] == "`" else _skip_string
-    if skip(expression, 0) != len(expression) or (expression[0] == "`" and "${" in expression):
-        return None
-    return re.sub(r"\\(.)", lambda m: _JS_ESCAPES.get(m.group(1), m.group(1)), expression[1:-1], flags=re.S)
-
-
-def _esm_end(seg: str, start: int) -> int:
-    """End of the ESM block at ``start``: the first blank line where the JS is complete."""
-    first_blank = None
-    pos = start
-    while True:
-        newline = seg.find("\n", pos)
-        line_end = len(seg) if newline < 0 else newline
-        next_end = seg.find("\n", line_end + 1) if newline >= 0 else -1
-        next_line = "" if newline < 0 else seg[line_end + 1 : len(seg) if next_end < 0 else next_end]
-        if newline < 0 or not next_line.strip():
-            if _js_complete(seg[start:line_end]):
-                return line_end
-            first_blank = line_end if first_blank is None else first_blank
-        if newline < 0:
-            return first_blank
-        pos = line_end + 1
-
-
-def _js_complete(code: str) -> bool:
-    return _skip_js("(" + code + "\n)", 0) == len(code) + 3
 
 
 def _rewrite_admonitions(result: CleanResult, rel_path: str) -> None:

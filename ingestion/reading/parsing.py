@@ -23,11 +23,10 @@ Decisions:
 from __future__ import annotations
 
 import datetime
-import html
 import math
 import re
 import textwrap
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import yaml
@@ -38,6 +37,7 @@ from mdit_py_plugins.dollarmath import dollarmath_plugin
 from bookchat.errors import ParseError
 from ingestion.reading.documents import Block, Heading, Issue, ParsedDocument, fence_for
 from ingestion.reading.docusaurus import document_slug, heading_anchor, split_explicit_id, title_from_path
+from ingestion.reading.fences import FENCE_LINE, decode_entities, fence_roles
 from ingestion.reading.mdx import CleanResult, Label, clean_mdx
 from ingestion.reading.partials import PartialResolver
 
@@ -51,9 +51,6 @@ _MD = (
 )
 _MD_INLINE = MarkdownIt("commonmark", {"html": False}).enable("strikethrough")
 _LINE_BREAK = re.compile(r"\r\n?|\n")
-_ENTITY = re.compile(r"\\?&(?:#\d+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]*);")
-_CODE_SPAN = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)", re.S)
-_FENCE_LINE = re.compile(r"^\s*(`{3,}|~{3,})")
 _TITLE_META = re.compile(r"""title=(["'])(.*?)\1""")
 _MAGIC_COMMENT = re.compile(
     r"^\s*(?://|#|<!--|\{/\*|/\*|--|%|;)\s*"
@@ -281,9 +278,9 @@ def _container_text(cleaned: CleanResult, line_map: list[int]) -> str:
     kept = [cleaned.lines[i].rstrip() for i in range(*line_map) if i not in cleaned.removed]
     out: list[str] = []
     lang = ""
-    for line, role in _fence_roles(textwrap.dedent("\n".join(kept)).strip("\n").split("\n")):
+    for line, role in fence_roles(textwrap.dedent("\n".join(kept)).strip("\n").split("\n")):
         if role == "open":
-            indent, marker = line[: len(line) - len(line.lstrip())], _FENCE_LINE.match(line).group(1)
+            indent, marker = line[: len(line) - len(line.lstrip())], FENCE_LINE.match(line).group(1)
             lang = _code_info(line.strip()[len(marker) :])
             line = f"{indent}{marker}{lang}"
         elif role == "code" and _is_magic_comment(line, lang):
@@ -348,81 +345,6 @@ def _merge_labels(raws: list[_Raw], labels: dict[int, Label]) -> list[_Raw]:
         out.append(_Raw(nxt.kind, f"{raw.text}{glue}{nxt.text}", raw.first, nxt.last, nxt.headings))
         index += 2
     return out
-
-
-# -- text helpers ---------------------------------------------------------------------------------
-
-
-def decode_entities(text: str) -> str:
-    """Decode HTML entities (``&lt;``, also the escaped ``\\&lt;``) outside fenced and inline code."""
-    if "&" not in text:
-        return text
-    out: list[str] = []
-    prose: list[str] = []
-    for line, role in _fence_roles(text.split("\n")):
-        if role == "text":
-            prose.append(line)
-            continue
-        if prose:
-            out.append(_decode_prose("\n".join(prose)))
-            prose = []
-        out.append(line)
-    if prose:
-        out.append(_decode_prose("\n".join(prose)))
-    return "\n".join(out)
-
-
-def code_ranges(text: str) -> list[tuple[int, int]]:
-    """``(start, end)`` character ranges of the fenced code blocks and inline code spans of a Markdown text."""
-    ranges: list[tuple[int, int]] = []
-    pos = 0
-    prose_start = None
-    for line, role in _fence_roles(text.split("\n")):
-        end = pos + len(line)
-        if role == "text":
-            prose_start = pos if prose_start is None else prose_start
-        else:
-            if prose_start is not None:
-                ranges.extend(_code_spans(text, prose_start, pos))
-                prose_start = None
-            ranges.append((pos, end))
-        pos = end + 1
-    if prose_start is not None:
-        ranges.extend(_code_spans(text, prose_start, len(text)))
-    return ranges
-
-
-def _code_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
-    return [span.span() for span in _CODE_SPAN.finditer(text, start, end)]
-
-
-def _fence_roles(lines: list[str]) -> Iterator[tuple[str, str]]:
-    """Each line with its role: ``open``/``code``/``close`` for fenced code, else ``text``."""
-    fence = ""
-    for line in lines:
-        opener = _FENCE_LINE.match(line)
-        if not fence:
-            fence = opener.group(1) if opener else ""
-            yield line, "open" if opener else "text"
-        elif opener and opener.group(1).startswith(fence) and not line.strip().strip(fence[0]):
-            fence = ""
-            yield line, "close"
-        else:
-            yield line, "code"
-
-
-def _decode_prose(text: str) -> str:
-    pieces, pos = [], 0
-    for span in _CODE_SPAN.finditer(text):
-        pieces.append(_ENTITY.sub(_unescape, text[pos : span.start()]))
-        pieces.append(span.group())
-        pos = span.end()
-    pieces.append(_ENTITY.sub(_unescape, text[pos:]))
-    return "".join(pieces)
-
-
-def _unescape(match: re.Match) -> str:
-    return html.unescape(match.group().lstrip("\\"))
 
 
 def _line_spans(text: str) -> list[tuple[int, int]]:

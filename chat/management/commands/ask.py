@@ -14,7 +14,8 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from bookchat.errors import BookchatError
 from chat.channels.errors import error_reply
-from chat.channels.serializers import answer_data, validate_ask
+from chat.channels.responses import answer_data
+from chat.channels.serializers import validate_ask
 from chat.pipeline.answering import answer_question
 
 
