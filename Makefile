@@ -1,4 +1,5 @@
-# bookchat: `make run` serves on http://127.0.0.1:8000, `make test` runs the whole suite.
+# bookchat: `make run` serves on http://127.0.0.1:8000 (`make run BOOK=path/to/site` with your book as the
+# default), `make test` runs the whole suite.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -6,7 +7,7 @@ PORT ?= 8000
 PYTEST_ARGS ?=
 SHARED_DATA ?= ../shared/data
 
-.PHONY: run test test-fast lint format bench db-stop db-status clean
+.PHONY: run test test-fast lint format docs bench db-stop db-status clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,7 +23,7 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	touch $(VENV)/.installed $@
 
 run: $(VENV)/.installed
-	BOOKCHAT_DEBUG=$${BOOKCHAT_DEBUG:-true} PORT=$(PORT) $(BIN)/python manage.py serve
+	BOOKCHAT_DEBUG=$${BOOKCHAT_DEBUG:-true} PORT=$(PORT) $(BIN)/python manage.py serve $(if $(BOOK),--book "$(BOOK)")
 
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
@@ -33,6 +34,10 @@ test-fast: $(VENV)/.installed-dev
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-cache
+
+# The manual's settings reference, generated from bookchat/conf.py (tests/test_settings.py checks it).
+docs: $(VENV)/.installed
+	$(BIN)/python -c "from bookchat.conf import settings_reference; print(settings_reference(), end='')" > docs/operating/settings.md
 
 format: $(VENV)/.installed-dev
 	$(BIN)/ruff check --fix .

@@ -192,6 +192,18 @@ SETTINGS: list[Setting] = [
             "or `QDRANT_PATH`; run `manage.py qdrant_sync` first).", choices=("pgvector", "qdrant")),
 ]
 
+# The manual's settings reference (docs/operating/settings.md) is generated from SETTINGS: a heading before
+# the first setting of each group, the variables bookchat reads without its prefix first.
+SECTIONS = {"DEBUG": "Running", "HTTPS": "Serving over HTTPS", "BOOK_BASE_URL": "Books and ingestion",
+            "EMBEDDING_BACKEND": "Embeddings", "DEFAULT_BOOK": "Answering: requests",
+            "TOP_K": "Answering: retrieval", "LLM_BASE_URL": "Answering: generation, grounding, confidence",
+            "HISTORY_TURNS": "Conversations and time", "RATE_ANONYMOUS": "Rate limits",
+            "AUDIT_RETENTION_DAYS": "Audit trail", "UPLOAD_MAX_BYTES": "Uploads and background indexing",
+            "QDRANT_URL": "Qdrant mirror"}
+UNPREFIXED = [("DATABASE_URL", "", "PostgreSQL with pgvector 0.8 or later (`postgresql://user:password@host:5432/db`); "
+               "unset → the embedded server under `var/`."),
+              ("PORT", "8000", "Port `make run` serves on (`HOST`, default `127.0.0.1`, is the address).")]
+
 _BY_NAME = {s.name: s for s in SETTINGS}
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -291,3 +303,31 @@ def parse_rate(name: str) -> Rate | None:
         raise ConfigurationError(f"BOOKCHAT_{name}={text!r} is not a rate like 10/minute, 100/hour or 5/10s",
                                  code="bad_setting")
     return Rate(int(match.group(1)), unit * int(match.group(2) or 1))
+
+
+def shown_default(value: Any) -> str:
+    """A default as the settings reference shows it: ``true``/``false``, ``—`` for none, else in backticks."""
+    text = str(value).lower() if isinstance(value, bool) else str(value)
+    return "—" if text == "" else f"`{text}`"
+
+
+def settings_reference() -> str:
+    """The manual's page of every setting (``docs/operating/settings.md``, written by ``make docs``; a test
+    checks that the page is this), so that the reference can't drift from the code."""
+    head = ["| variable | default | meaning |", "|---|---|---|"]
+    lines = ["---", "id: settings", "title: All settings", "sidebar_position: 5", "---", "",
+             "<!-- Generated from bookchat/conf.py by `make docs`: edit the settings there, not here. -->", "",
+             "# All settings", "",
+             "Every setting is an environment variable with a default, so `make run` needs none of them. "
+             "bookchat's own start with `BOOKCHAT_`; a value it can't use stops the start with one line naming "
+             "the variable. Booleans take `true` or `false` (also `1`/`0`, `yes`/`no`, `on`/`off`); lists are "
+             "comma-separated; rates read `N/second`, `N/minute`, `N/hour` or `N/day`. "
+             "[Configuration](./configuration.md) explains the ones you are most likely to change.", "",
+             "## Outside the BOOKCHAT_ prefix", "", *head]
+    lines += [f"| `{name}` | {shown_default(default)} | {meaning} |" for name, default, meaning in UNPREFIXED]
+    for spec in SETTINGS:
+        if spec.name in SECTIONS:
+            lines += ["", f"## {SECTIONS[spec.name]}", "", *head]
+        lines.append(f"| `{spec.env}` | {shown_default(spec.default)} | {spec.help.replace('|', chr(92) + '|')} |")
+    return "\n".join(lines) + "\n"
+

@@ -2,11 +2,12 @@
 
 One server per data directory, shared by the web workers, the task worker, management
 commands and tests: the first process starts it, the others find it running and reuse it.
-Nothing stops it implicitly (``make run`` and the test session stop it when they started it;
-``make db-stop`` stops it by hand). A crash can leave a stale ``postmaster.pid`` whose pid
-now belongs to another process; we remove such files before starting, so a crash never
-blocks the next start. The Unix socket lives in the data directory when its path is short
-enough (~107 bytes), otherwise in a short directory of its own under the runtime dir.
+Nothing stops it implicitly (``make run`` and the test session stop it when they started it,
+``manage.py mcp`` when it started it and no other process uses it; ``make db-stop`` stops it by
+hand). A crash can leave a stale ``postmaster.pid`` whose pid now belongs to another process; we
+remove such files before starting, so a crash never blocks the next start. The Unix socket lives
+in the data directory when its path is short enough (~107 bytes), otherwise in a short directory
+of its own under the runtime dir.
 """
 
 from __future__ import annotations
@@ -190,6 +191,23 @@ def stop(data_dir: Path) -> bool:
         pgexec("pg_ctl", ("-w", "-D", str(pgdata), "-m", "fast", "stop"), bin_path=server.bin_path,
                user=server.system_user)
     return True
+
+
+def stop_if_unused(data_dir: Path) -> bool:
+    """Stop the server under ``data_dir/pgdata`` unless another process is connected to it (the caller's own
+    connections closed first): what a short-lived process that started it leaves behind. False when it kept
+    running (or none ran)."""
+    import psycopg
+
+    pgdata = (data_dir / "pgdata").resolve()
+    try:
+        socket_dir = (pgdata / "postmaster.pid").read_text().splitlines()[4]
+        with psycopg.connect(host=socket_dir, user=SUPERUSER, dbname="postgres", connect_timeout=5) as conn:
+            others = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' "
+                                  "AND pid <> pg_backend_pid()").fetchone()[0]
+    except (OSError, IndexError, psycopg.Error):
+        return False
+    return others == 0 and stop(data_dir)
 
 
 def is_configured_externally() -> bool:

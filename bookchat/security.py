@@ -11,6 +11,10 @@ do there is the site's own policy (README, "Deploying"); our responses to it are
 
 from __future__ import annotations
 
+# The probes a load balancer or an orchestrator sends: exempt from the HTTPS redirect, and answered whatever the
+# Host header (``ProbesByAddressMiddleware``).
+PROBE_PATHS = ("/api/v1/health", "/api/v1/ready")
+
 CONTENT_SECURITY_POLICY = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
                            "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 INLINE_STYLES_POLICY = CONTENT_SECURITY_POLICY.replace("style-src 'self'", "style-src 'self' 'unsafe-inline'")
@@ -45,7 +49,7 @@ def https_settings(bookchat: dict) -> dict:
     https = bool(bookchat["HTTPS"])
     values = {
         "SECURE_SSL_REDIRECT": https,
-        "SECURE_REDIRECT_EXEMPT": [r"^api/v1/health$", r"^api/v1/ready$"],
+        "SECURE_REDIRECT_EXEMPT": [rf"^{path.lstrip('/')}$" for path in PROBE_PATHS],
         "SESSION_COOKIE_SECURE": https,
         "CSRF_COOKIE_SECURE": https,
         "SECURE_HSTS_SECONDS": bookchat["HSTS_SECONDS"] if https else 0,
@@ -61,3 +65,24 @@ def https_settings(bookchat: dict) -> dict:
     if header:
         values["SECURE_PROXY_SSL_HEADER"] = ("HTTP_" + header.upper().replace("-", "_"), "https")
     return values
+
+
+class ProbesByAddressMiddleware:
+    """Load balancers and orchestrators probe a node by its address (``Host: 10.0.0.5:8000``), which
+    ``ALLOWED_HOSTS`` rightly refuses everywhere else with a 400. The two probes (GET or HEAD) answer whatever
+    the Host: their responses name no host (no link, no redirect, no cookie). Placed before the middleware that
+    reads the host (sessions, ``CommonMiddleware``, CSRF), after the ones that only add headers, so a probe's
+    response keeps the security headers and its policy; every other request still has its host checked."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if request.path_info in PROBE_PATHS and request.method in ("GET", "HEAD"):
+            from django.urls import resolve
+
+            match = resolve(request.path_info)
+            response = match.func(request, *match.args, **match.kwargs)
+            return response.render() if hasattr(response, "render") else response
+        return self.get_response(request)
+

@@ -80,3 +80,53 @@ def test_an_unset_up_database_gets_one_line_saying_what_to_run(django_db_setup, 
     finally:
         with psycopg.connect(host=host, user="postgres", dbname="postgres", autocommit=True) as conn:
             conn.execute(f"DROP DATABASE {name} WITH (FORCE)")
+
+
+# -- pgvector: missing, too old, or not ours to install -------------------------------------------------------
+@pytest.mark.parametrize(("state", "expected"), [
+    ({"installed": "0.8.0"}, None),
+    ({"installed": "0.7.4"}, "the database has pgvector 0.7.4; bookchat needs 0.8 or later"),
+    ({"available": None}, "the PostgreSQL server has no pgvector extension"),
+    ({"available": "0.6.2"}, "the PostgreSQL server offers pgvector 0.6.2; bookchat needs 0.8"),
+    ({"available": "0.8.1", "superuser": False}, "may not create the vector extension in 'books'"),
+    ({"available": "0.8.1", "superuser": False, "trusted": True}, "may not create the vector extension"),
+    ({"available": "0.8.1", "superuser": False, "trusted": True, "may_create": True}, None),
+    ({"available": "0.10.0"}, None),
+])
+def test_each_pgvector_problem_is_one_line_saying_what_to_do(state, expected):
+    from bookchat.deployment import pgvector_problem
+
+    given = {"installed": None, "available": "0.8.0", "superuser": True, "trusted": False, "may_create": False,
+             "user": "app", "database": "books"} | state
+    problem = pgvector_problem(**given)
+    assert (problem is None) if expected is None else (expected in problem and "\n" not in problem)
+
+
+@pytest.mark.slow
+def test_bootstrap_by_a_user_who_may_not_install_pgvector_says_so_in_one_line(django_db_setup, tmp_path):
+    """A managed database where the app's user may not run CREATE EXTENSION: one line, before any migration."""
+    from django.db import connection
+
+    from bookchat.deployment import PGVECTOR_MINIMUM, _version, check_pgvector
+
+    name = f"managed_{uuid.uuid4().hex[:8]}"
+    host = connection.settings_dict["HOST"]
+    with psycopg.connect(host=host, user="postgres", dbname=connection.settings_dict["NAME"]) as conn:
+        assert _version(check_pgvector(conn.cursor())) >= PGVECTOR_MINIMUM, "the embedded server's is usable"
+    with psycopg.connect(host=host, user="postgres", dbname="postgres", autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {name} LOGIN")
+        conn.execute(f"CREATE DATABASE {name}")
+    env = os.environ | {"DATABASE_URL": f"postgresql://{name}@/{name}?host={host}", "BOOKCHAT_DATA_DIR": str(tmp_path)}
+    try:
+        done = subprocess.run([sys.executable, "manage.py", "bootstrap", "--no-index"], cwd=REPO, env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 1, done
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and f"the database user '{name}' may not create the vector extension" in lines[0]
+        assert "CREATE EXTENSION vector" in lines[0] and "Traceback" not in done.stderr
+        with psycopg.connect(host=host, user="postgres", dbname=name) as conn:
+            assert conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").fetchone() == (0,)
+    finally:
+        with psycopg.connect(host=host, user="postgres", dbname="postgres", autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE {name} WITH (FORCE)")
+            conn.execute(f"DROP ROLE {name}")

@@ -101,3 +101,33 @@ def test_database_url_is_used_and_no_server_is_started(tmp_path, settings):
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == [db["NAME"], False]
     assert not (tmp_path / "data" / "pgdata").exists()
+
+
+@pytest.mark.slow
+def test_mcp_stops_the_server_it_started_and_leaves_one_it_found(tmp_path):
+    """An assistant starts ``manage.py mcp`` and closes it; a server that process started must not outlive it
+    (nobody would stop it), a server it found running (``make run``'s) must."""
+    from bookchat.embedded_db import server_running
+
+    data_dir = tmp_path / "var"
+    pgdata = data_dir / "pgdata"
+    env = {key: value for key, value in os.environ.items() if key != "DATABASE_URL"} | {
+        "BOOKCHAT_DATA_DIR": str(data_dir)}
+
+    def mcp() -> subprocess.CompletedProcess:  # no tables in this database: it answers, in one line, and ends
+        return subprocess.run([sys.executable, "manage.py", "mcp"], cwd=REPO, env=env, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=180)
+
+    try:
+        ended = mcp()
+        assert ended.returncode == 1 and "mcp: the database is unavailable" in ended.stderr
+        assert "stopped the embedded PostgreSQL it had started" in ended.stderr
+        assert not server_running(pgdata.resolve())
+
+        found = start(data_dir)
+        assert found["started_here"] is True
+        ended = mcp()
+        assert ended.returncode == 1 and "stopped the embedded" not in ended.stderr
+        assert server_running(pgdata.resolve()) and query(found["socket_dir"], "SELECT 1") == (1,)
+    finally:
+        stop(data_dir)

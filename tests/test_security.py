@@ -498,6 +498,21 @@ def test_over_https_plain_http_is_redirected_cookies_are_secure_and_hsts_is_sent
         assert untrusted.status_code == 301, "without PROXY_SSL_HEADER the header is not believed"
 
 
+def test_probes_by_ip_address_are_answered_and_nothing_else_is(manual_book):
+    """A balancer probes a node as ``Host: 10.0.0.5:8000``, an address nobody puts in ALLOWED_HOSTS."""
+    with override_settings(DEBUG=False, ALLOWED_HOSTS=["chat.example.org"]):
+        client = Client()
+        for path in ("/api/v1/health", "/api/v1/ready"):
+            probed = client.get(path, headers={"Host": "10.0.0.5:8000"})
+            assert probed.status_code == 200 and probed.json()["status"] in ("ok", "ready"), path
+            assert probed["X-Content-Type-Options"] == "nosniff" and probed["Content-Security-Policy"]
+            assert client.head(path, headers={"Host": "10.0.0.5"}).status_code == 200
+            assert client.post(path, headers={"Host": "10.0.0.5"}).status_code == 400, "only the probes' methods"
+        for path in (f"/?book={BOOK}", "/api/v1/books", "/api/v1/health/", "/admin/"):
+            assert client.get(path, headers={"Host": "10.0.0.5"}).status_code == 400, path
+        assert client.get("/api/v1/health", headers={"Host": "chat.example.org"}).status_code == 200
+
+
 @pytest.mark.slow
 def test_deployment_check_passes_with_the_documented_production_settings(settings):
     db = settings.DATABASES["default"]

@@ -15,7 +15,7 @@ import psutil
 import pytest
 
 from ingestion.models import Book
-from tests.conftest import REPO
+from tests.conftest import REPO, committed
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
@@ -36,18 +36,26 @@ def wait_for(url: str, deadline: float) -> int:
     raise AssertionError(f"{url} did not answer in time")
 
 
-def test_serve_indexes_the_bundled_book_serves_the_admin_and_stops_on_ctrl_c(settings, manual_book):
+def test_serve_indexes_the_bundled_book_and_yours_serves_the_admin_and_stops_on_ctrl_c(settings, manual_book,
+                                                                                         tmp_path):
+    """As `make run BOOK=path/to/book` runs it: the manual, then the user's book, which becomes the default."""
     db = settings.DATABASES["default"]
     url = f"postgresql://{db['USER']}@/{db['NAME']}?host={db['HOST']}"
     port = free_port()
-    env = os.environ | {"DATABASE_URL": url, "PORT": str(port), "BOOKCHAT_ADMIN_PASSWORD": "test-admin-pass",
-                        "BOOKCHAT_WEB_WORKERS": "1", "BOOKCHAT_DEBUG": "false"}
-    proc = subprocess.Popen([sys.executable, "manage.py", "serve"], cwd=REPO, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    own = tmp_path / "serve-own-book"
+    own.mkdir()
+    (own / "intro.md").write_text("# Orchard care\n\nPrune the apple trees in late winter, before the buds open.\n")
+    env = {key: value for key, value in os.environ.items() if key != "BOOKCHAT_DEFAULT_BOOK"} | {
+        "DATABASE_URL": url, "PORT": str(port), "BOOKCHAT_ADMIN_PASSWORD": "test-admin-pass",
+        "BOOKCHAT_WEB_WORKERS": "1", "BOOKCHAT_DEBUG": "false"}
+    proc = subprocess.Popen([sys.executable, "manage.py", "serve", "--book", str(own)], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
         assert wait_for(f"http://127.0.0.1:{port}/admin/login/", time.monotonic() + 240) == 200
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as response:
-            assert b"bookchat-manual" in response.read()
+            assert b'data-book="serve-own-book"' in response.read(), "your book is the default"
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/?book=bookchat-manual", timeout=5) as response:
+            assert b'data-book="bookchat-manual"' in response.read(), "the manual stays"
         children = psutil.Process(proc.pid).children(recursive=True)
         task_workers = [c for c in children if "qcluster" in " ".join(c.cmdline())]
         web_priority = psutil.Process(proc.pid).nice()
@@ -58,10 +66,15 @@ def test_serve_indexes_the_bundled_book_serves_the_admin_and_stops_on_ctrl_c(set
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+        committed(lambda: Book.objects.filter(slug="serve-own-book").delete())
     assert proc.returncode == 0, out
+    assert "Your book 'serve-own-book' is the default book" in out
     assert "with password" not in out, "a password from BOOKCHAT_ADMIN_PASSWORD is never printed"
     assert "Stopped." in out
     gone, alive = psutil.wait_procs(children, timeout=10)
     assert not alive, f"left running: {[c.cmdline() for c in alive]}"
+    refused = subprocess.run([sys.executable, "manage.py", "serve", "--book", str(tmp_path / "nowhere")], cwd=REPO,
+                             env=env, capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 1 and "--book:" in refused.stderr and "does not exist" in refused.stderr
     book = Book.objects.get(slug="bookchat-manual")
     assert book.documents.count() >= 8

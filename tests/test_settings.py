@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from bookchat.conf import SETTINGS, from_environment, setting
+from bookchat.conf import SETTINGS, from_environment, setting, settings_reference
 from bookchat.errors import ConfigurationError
 from tests.conftest import REPO
 
@@ -45,20 +45,31 @@ def test_unknown_setting_name_is_an_error():
         setting("NO_SUCH_SETTING")
 
 
-def test_readme_table_lists_every_setting_with_its_default():
-    readme = (REPO / "README.md").read_text()
+def test_the_manuals_settings_page_is_generated_from_the_settings_list():
+    page = (REPO / "docs" / "operating" / "settings.md").read_text()
+    assert page == settings_reference(), "run `make docs` after changing bookchat/conf.py"
     for spec in SETTINGS:
-        row = re.search(rf"^\| `{spec.env}` \| ([^|]+) \|", readme, re.MULTILINE)
-        assert row, f"{spec.env} is missing from the README's configuration table"
-        shown = row.group(1).strip()
+        row = re.search(rf"^\| `{spec.env}` \| ([^|]+) \|", page, re.MULTILINE)
+        assert row, f"{spec.env} is missing from the manual's settings page"
         expected = str(spec.default).lower() if isinstance(spec.default, bool) else str(spec.default)
-        assert shown == ("—" if expected == "" else f"`{expected}`"), spec.env
+        assert row.group(1).strip() == ("—" if expected == "" else f"`{expected}`"), spec.env
 
 
-def test_readme_table_shows_the_values_of_every_setting_with_choices():
-    readme = (REPO / "README.md").read_text()
+def test_every_setting_with_choices_names_them_in_its_help():
     for spec in (s for s in SETTINGS if s.choices):
-        row = re.search(rf"^\| `{spec.env}` \|.*$", readme, re.MULTILINE).group(0)
-        missing = [choice for choice in spec.choices if f"`{choice}`" not in row]
-        assert not missing, f"{spec.env}: the README row doesn't show {missing}"
-        assert all(f"`{choice}`" in spec.help for choice in spec.choices), f"{spec.env}: its help doesn't either"
+        assert all(f"`{choice}`" in spec.help for choice in spec.choices), f"{spec.env}: its help doesn't name them"
+
+
+def test_every_bookchat_variable_the_docs_name_exists():
+    """README, CONTRIBUTING and the manual name only variables the code reads: a setting, or one the tests,
+    the benchmarks or CI read (a renamed one fails here)."""
+    variable = re.compile(r"\bBOOKCHAT_[A-Z0-9_]*[A-Z0-9]")
+    code = [*REPO.glob("*/**/*.py"), REPO / "Makefile", REPO / ".ci" / "run"]
+    known = {spec.env for spec in SETTINGS} | {name for path in code if ".venv" not in path.parts
+                                               for name in variable.findall(path.read_text())}
+    docs = [REPO / "README.md", *(REPO / "docs").rglob("*.md*")]
+    docs += [REPO / "CONTRIBUTING.md"] if (REPO / "CONTRIBUTING.md").exists() else []
+    # A family named by its prefix ("BOOKCHAT_RATE_*") counts when a setting starts with it.
+    unknown = sorted({f"{path.name}: {name}" for path in docs for name in variable.findall(path.read_text())
+                      if name not in known and not any(env.startswith(name + "_") for env in known)})
+    assert not unknown, unknown

@@ -429,6 +429,18 @@ def test_sweep_fails_a_queued_job_whose_task_was_lost(data_dir):
     assert waiting.status == "queued"
 
 
+def test_sweep_on_a_redis_worker_names_a_job_queued_in_the_database_by_a_node_without_the_broker(data_dir, settings):
+    """A web node without BOOKCHAT_Q_BROKER queues in Postgres; the workers read Redis and would never see it."""
+    job = jobs.start_job(job=IngestionJob(book_slug="upload-other-broker"),
+                         intake=receive_upload([upload("a.md", page("A"))]))
+    IngestionJob.objects.filter(pk=job.pk).update(queued_at=timezone.now() - timezone.timedelta(hours=1))
+    settings.Q_CLUSTER = {"name": "bookchat", "redis": "redis://127.0.0.1:9/0", "retry": 60}  # the workers' view
+    assert jobs.sweep_stale_jobs() == 1
+    job.refresh_from_db()
+    assert job.status == "failed" and job.error == jobs.OTHER_BROKER_MESSAGE
+    assert "BOOKCHAT_Q_BROKER" in job.error and "Retry" in job.error
+
+
 def test_sweep_is_scheduled_every_minute():
     from django_q.models import Schedule
 

@@ -18,7 +18,7 @@ from ingestion.indexing.reports import SUMMED, IndexingError, IndexReport, Progr
 from ingestion.models import Book
 from ingestion.reading.documents import Issue
 from ingestion.reading.site import plan_site
-from ingestion.reading.site_config import SiteConfig
+from ingestion.reading.site_config import SiteConfig, find_config, read_site_config
 from ingestion.reading.sources import discover
 from ingestion.signals import book_indexed
 
@@ -130,3 +130,13 @@ def _stale_editions(root: Book | None, planned: set[str], *, prune: bool, report
             report.warn(Issue(None, None, f"edition {book.slug!r} is no longer in the site; removed"))
         else:
             report.warn(Issue(None, None, f"edition {book.slug!r} is no longer in the site; --prune removes it"))
+
+
+def index_path(path: Path | str, **arguments) -> IndexReport | SiteReport:
+    """Index what is at ``path``: a Docusaurus site (a folder with ``docusaurus.config.*``: every version and
+    locale), else a folder of pages or one page. ``arguments`` are ``index_book``'s and ``index_site``'s."""
+    path = Path(path).expanduser()
+    if path.is_dir() and find_config(path) is not None:
+        return index_site(read_site_config(path), **arguments)
+    return index_book(path=path, **arguments)
+

@@ -36,8 +36,13 @@ logger = logging.getLogger(__name__)
 
 STALE_MESSAGE = ("the worker stopped before the job finished; the book still serves its last good index; "
                  "upload again or use Retry")
-LOST_MESSAGE = ("the task queue lost this job before it started (the queue was purged, or the worker could not "
-                "read the task: check that it runs with the same SECRET_KEY); use Retry")
+LOST_MESSAGE = ("the task queue lost this job before it started (the queue was purged, the worker could not "
+                "read the task: check that it runs with the same SECRET_KEY, or it was queued on another broker: "
+                "every node needs the same BOOKCHAT_Q_BROKER); use Retry")
+# A job a web node queued in Postgres while the workers read Redis: it would wait for ever.
+OTHER_BROKER_MESSAGE = ("this job waits in the database's task queue, which no worker reads: the web node that "
+                        "queued it has no BOOKCHAT_Q_BROKER, the workers use Redis. Give every node the same "
+                        "BOOKCHAT_Q_BROKER, then use Retry")
 # A book busy with another run (an `ingest`, another upload): how long a job waits for it, polling.
 BUSY_WAIT_SECONDS = 600
 BUSY_POLL_SECONDS = 2.0
@@ -303,15 +308,17 @@ def _fail_lost_queued_jobs(now) -> int:
     queued = dict(jobs.values_list("task_id", "pk"))
     if not queued:
         return 0
-    # In this order: a task leaves the queue only after its result is saved.
-    waiting = {package.task_id() for package in OrmQ.objects.all()} if queue_in_database() else set()
+    # In this order: a task leaves the queue only after its result is saved. A worker on Redis looks in the
+    # database's queue too: a task there was queued by a node on the other broker.
+    in_database = {package.task_id() for package in OrmQ.objects.all()}
+    waiting = in_database if queue_in_database() else set()
     results = dict(Task.objects.filter(id__in=list(queued)).values_list("id", "result"))
     failed = 0
     for task_id, job_id in queued.items():
         if task_id in waiting:
             continue
         error = (f"the task ended before the job started: {str(results[task_id])[:2000]}" if task_id in results
-                 else LOST_MESSAGE)
+                 else OTHER_BROKER_MESSAGE if task_id in in_database else LOST_MESSAGE)
         failed += IngestionJob.objects.filter(pk=job_id, status=IngestionJob.Status.QUEUED, task_id=task_id).update(
             status=IngestionJob.Status.FAILED, finished_at=now, stage="", error=error)
     return failed

@@ -14,10 +14,10 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
-from django.db import DatabaseError
+from django.db import DatabaseError, connection
 
 from bookchat.conf import setting
-from bookchat.deployment import deployment_lock, pending_migrations
+from bookchat.deployment import PgvectorUnusable, check_pgvector, deployment_lock, pending_migrations
 from bookchat.errors import BookchatError
 from ingestion.indexing.ingesting import index_book
 from ingestion.indexing.reports import IndexReport
@@ -61,6 +61,8 @@ class Command(BaseCommand):
         try:
             with deployment_lock(on_wait=waiting) as waited:
                 result["waited_seconds"] = round(waited, 3)
+                with connection.cursor() as cursor:
+                    check_pgvector(cursor)
                 result["migrations_applied"] = pending_migrations()
                 call_command("migrate", interactive=False, verbosity=0)
                 admin = io.StringIO()
@@ -76,6 +78,8 @@ class Command(BaseCommand):
         except DatabaseError as exc:
             self._fail(as_json, "database", f"bootstrapping failed: {type(exc).__name__}: "
                                             f"{(str(exc).strip().splitlines() or [''])[0]}")
+        except PgvectorUnusable as exc:
+            self._fail(as_json, exc.code, exc.message)
         except BookchatError as exc:
             self._fail(as_json, exc.code, f"indexing the bundled book failed: {exc}")
         if as_json:

@@ -45,9 +45,10 @@ from django.db import connection
 
 from bookchat import embedded_db
 from bookchat.conf import setting
-from bookchat.deployment import NotMigrated, require_migrated
+from bookchat.deployment import NotMigrated, PgvectorUnusable, check_pgvector, require_migrated
 from bookchat.errors import BookchatError
 from bookchat.management.commands.bootstrap import bundled_book_dir, describe, index_bundled_book
+from ingestion.indexing.ingesting import index_path
 from ingestion.management.commands.ingest import ProgressBar
 from ingestion.uploads.jobs import sweep_stale_jobs
 
@@ -65,22 +66,33 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
         parser.add_argument("--no-index", action="store_true", help="Don't index the bundled book first (role all).")
+        parser.add_argument("--book", metavar="PATH", help="Also index this book (a Docusaurus site's root, a folder "
+                            "of Markdown or one page) before serving, and make it the default book, unless "
+                            "BOOKCHAT_DEFAULT_BOOK names another (role all; `make run BOOK=PATH`).")
 
     def handle(self, *args, **options) -> None:
         role = options["role"]
+        if options["book"] and role != "all":
+            raise CommandError("--book is for --role all (one machine); on several, run `manage.py ingest PATH` "
+                               "once and set BOOKCHAT_DEFAULT_BOOK", returncode=1)
+        if options["book"] and not Path(options["book"]).expanduser().exists():
+            raise CommandError(f"--book: {options['book']} does not exist", returncode=1)
         if role == "all":
             call_command("bootstrap", no_index=True, stdout=self.stdout, stderr=self.stderr)
         else:
             try:
                 require_migrated()
-            except NotMigrated as exc:
+                with connection.cursor() as cursor:
+                    check_pgvector(cursor)  # a server whose pgvector was downgraded, or never upgraded
+            except (NotMigrated, PgvectorUnusable) as exc:
                 raise CommandError(exc.message, returncode=1) from None
         if role != "web":
             sweep_stale_jobs()  # upload jobs left "running" by a worker that died (with the previous run)
         self._check_connection_budget(role)
         if role == "all" and not options["no_index"]:
             self._index_bundled_book()
-        children = self._start(options["host"], options["port"], role)
+        default_book = self._index_own_book(options["book"]) if options["book"] else None
+        children = self._start(options["host"], options["port"], role, default_book=default_book)
         if role == "worker":
             self.stdout.write("bookchat's task worker is running. Ctrl-C stops it.")
         else:
@@ -119,11 +131,38 @@ class Command(BaseCommand):
             progress.close()
         self.stdout.write(describe(report))
 
-    def _start(self, host: str, port: int, role: str) -> list[subprocess.Popen]:
+    def _index_own_book(self, path: str) -> str:
+        """Index the user's book (incremental: unchanged pages cost nothing); its slug. A book with no page
+        indexed stops ``serve`` in one line: the user asked for it."""
+        self.stdout.write(f"Indexing your book in {path} …")
+        progress = ProgressBar(sys.stderr)
+        try:
+            report = index_path(path, trigger="make run", progress=progress)
+        except BookchatError as exc:
+            raise CommandError(f"Indexing {path} failed: {exc}", returncode=1) from None
+        finally:
+            progress.close()
+        self.stdout.write(describe(report))
+        if report.files_indexed + report.files_unchanged == 0:
+            raise CommandError(f"Indexing {path} failed: no page could be indexed (see the errors above)",
+                               returncode=1)
+        for error in report.errors[:10]:
+            self.stderr.write(f"  {error.get('file') or ''}:{error.get('line') or ''} {error.get('message')}")
+        if os.environ.get("BOOKCHAT_DEFAULT_BOOK"):
+            self.stdout.write(f"Your book is {report.book!r}; BOOKCHAT_DEFAULT_BOOK keeps "
+                              f"{os.environ['BOOKCHAT_DEFAULT_BOOK']!r} the default.")
+        else:
+            self.stdout.write(f"Your book {report.book!r} is the default book (the manual stays: "
+                              "/?book=bookchat-manual).")
+        return report.book
+
+    def _start(self, host: str, port: int, role: str, *, default_book: str | None = None) -> list[subprocess.Popen]:
         base = Path(settings.BASE_DIR)
         env = {"DJANGO_SETTINGS_MODULE": "bookchat.settings"} | os.environ  # the children run with our settings
+        if default_book and not env.get("BOOKCHAT_DEFAULT_BOOK"):
+            env["BOOKCHAT_DEFAULT_BOOK"] = default_book
         web, web_env = gunicorn_command(bind=f"{host}:{port}"), gunicorn_environment(env)
-        tasks = [sys.executable, str(base / "manage.py"), "qcluster"]
+        tasks = task_command()
         # Even so, an upload's embedding takes both cores for as long as it runs; at a lower CPU priority it
         # uses what answers leave, and answers under load stay within 2× their idle p95 (tests/test_soak.py).
         niceness = setting("TASK_NICENESS")
@@ -148,7 +187,8 @@ class Command(BaseCommand):
         while not stop["now"]:
             for child in children:
                 if child.poll() is not None:
-                    self.stderr.write(f"{child.args[2]} exited with status {child.returncode}; stopping.")
+                    name = "the task worker" if child.args == task_command() else "gunicorn"
+                    self.stderr.write(f"{name} exited with status {child.returncode}; stopping.")
                     return
             time.sleep(0.5)
 
@@ -174,6 +214,12 @@ class Command(BaseCommand):
 def _signal_group(child: subprocess.Popen, signum: int) -> None:
     with contextlib.suppress(ProcessLookupError):  # the whole group is gone already
         os.killpg(child.pid, signum)
+
+
+def task_command() -> list[str]:
+    """The django-q2 cluster that ``make run`` and ``--role worker`` start: ``qcluster`` through the ``bookchat``
+    command line's module, which a checkout and an installed wheel both have (a wheel has no ``manage.py``)."""
+    return [sys.executable, "-m", "bookchat.cli", "qcluster"]
 
 
 def gunicorn_command(*, bind: str, workers: int | None = None, threads: int | None = None,

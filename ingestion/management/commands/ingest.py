@@ -17,9 +17,8 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandParser
 
 from bookchat.errors import BookchatError
-from ingestion.indexing.ingesting import index_book, index_site
+from ingestion.indexing.ingesting import index_path
 from ingestion.indexing.reports import IndexReport, SiteReport
-from ingestion.reading.site_config import find_config, read_site_config
 
 
 class ProgressBar:
@@ -80,10 +79,7 @@ class Command(BaseCommand):
                      "prune": options["prune"], "dry_run": options["dry_run"], "reindex": options["reindex"],
                      "progress": progress}
         try:
-            if path.is_dir() and find_config(path) is not None:
-                report = index_site(read_site_config(path), **arguments)
-            else:
-                report = index_book(path=path, **arguments)
+            report = index_path(path, **arguments)
         except BookchatError as exc:
             if progress:
                 progress.close()
