@@ -1,10 +1,11 @@
 """bookchat's one settings namespace: every default, its ``BOOKCHAT_*`` variable, and one accessor.
 
-``SETTINGS`` is the single list of what can be configured (the README table is checked
-against it by a test). ``settings.BOOKCHAT`` is built from the environment by
-``from_environment()``; code reads values with ``setting("NAME")``, which also honours
-Django's ``override_settings(BOOKCHAT={...})`` in tests. A setting's ``choices``, ``minimum`` and
-``rate`` format are checked at start by a system check (``bookchat.checks``), not at first use.
+``SETTINGS`` is the single list of what can be configured (the manual's settings page,
+``docs/operating/settings.md``, is generated from it by ``make docs``, and a test checks it).
+``settings.BOOKCHAT`` is built from the environment by ``from_environment()``; code reads values
+with ``setting("NAME")``, which also honours Django's ``override_settings(BOOKCHAT={...})`` in
+tests. A setting's ``choices``, ``minimum`` and ``rate`` format are checked at start by a system
+check (``bookchat.checks``), not at first use.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from bookchat.errors import ConfigurationError
 @dataclass(frozen=True)
 class Setting:
     """One setting. ``choices``: the only values it takes (checked at start by ``bookchat.checks``, shown in
-    the README table); ``minimum``: the smallest number that works; ``rate``: a rate like ``10/minute``."""
+    the settings page); ``minimum``: the smallest number that works; ``rate``: a rate like ``10/minute``."""
 
     name: str
     default: Any
@@ -63,10 +64,10 @@ SETTINGS: list[Setting] = [
     Setting("LOG_LEVEL", "INFO", "Log level of bookchat's own loggers: `DEBUG`, `INFO`, `WARNING`, `ERROR` or "
             "`CRITICAL`.",
             choices=("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")),
-    # Serving over HTTPS (README, "Deploying")
+    # Serving over HTTPS (the manual, "Deploying and running")
     Setting("HTTPS", False, "The site is served over HTTPS (directly or behind a TLS-terminating proxy): plain HTTP "
-            "is redirected (but `/api/v1/health`), cookies are secure-only and HSTS is sent. Leave off for "
-            "`make run` on http://127.0.0.1.", bool),
+            "is redirected (but the probes `/api/v1/health` and `/ready`), cookies are secure-only and HSTS is "
+            "sent. Leave off for `make run` on http://127.0.0.1.", bool),
     Setting("PROXY_SSL_HEADER", "", "Header that your TLS-terminating proxy sets to `https` (e.g. "
             "`X-Forwarded-Proto`); set it only if the proxy always overwrites it. Empty: the connection decides."),
     Setting("HSTS_SECONDS", 31_536_000, "`max-age` of the Strict-Transport-Security header sent when `HTTPS` is on "
@@ -101,7 +102,7 @@ SETTINGS: list[Setting] = [
     # Answering: validation
     Setting("DEFAULT_BOOK", "", "Book asked when a request names none; empty → the only indexed book (a request must "
             "name one when there are several)."),
-    Setting("MAX_QUESTION_CHARS", 1000, "Longest question, in characters after trimming.", int),
+    Setting("MAX_QUESTION_CHARS", 1000, "Longest question, in characters as sent (HTML tags included).", int),
     Setting("MAX_QUESTION_WORDS", 500, "Most words in a question.", int),
     Setting("MAX_SELECTED_CHARS", 2000, "Longest selected/pasted passage sent with a question.", int),
     Setting("MAX_REQUEST_BYTES", 65536, "Largest API request body; bigger ones get HTTP 413.", int),

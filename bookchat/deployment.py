@@ -8,7 +8,7 @@ Decisions:
   only that database. Two nodes bootstrapping together run one after the other; the second finds every
   migration applied and the book unchanged, and does nothing.
 - Nodes never migrate on start: a rolling deploy would run an old node against a schema it doesn't know.
-  Migrations run once per deployment, before the new nodes start (README, "Running on more than one machine").
+  Migrations run once per deployment, before the new nodes start (the manual, "Deploying and running").
 - pgvector is checked before migrating and when a node starts, in one line each: missing from the server, older
   than 0.8 (big books search with ``hnsw.iterative_scan``), or not installable by this user (the first migration
   runs ``CREATE EXTENSION vector``, which a managed database may reserve to its administrator).

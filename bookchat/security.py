@@ -6,7 +6,7 @@ Our own pages use no inline script or style, so they get a strict policy. Django
 UI at ``/api/v1/docs`` are templates we don't own that put ``style`` attributes and ``<style>`` blocks in
 their pages, so they may use inline *styles*; scripts stay ``'self'`` everywhere (the Swagger UI's start-up
 script is served as a file by ``SpectacularSwaggerSplitView``). The widget runs on other sites: what it may
-do there is the site's own policy (README, "Deploying"); our responses to it are JSON and event streams.
+do there is the site's own policy (the manual, "Deploying and running"); our responses to it are JSON and event streams.
 """
 
 from __future__ import annotations

@@ -48,7 +48,8 @@ if DEBUG:
     ALLOWED_HOSTS += ["testserver"]
 
 # SECURE_SSL_REDIRECT, SECURE_REDIRECT_EXEMPT, SESSION_/CSRF_COOKIE_SECURE, SECURE_HSTS_*, SECURE_PROXY_SSL_HEADER
-# and SILENCED_SYSTEM_CHECKS, from BOOKCHAT_HTTPS and friends (see bookchat.security; README, "Deploying").
+# and SILENCED_SYSTEM_CHECKS, from BOOKCHAT_HTTPS and friends (see bookchat.security; the manual, "Deploying and
+# running").
 globals().update(security.https_settings(BOOKCHAT))
 
 INSTALLED_APPS = [

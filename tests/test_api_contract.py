@@ -4,7 +4,7 @@
 The fuzzer runs as a user would run it (its CLI against ``/api/v1/schema``), on a server configured as `make run`
 serves (DEBUG on), with two books, no default book and a secret key for every book (so ``book`` is required
 and the schema says so), rate limits off and a generous time budget, and every check. A longer campaign:
-README, "Fuzzing the API".
+CONTRIBUTING.md, "Tests".
 """
 
 from __future__ import annotations

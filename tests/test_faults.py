@@ -1,6 +1,6 @@
 """Reliability drills: the database going away under a real gunicorn, the audit table unwritable, and an LLM
 that hangs, drops the connection or sends garbage. The other drills live beside the feature they test (see
-README, "Reliability drills"): a worker SIGKILLed mid-ingest in test_uploads, a full disk while archiving in
+CONTRIBUTING.md, "Reliability drills"): a worker SIGKILLed mid-ingest in test_uploads, a full disk while archiving in
 test_retention, the audit table renamed mid-session in test_audit.
 
 The database outage is made on the test server itself, for the gunicorn workers only: they connect with

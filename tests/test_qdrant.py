@@ -328,7 +328,7 @@ def test_qdrant_sync_unknown_book_exits_2(qdrant):
 
 
 def test_local_mode_folder_is_locked_by_its_process(qdrant, settings):
-    """A second process cannot open the same local-mode folder: the README's one-process caveat."""
+    """A second process cannot open the same local-mode folder: the manual's one-process caveat."""
     get_client()
     code = f"from qdrant_client import QdrantClient\nQdrantClient(path={settings.BOOKCHAT['QDRANT_PATH']!r})\n"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -461,7 +461,7 @@ def test_the_api_refuses_a_session_cookie_without_csrf_token(reviewer, settings,
 
 # -- HTTPS, the deployment check, security headers --------------------------------------------------------------
 def production(**overrides) -> dict:
-    """The BOOKCHAT namespace of the production settings README's "Deploying" documents."""
+    """The BOOKCHAT namespace of the production settings the manual's "Deploying and running" documents."""
     return {s.name: s.default for s in SETTINGS} | {"DEBUG": False, "HTTPS": True} | overrides
 
 

@@ -1,4 +1,4 @@
-"""The BOOKCHAT settings namespace: defaults, BOOKCHAT_* overrides, clear errors, and the README table."""
+"""The BOOKCHAT settings namespace: defaults, BOOKCHAT_* overrides, clear errors, and the manual's settings page."""
 
 from __future__ import annotations
 

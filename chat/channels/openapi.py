@@ -27,8 +27,8 @@ from chat.channels.access import bound_book
 from chat.channels.responses import ErrorSerializer
 from ingestion.models import Book
 
-ERROR = OpenApiResponse(ErrorSerializer, description="`{\"error\": code, \"message\": …, \"field\": …}` (README, "
-                                                     "\"REST API\").")
+ERROR = OpenApiResponse(ErrorSerializer, description="`{\"error\": code, \"message\": …, \"field\": …}` (the codes: "
+                                                     "the manual's \"REST API\" page).")
 ERRORS = {status: ERROR for status in (400, 401, 403, 404, 405, 406, 413, 415, 429, 500, 503, 504)}
 STRICT_COMPONENTS = ("AskRequest", "FeedbackRequest")
 

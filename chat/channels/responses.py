@@ -150,7 +150,7 @@ class BookDetailSerializer(BookSerializer):
 
 
 class ErrorSerializer(serializers.Serializer):
-    error = serializers.CharField(help_text="A stable code (README, \"REST API\").")
+    error = serializers.CharField(help_text="A stable code (the manual's REST API page lists them).")
     message = serializers.CharField()
     field = serializers.CharField(allow_null=True)
 

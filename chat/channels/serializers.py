@@ -11,7 +11,7 @@ What the schema can't say is in each field's description: the word limit (which 
 default character limit already implies: 501 words need 1001 characters), and that HTML
 tags are removed from a question, which is refused (``empty``) when nothing is left.
 
-Every failure is one ``RequestError`` with a stable code (README, "REST API"): the first
+Every failure is one ``RequestError`` with a stable code (the manual, "REST API"): the first
 failing field in the order of ``ASK_FIELDS``.
 """
 

@@ -1,7 +1,7 @@
 """``manage.py bootstrap``: what a deployment needs once, before its nodes start: migrate, create the admin
 login, index the bundled book. Under the deployment's advisory lock (``bookchat.deployment``), so nodes that
 run it together take turns and the later ones find nothing to do. ``make run`` (``serve --role all``) runs it
-first; on several machines, run it once per deployment (README, "Running on more than one machine").
+first; on several machines, run it once per deployment (the manual, "Deploying and running").
 """
 
 from __future__ import annotations

@@ -2,11 +2,12 @@
 then gunicorn and a django-q2 cluster until Ctrl-C, which stops them (and the embedded database if this
 process started it). The database's data stays under the data directory.
 
-Roles (README, "Running on more than one machine"): ``--role all`` (the default, one machine) does all of
+Roles (the manual, "Deploying and running"): ``--role all`` (the default, one machine) does all of
 that; ``web`` runs gunicorn only and ``worker`` the django-q2 cluster only. Those two never migrate or index:
 they refuse to start, in one line, on a database that ``bootstrap`` hasn't set up.
 
-Decisions (how gunicorn runs, ``gunicorn_command``; README, "Serving"; BENCHMARKS.md, "Streams held open"):
+Decisions (how gunicorn runs, ``gunicorn_command``; the manual, "Deploying and running"; BENCHMARKS.md, "Streams
+held open"):
 - Worker class ``gthread``: ``WEB_WORKERS`` processes of ``WEB_THREADS`` threads. A streamed answer holds
   whatever serves it for as long as the LLM writes (seconds); with sync workers two readers streaming
   blocked every other request, health checks included. A thread waiting on the LLM costs no CPU.

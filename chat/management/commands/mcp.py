@@ -1,5 +1,5 @@
 """``manage.py mcp [--book SLUG]``: the books as an MCP server over stdio, the local command a desktop assistant
-(Claude Desktop, Cursor, VS Code) starts (README, "Use the book from your AI assistant").
+(Claude Desktop, Cursor, VS Code) starts (the manual, "Use the book from your AI assistant").
 
 stdout carries the protocol and nothing else: the SDK's ``stdio_server`` points fd 1 at stderr while it serves, and
 every log line goes to stderr. Exit status: 0 when the assistant closes the connection, 1 when the server can't start
