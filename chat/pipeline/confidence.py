@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from bookchat.conf import setting
 from chat.pipeline.retrieval import RetrievedChunk
 from chat.pipeline.sentences import unit_texts
-from chat.pipeline.terms import content_terms, normalise, strip_citations
+from chat.pipeline.terms import FENCED_BLOCK, content_terms, normalise, strip_citations
 
 FEATURES = ("rank_logit", "rank_margin", "scope", "unit_gap", "coverage", "selected", "follow_up")
 # Fitted by bench/fit_confidence.py (see BENCHMARKS.md, "Confidence"): one weight per feature, in FEATURES order.
@@ -63,7 +63,6 @@ LEVEL_NOTES = {
 
 _MD_LINK = re.compile(r"!?\[([^\]]*)\]\(\s*<?([^\s)>]*)>?[^)]*\)")
 _LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
-_FENCED = re.compile(r"^(`{3,}|~{3,})[^\n]*\n.*?^\1\s*$", re.MULTILINE | re.DOTALL)
 
 
 @dataclass
@@ -151,13 +150,13 @@ def question_coverage(question: str, answer: str, cited_headings: list[str]) -> 
 
 def link_targets(answer: str) -> list[str]:
     """The targets of the answer's Markdown links (outside code), as written."""
-    return [m.group(2) for m in _MD_LINK.finditer(_FENCED.sub(" ", answer))]
+    return [m.group(2) for m in _MD_LINK.finditer(FENCED_BLOCK.sub(" ", answer))]
 
 
 def navigation_only(answer: str) -> bool:
     """Whether the answer is only links to elsewhere: every line that isn't an intro ending with ``:``
     says little besides its links ("Next steps: - [Walking](#) - [Balance](#)")."""
-    lines = [line for line in strip_citations(_FENCED.sub(" ", answer)).splitlines() if line.strip()]
+    lines = [line for line in strip_citations(FENCED_BLOCK.sub(" ", answer)).splitlines() if line.strip()]
     if not lines or not _MD_LINK.search(answer):
         return False
     for line in lines:

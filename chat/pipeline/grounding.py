@@ -18,14 +18,13 @@ import re
 from dataclasses import dataclass, field
 
 from bookchat.conf import setting
-from chat.pipeline.terms import citations, content_terms, split_sentences, strip_citations
+from chat.pipeline.terms import FENCED_BLOCK, citations, content_terms, split_sentences, strip_citations
 from chat.pipeline.units import SHORTENED
 
 MIN_TERMS = 3
 _ONLY_CITATIONS = re.compile(r"(?:\[\d+(?:\s*,\s*\d+)*\]\s*)+")
 # Link targets: [text](target) and ![alt](target), <scheme:…> autolinks, bare http(s) URLs.
 _LINK_TARGETS = re.compile(r"\]\(\s*<?([^\s()<>]+)|<([a-zA-Z][a-zA-Z0-9+.-]*:[^\s<>]+)>|(https?://[^\s<>()\[\]`'\"]+)")
-_FENCED = re.compile(r"^(`{3,}|~{3,})[^\n]*\n(.*?)^\1\s*$", re.MULTILINE | re.DOTALL)
 
 
 @dataclass
@@ -53,7 +52,7 @@ class GroundingReport:
 def answer_segments(answer: str) -> list[tuple[str, str]]:
     """``(kind, text)`` pieces of an answer: ``code`` blocks and prose ``sentence`` s (citations kept)."""
     out, last = [], 0
-    for match in _FENCED.finditer(answer):
+    for match in FENCED_BLOCK.finditer(answer):
         out += [("sentence", s) for s in _prose_sentences(answer[last:match.start()])]
         out.append(("code", match.group(2)))
         last = match.end()
