@@ -14,12 +14,13 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet --no-compile -e .
 	touch $@
 
 # One install for the tests (the dev extras hold the app's own dependencies): it counts for `make run` too.
+# --no-compile: pip would byte-compile every file of every dependency (~10 s); Python compiles what it imports.
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --no-compile -e '.[dev]'
 	touch $(VENV)/.installed $@
 
 run: $(VENV)/.installed

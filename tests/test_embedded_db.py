@@ -1,5 +1,6 @@
 """The embedded PostgreSQL: one server shared by processes, long checkout paths, recovery after a crash,
-and DATABASE_URL taking over. Each scenario runs in a subprocess, as separate bookchat processes would."""
+``manage.py mcp`` stopping the server it started, and DATABASE_URL taking over. Each scenario runs in a
+subprocess, as separate bookchat processes would."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import psutil
 import psycopg
 import pytest
 
+from bookchat.embedded_db import server_running
 from tests.conftest import REPO
 
 START = """
@@ -83,8 +85,25 @@ def test_server_is_shared_survives_a_crash_and_starts_from_a_long_path(tmp_path)
             assert query(fourth["socket_dir"], "SELECT 1") == (1,)
         finally:
             sleeper.kill()
+
+        # An assistant starts `manage.py mcp` and closes it: a server that process found running (make run's)
+        # keeps running; one it started itself must not outlive it, as nobody else would stop it.
+        ended = mcp(data_dir)
+        assert ended.returncode == 1 and "mcp: the database is unavailable" in ended.stderr, "no tables here"
+        assert "stopped the embedded" not in ended.stderr and query(fourth["socket_dir"], "SELECT 1") == (1,)
+        stop(data_dir)
+        ended = mcp(data_dir)
+        assert ended.returncode == 1 and "stopped the embedded PostgreSQL it had started" in ended.stderr
+        assert not server_running((data_dir / "pgdata").resolve())
     finally:
         stop(data_dir)
+
+
+def mcp(data_dir: Path) -> subprocess.CompletedProcess:
+    env = {key: value for key, value in os.environ.items() if key != "DATABASE_URL"} | {
+        "BOOKCHAT_DATA_DIR": str(data_dir)}
+    return subprocess.run([sys.executable, "manage.py", "mcp"], cwd=REPO, env=env, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=180)
 
 
 def test_database_url_is_used_and_no_server_is_started(tmp_path, settings):
@@ -101,33 +120,3 @@ def test_database_url_is_used_and_no_server_is_started(tmp_path, settings):
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == [db["NAME"], False]
     assert not (tmp_path / "data" / "pgdata").exists()
-
-
-@pytest.mark.slow
-def test_mcp_stops_the_server_it_started_and_leaves_one_it_found(tmp_path):
-    """An assistant starts ``manage.py mcp`` and closes it; a server that process started must not outlive it
-    (nobody would stop it), a server it found running (``make run``'s) must."""
-    from bookchat.embedded_db import server_running
-
-    data_dir = tmp_path / "var"
-    pgdata = data_dir / "pgdata"
-    env = {key: value for key, value in os.environ.items() if key != "DATABASE_URL"} | {
-        "BOOKCHAT_DATA_DIR": str(data_dir)}
-
-    def mcp() -> subprocess.CompletedProcess:  # no tables in this database: it answers, in one line, and ends
-        return subprocess.run([sys.executable, "manage.py", "mcp"], cwd=REPO, env=env, stdin=subprocess.DEVNULL,
-                              capture_output=True, text=True, timeout=180)
-
-    try:
-        ended = mcp()
-        assert ended.returncode == 1 and "mcp: the database is unavailable" in ended.stderr
-        assert "stopped the embedded PostgreSQL it had started" in ended.stderr
-        assert not server_running(pgdata.resolve())
-
-        found = start(data_dir)
-        assert found["started_here"] is True
-        ended = mcp()
-        assert ended.returncode == 1 and "stopped the embedded" not in ended.stderr
-        assert server_running(pgdata.resolve()) and query(found["socket_dir"], "SELECT 1") == (1,)
-    finally:
-        stop(data_dir)

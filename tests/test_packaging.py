@@ -101,12 +101,10 @@ def test_the_installed_wheel_passes_check_outside_the_checkout(wheel, tmp_path):
     assert lines[-1] == "True"
 
     # The task worker's command (`serve --role worker`, and `all`) runs from the wheel, which has no manage.py.
-    command = run(python, "-c", "import django; django.setup()\n"
-                  "from bookchat.management.commands.serve import task_command; print(task_command())",
-                  cwd=elsewhere, env=env).stdout
-    assert "manage.py" not in command and command.startswith(f"['{python}'")
-    worker = run(python, "-m", "bookchat.cli", "qcluster", "--help", cwd=elsewhere, env=env)
-    assert "qcluster" in worker.stdout
+    from bookchat.management.commands.serve import task_command
+
+    worker = run(python, *task_command()[1:], "--help", cwd=elsewhere, env=env)
+    assert "qcluster" in worker.stdout and task_command()[0] == sys.executable
 
     refused = subprocess.run([python, "-m", "django", "check"], cwd=elsewhere, env=env | {"BOOKCHAT_FUSION": "x"},
                              capture_output=True, text=True, timeout=120)
