@@ -14,13 +14,14 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet --no-compile -e .
+	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
 # One install for the tests (the dev extras hold the app's own dependencies): it counts for `make run` too.
-# --no-compile: pip would byte-compile every file of every dependency (~10 s); Python compiles what it imports.
+# pip byte-compiles the dependencies here (~10 s): a machine with PYTHONDONTWRITEBYTECODE set (CI's) would
+# otherwise compile every import again in each of the suite's hundreds of processes.
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet --no-compile -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(VENV)/.installed $@
 
 run: $(VENV)/.installed
