@@ -24,13 +24,20 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(VENV)/.installed $@
 
+# The suite starts hundreds of Python processes (servers, workers, commands); where PYTHONDONTWRITEBYTECODE is
+# set (as on CI's machine) none keeps what it compiles, so each would compile bookchat's modules anew: once here.
+COMPILE = $(BIN)/python -m compileall -q bookchat chat ingestion audit bench tests
+
 run: $(VENV)/.installed
+	$(COMPILE)
 	BOOKCHAT_DEBUG=$${BOOKCHAT_DEBUG:-true} PORT=$(PORT) $(BIN)/python manage.py serve $(if $(BOOK),--book "$(BOOK)")
 
 test: $(VENV)/.installed-dev
+	$(COMPILE)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 test-fast: $(VENV)/.installed-dev
+	$(COMPILE)
 	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed-dev
