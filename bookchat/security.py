@@ -85,4 +85,3 @@ class ProbesByAddressMiddleware:
             response = match.func(request, *match.args, **match.kwargs)
             return response.render() if hasattr(response, "render") else response
         return self.get_response(request)
-

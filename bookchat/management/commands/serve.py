@@ -37,6 +37,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from django.conf import settings
@@ -50,7 +51,8 @@ from bookchat.deployment import NotMigrated, PgvectorUnusable, check_pgvector, r
 from bookchat.errors import BookchatError
 from bookchat.management.commands.bootstrap import bundled_book_dir, describe, index_bundled_book
 from ingestion.indexing.ingesting import index_path
-from ingestion.management.commands.ingest import ProgressBar
+from ingestion.indexing.reports import IndexReport
+from ingestion.management.commands.ingest import ProgressBar, summary
 from ingestion.uploads.jobs import sweep_stale_jobs
 
 ROLES = ("all", "web", "worker")
@@ -121,34 +123,26 @@ class Command(BaseCommand):
         if not docs.is_dir():
             self.stderr.write(f"No bundled book at {docs}; skipping indexing.")
             return
-        self.stdout.write(f"Indexing the bundled book in {docs} …")
-        progress = ProgressBar(sys.stderr)
         try:
-            report = index_bundled_book(trigger="make run", progress=progress)
+            report = self._indexing(f"Indexing the bundled book in {docs} …",
+                                    lambda progress: index_bundled_book(trigger="make run", progress=progress))
         except BookchatError as exc:
             self.stderr.write(f"Indexing the bundled book failed: {exc}")
             return
-        finally:
-            progress.close()
         self.stdout.write(describe(report))
 
     def _index_own_book(self, path: str) -> str:
         """Index the user's book (incremental: unchanged pages cost nothing); its slug. A book with no page
         indexed stops ``serve`` in one line: the user asked for it."""
-        self.stdout.write(f"Indexing your book in {path} …")
-        progress = ProgressBar(sys.stderr)
         try:
-            report = index_path(path, trigger="make run", progress=progress)
+            report = self._indexing(f"Indexing your book in {path} …",
+                                    lambda progress: index_path(path, trigger="make run", progress=progress))
         except BookchatError as exc:
             raise CommandError(f"Indexing {path} failed: {exc}", returncode=1) from None
-        finally:
-            progress.close()
-        self.stdout.write(describe(report))
+        self.stdout.write(summary(report))  # as `ingest` reports it, errors and warnings included
         if report.files_indexed + report.files_unchanged == 0:
             raise CommandError(f"Indexing {path} failed: no page could be indexed (see the errors above)",
                                returncode=1)
-        for error in report.errors[:10]:
-            self.stderr.write(f"  {error.get('file') or ''}:{error.get('line') or ''} {error.get('message')}")
         if os.environ.get("BOOKCHAT_DEFAULT_BOOK"):
             self.stdout.write(f"Your book is {report.book!r}; BOOKCHAT_DEFAULT_BOOK keeps "
                               f"{os.environ['BOOKCHAT_DEFAULT_BOOK']!r} the default.")
@@ -156,6 +150,15 @@ class Command(BaseCommand):
             self.stdout.write(f"Your book {report.book!r} is the default book (the manual stays: "
                               "/?book=bookchat-manual).")
         return report.book
+
+    def _indexing(self, message: str, index: Callable[[ProgressBar], IndexReport]) -> IndexReport:
+        """``index(progress)`` under a progress bar on stderr, announced by ``message``."""
+        self.stdout.write(message)
+        progress = ProgressBar(sys.stderr)
+        try:
+            return index(progress)
+        finally:
+            progress.close()
 
     def _start(self, host: str, port: int, role: str, *, default_book: str | None = None) -> list[subprocess.Popen]:
         base = Path(settings.BASE_DIR)

@@ -89,7 +89,7 @@ class Command(BaseCommand):
         if options["json"]:
             self.stdout.write(json.dumps(report.as_dict(), ensure_ascii=False))
         else:
-            self.stdout.write(self._summary(report))
+            self.stdout.write(summary(report))
         if report.exit_code:
             sys.exit(report.exit_code)
 
@@ -101,43 +101,46 @@ class Command(BaseCommand):
             self.stderr.write(f"ingest: {exc}")
         sys.exit(2)
 
-    def _summary(self, r: IndexReport | SiteReport) -> str:
-        if isinstance(r, SiteReport):
-            lines = [f"Site {r.site['title']!r} ({r.site['config']}, read with {r.site['read_with']}): "
-                     f"{len(r.editions)} editions, {r.chunks_embedded} passages embedded, "
-                     f"total {r.total_seconds:.1f} s."]
-            for edition, report in r.editions:
-                where = " · ".join(x for x in (edition.version_label, edition.locale) if x)
-                lines.append(f"- {edition.slug} ({where}) at {edition.base_url}")
-                lines.append("  " + self._summary(report).replace("\n", "\n  "))
-            for item in r.site_warnings:
-                lines.append(f"Warning: {item['file'] or '-'}: {item['message']}")
-            return "\n".join(lines)
-        verb = "would index" if r.dry_run else "indexed"
-        lines = [
-            f"Book {r.book!r}: {r.files_seen} files seen, {r.files_indexed} {verb}, {r.files_unchanged} unchanged, "
-            f"{r.files_skipped} skipped, {r.files_failed} failed.",
-            f"Passages: {r.chunks_added} added, {r.chunks_kept} kept, {r.chunks_removed} removed, "
-            f"{r.chunks_embedded} embedded ({r.tokens} tokens, {r.embed_seconds:.1f} s); "
-            f"total {r.total_seconds:.1f} s.",
-        ]
-        if r.documents_removed:
-            lines.append(f"Pages removed: {r.documents_removed}.")
-        if (sentences := r.after.get("sentence_vectors")) and sentences["passages"]:
-            lines.append(f"Sentence vectors: {sentences['passages']} passages made ({sentences['reused']} shared with "
-                         f"equal passages), {sentences['units_embedded']} sentences embedded in "
-                         f"{sentences['seconds']:.1f} s.")
-        if calibration := r.after.get("calibration"):
-            lines.append(f"Calibration: questions scoring below {calibration['threshold']:.3f} are not covered (this "
-                         f"refuses {calibration['off_topic_refused']:.0%} of the off-topic probes and "
-                         f"{calibration['probes_refused'] or 0:.0%} of the book's own); the answerability check is "
-                         f"{'on' if calibration['answerability'] else 'off'} for this book.")
-        for title, items in (("Errors", r.errors), ("Warnings", r.warnings)):
-            if items:
-                lines.append(f"{title}:")
-                for item in items:
-                    where = item["file"] or "-"
-                    if item["line"]:
-                        where += f":{item['line']}"
-                    lines.append(f"  {where}: {item['message']}")
+
+def summary(r: IndexReport | SiteReport) -> str:
+    """A run's report as people read it: counts, what followed the run, then each error and warning (a site:
+    one block per edition)."""
+    if isinstance(r, SiteReport):
+        lines = [f"Site {r.site['title']!r} ({r.site['config']}, read with {r.site['read_with']}): "
+                 f"{len(r.editions)} editions, {r.chunks_embedded} passages embedded, "
+                 f"total {r.total_seconds:.1f} s."]
+        for edition, report in r.editions:
+            where = " · ".join(x for x in (edition.version_label, edition.locale) if x)
+            lines.append(f"- {edition.slug} ({where}) at {edition.base_url}")
+            lines.append("  " + summary(report).replace("\n", "\n  "))
+        for item in r.site_warnings:
+            lines.append(f"Warning: {item['file'] or '-'}: {item['message']}")
         return "\n".join(lines)
+    verb = "would index" if r.dry_run else "indexed"
+    lines = [
+        f"Book {r.book!r}: {r.files_seen} files seen, {r.files_indexed} {verb}, {r.files_unchanged} unchanged, "
+        f"{r.files_skipped} skipped, {r.files_failed} failed.",
+        f"Passages: {r.chunks_added} added, {r.chunks_kept} kept, {r.chunks_removed} removed, "
+        f"{r.chunks_embedded} embedded ({r.tokens} tokens, {r.embed_seconds:.1f} s); "
+        f"total {r.total_seconds:.1f} s.",
+    ]
+    if r.documents_removed:
+        lines.append(f"Pages removed: {r.documents_removed}.")
+    if (sentences := r.after.get("sentence_vectors")) and sentences["passages"]:
+        lines.append(f"Sentence vectors: {sentences['passages']} passages made ({sentences['reused']} shared with "
+                     f"equal passages), {sentences['units_embedded']} sentences embedded in "
+                     f"{sentences['seconds']:.1f} s.")
+    if calibration := r.after.get("calibration"):
+        lines.append(f"Calibration: questions scoring below {calibration['threshold']:.3f} are not covered (this "
+                     f"refuses {calibration['off_topic_refused']:.0%} of the off-topic probes and "
+                     f"{calibration['probes_refused'] or 0:.0%} of the book's own); the answerability check is "
+                     f"{'on' if calibration['answerability'] else 'off'} for this book.")
+    for title, items in (("Errors", r.errors), ("Warnings", r.warnings)):
+        if items:
+            lines.append(f"{title}:")
+            for item in items:
+                where = item["file"] or "-"
+                if item["line"]:
+                    where += f":{item['line']}"
+                lines.append(f"  {where}: {item['message']}")
+    return "\n".join(lines)
