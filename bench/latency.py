@@ -126,6 +126,13 @@ class Gunicorn:
         return [rss for pid in machine.children(self.proc.pid) if (rss := machine.rss_mb(pid)) is not None]
 
 
+# gunicorn closes a kept-alive connection after 2 s idle; httpx keeps one 5 s by default, and a request sent on a
+# connection gunicorn is closing at that moment fails with a ReadError that says nothing about bookchat. Every
+# client of a server started here drops its idle connections after 1 s.
+KEEPALIVE_EXPIRY = 1.0
+KEEP_ALIVE = httpx.Limits(keepalive_expiry=KEEPALIVE_EXPIRY)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -134,7 +141,7 @@ def _free_port() -> int:
 
 def warm_up(server: Gunicorn, questions, *, workers: int = 2) -> None:
     """Each worker loads the embedder on its first question; don't time that."""
-    with httpx.Client(base_url=server.url, timeout=60) as client:
+    with httpx.Client(base_url=server.url, timeout=60, limits=KEEP_ALIVE) as client:
         for question, book in questions[: workers * 4]:
             client.post("/api/v1/ask", json={"question": question, "book": book})
 
@@ -142,7 +149,7 @@ def warm_up(server: Gunicorn, questions, *, workers: int = 2) -> None:
 def over_http(server: Gunicorn, questions, *, log) -> dict:
     ask, first_token = [], []
     errors = 0
-    with httpx.Client(base_url=server.url, timeout=60) as client:
+    with httpx.Client(base_url=server.url, timeout=60, limits=KEEP_ALIVE) as client:
         for question, book in questions:
             started = time.perf_counter()
             response = client.post("/api/v1/ask", json={"question": question, "book": book})
@@ -215,7 +222,8 @@ def load(server: Gunicorn | list[Gunicorn], questions, *, clients: int, seconds:
                 errors["kinds"][kind] = errors["kinds"].get(kind, 0) + 1
 
     async def run() -> float:
-        limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+        limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients,
+                              keepalive_expiry=KEEPALIVE_EXPIRY)
         async with httpx.AsyncClient(timeout=60, limits=limits) as client:
             started = time.monotonic()
             await asyncio.gather(*(client_loop(client, started + seconds) for _ in range(clients)))

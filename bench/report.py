@@ -49,6 +49,12 @@ def targets(r: dict) -> list[tuple[str, str, bool | None]]:
     out.append(("20 streams at once (LLM at 0.1 s a token): all end with `final`, health < 1 s meanwhile",
                 f"{twenty['completed']} ended, health max {fmt(twenty['health_max'])} ms" if twenty else "not run",
                 (twenty["completed"] == 20 and twenty["health_max"] < 1000) if twenty else None))
+    soaked = r.get("soak")
+    out.append(("8 clients with an ingest running: answer p95 ≤ 2 × idle p95, 0 errors, worker RSS growth ≤ 10 %",
+                f"{fmt(soaked['soak_p95'])} vs {fmt(soaked['idle_p95'])} ms ({fmt(soaked['p95_ratio'], 2)}×), "
+                f"{len(soaked['errors'])} errors, RSS +{fmt(100 * soaked['rss_growth'], 1)} %" if soaked else "not run",
+                (soaked["p95_ratio"] <= 2 and not soaked["errors"] and soaked["rss_growth"] <= 0.10)
+                if soaked else None))
     rss = max((m for x in r["load"] for m in x["worker_rss_mb"]), default=None)
     out.append(("web worker RSS ≤ 300 MB with the model loaded", f"{fmt(rss)} MB (largest worker, after load)",
                 (rss <= 300) if rss is not None else None))
@@ -129,6 +135,19 @@ def render(r: dict, *, command: str) -> str:
         lines.append(f"| {x['streams']} | {x['completed']} | {x['by_llm']} | {x['held_at_once']} | "
                      f"{fmt(x['seconds'])} | {fmt(x['first_token_p50'], 0)} | {fmt(x['first_token_p95'], 0)} | "
                      f"{fmt(x['health_p50'])} | {fmt(x['health_max'])} | {', '.join(x['errors']) or 0} |")
+    soaked = r.get("soak")
+    if soaked:
+        lines += ["", f"### Soak ({soaked['clients']} clients, gunicorn 2 workers, an ingest of a 6-page book beside "
+                  "them; bench/soak.py)", "",
+                  "| capacity answers/s | think s | soak s | answers | idle p95 ms | soak p95 ms | ratio | ingest s | "
+                  "worker RSS MB | errors |", "|---|---|---|---|---|---|---|---|---|---|",
+                  f"| {fmt(soaked['capacity_answers_per_s'])} | {fmt(soaked['think_seconds'], 2)} | "
+                  f"{fmt(soaked['soak_seconds'], 0)} | {soaked['answers']} | {fmt(soaked['idle_p95'])} | "
+                  f"{fmt(soaked['soak_p95'])} | {fmt(soaked['p95_ratio'], 2)} | "
+                  f"{fmt(soaked['ingest']['started'], 0)}–{fmt(soaked['ingest']['ended'], 0)} | "
+                  + ", ".join(f"{fmt(a, 0)}→{fmt(soaked['rss_end_mb'].get(pid), 0)}"
+                              for pid, a in soaked["rss_start_mb"].items())
+                  + f" | {len(soaked['errors'])} |"]
     lines += ["", f"### Scale (synthetic books; {r['plan']['scale_questions']} squad2-dev questions)", "",
               "| chunks | dense store | retrieval p50 ms | p95 ms | hit@5 | answer p50 ms | answer p95 ms | "
               "HNSW build s | HNSW MB | disk per 1k chunks MB | errors |",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import tempfile
 import time
 import traceback
 from datetime import UTC, datetime
@@ -12,7 +13,7 @@ from pathlib import Path
 from django.conf import settings
 
 from audit.models import AuditLog
-from bench import latency, machine, quality, scale, streams
+from bench import latency, machine, quality, scale, soak, streams
 from bench.ingestion_bench import bench_corpus
 from bench.stats import over_runs
 from bookchat.conf import setting
@@ -30,13 +31,13 @@ def plan(quick: bool) -> dict:
         return {"corpora": ["squad2-dev"], "books": ["squad2-dev"], "questions": 60, "runs": 1, "http_questions": 40,
                 "load": [(1, 8.0), (4, 8.0)], "nodes_load": (8, 8.0),
                 "sizes": [1000], "scale_questions": 40, "qdrant": True,
-                "quality_limit": 150, "reindex_repeats": 2, "streams": [5, 10, 20, 40]}
+                "quality_limit": 150, "reindex_repeats": 2, "streams": [5, 10, 20, 40], "soak_seconds": None}
     return {"corpora": ["squad2-dev", "docusaurus-docs", "physical-ai-book", "physical-ai-book-2"],
             "books": list(ANSWERED_BOOKS), "questions": 300, "runs": 3, "http_questions": 200,
             "load": [(1, 60.0), (4, 60.0), (8, 60.0), (16, 60.0)], "nodes_load": (8, 30.0),
             "sizes": [1000, 10000, 50000],
             "scale_questions": 200, "qdrant": True, "quality_limit": None, "reindex_repeats": 3,
-            "streams": [5, 10, 20, 40, 80]}
+            "streams": [5, 10, 20, 40, 80], "soak_seconds": 60.0}
 
 
 def run(*, data: Path, quick: bool, log, save_to: Path | None = None) -> dict:
@@ -47,7 +48,7 @@ def run(*, data: Path, quick: bool, log, save_to: Path | None = None) -> dict:
     results: dict = {"quick": quick, "plan": dict(p), "machine": machine.describe(),
                      "started": started_at.isoformat(timespec="seconds"), "failures": {}, "ingestion": [],
                      "in_process": None, "http": None, "load": [], "nodes": [], "streams": [], "scale": [],
-                     "quality": {},
+                     "soak": None, "quality": {},
                      "serving": {"workers": setting("WEB_WORKERS"), "threads": setting("WEB_THREADS")}}
 
     def section(name: str, key: str, measure) -> None:
@@ -123,6 +124,22 @@ def run(*, data: Path, quick: bool, log, save_to: Path | None = None) -> dict:
         return results["streams"]
 
     section("streams held open at once (LLM at 0.1 s a token)", "streams", held_open)
+
+    def soaked():
+        book = p["books"][0]
+        asked = [q.question for q in load_questions(data / book / "questions.jsonl") if q.kind == "answerable"][:32]
+        slug = "bench-soak"
+        with tempfile.TemporaryDirectory() as root:
+            try:
+                figures = soak.soak(asked, book, ingest_root=Path(root), ingest_slug=slug,
+                                    seconds=p["soak_seconds"], measured=True)
+            finally:
+                Book.objects.filter(slug=slug).delete()
+        log("  " + soak.describe(figures))
+        return figures
+
+    if p["soak_seconds"]:
+        section(f"soak: {soak.CLIENTS} clients for {p['soak_seconds']:.0f} s with an ingest running", "soak", soaked)
 
     def scaled():
         squad = [q for q in load_questions(data / "squad2-dev" / "questions.jsonl")

@@ -3,7 +3,8 @@
 while one client asks ``/api/v1/health`` back to back. Reported per N: streams that ended with a ``final``
 event (and how many of those the LLM wrote, rather than the extractive fallback past the generation budget),
 the most streams open at the same moment (from headers to last byte), time to the first token, and health's
-latency meanwhile.
+latency meanwhile, and how many health answers came back before half of the streams had ended (with workers
+that serve one request at a time, health waits in the queue behind them and gets none).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import time
 
 import httpx
 
+from bench.latency import KEEP_ALIVE
 from bench.stats import pct
 
 TOKEN_SECONDS = 0.1
@@ -60,16 +62,19 @@ def held_at_once(results: list[dict]) -> int:
 def held_streams(url: str, questions: list[tuple[str, str]], *, streams: int) -> dict:
     """Start ``streams`` streams at once (each on a connection of its own) and measure them and health."""
     health_ms: list[float] = []
+    health_answered: list[float] = []  # when each health answer arrived, monotonic
     health_errors: list[str] = []
 
     async def poll_health(done: asyncio.Event) -> None:
-        async with httpx.AsyncClient(base_url=url, timeout=10) as http:
+        async with httpx.AsyncClient(base_url=url, timeout=10, limits=KEEP_ALIVE) as http:
             while not done.is_set():
                 started = time.perf_counter()
                 try:
                     response = await http.get("/api/v1/health")
                     if response.status_code != 200:
                         health_errors.append(str(response.status_code))
+                    else:
+                        health_answered.append(time.monotonic())
                 except httpx.HTTPError as exc:
                     health_errors.append(type(exc).__name__)
                 health_ms.append((time.perf_counter() - started) * 1000)
@@ -88,9 +93,11 @@ def held_streams(url: str, questions: list[tuple[str, str]], *, streams: int) ->
         elapsed = time.monotonic() - started
         done.set()
         await asyncio.wait_for(health, timeout=15)
-        return results, elapsed
+        return results, elapsed, started
 
-    results, elapsed = asyncio.run(run())
+    results, elapsed, started = asyncio.run(run())
+    closed = sorted(r["closed"] for r in results)
+    half_ended = started + closed[len(closed) // 2]
     finals = [r["final"] for r in results if r["final"] is not None]
     first_token_ms = [r["first_token"] * 1000 for r in results if r["first_token"] is not None]
     errors = [r["error"] if isinstance(r["error"], str) else r["error"].get("error") for r in results if r["error"]]
@@ -98,4 +105,5 @@ def held_streams(url: str, questions: list[tuple[str, str]], *, streams: int) ->
             "by_llm": sum(f["generator"] != "extractive" for f in finals), "held_at_once": held_at_once(results),
             "seconds": elapsed, "first_token_p50": pct(first_token_ms, 50), "first_token_p95": pct(first_token_ms, 95),
             "health_p50": pct(health_ms, 50), "health_max": max(health_ms, default=None), "health_n": len(health_ms),
+            "health_before_half_ended": sum(started <= t < half_ended for t in health_answered),
             "errors": sorted(errors) + health_errors}

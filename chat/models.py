@@ -175,7 +175,8 @@ class RateCounter(models.Model):
     """Questions counted in the current fixed window of one rate-limit bucket (see ``chat.channels.throttling``)."""
 
     bucket = models.CharField(max_length=200, primary_key=True)
-    window_start = models.BigIntegerField(help_text="Start of the window, in Unix seconds.")
+    window_ends = models.FloatField(help_text="When the window that the first counted request opened ends, in Unix "
+                                          "seconds.")
     count = models.PositiveIntegerField(default=0)
 
     def __str__(self) -> str:

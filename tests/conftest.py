@@ -1,5 +1,6 @@
 """Shared fixtures: the real embedded Postgres (via pytest-django), corpora ingested once per session,
-tiny books built on disk, and the test OpenAI-compatible server.
+tiny books built on disk, and the test OpenAI-compatible server; and ``NEEDS``, what the tests need besides
+Python packages, with how to install each.
 
 Corpora are ingested into the test database outside any test transaction (on a thread of
 their own, see ``committed``) and shared by the whole session, so no test here may use
@@ -11,15 +12,20 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from tests.support import docusaurus_site
+from tests.support.browser import CHROMIUM
+from tests.support.nodes import REDIS_SERVER
 from tests.support.openai_server import FakeOpenAIServer
 from tests.support.served import forget_answers_since
 from tests.support.shared_data import SHARED_DATA, all_present, shared_corpus
@@ -28,6 +34,83 @@ REPO = Path(__file__).resolve().parent.parent
 CORPORA = ("docusaurus-docs", "physical-ai-book", "physical-ai-book-2", "squad2-dev")
 # Corpora embedded for real in the test session (the others are checked without embedding: see test_corpora).
 EMBEDDED_CORPORA = ("docusaurus-docs", "squad2-dev")
+
+
+@dataclass(frozen=True)
+class Need:
+    """Something a group of tests needs that `pip install` doesn't bring: ``missing()`` says why it isn't here
+    (None when it is), ``install`` how to get it."""
+
+    missing: Callable[[], str | None]
+    install: str
+
+
+def _node_missing() -> str | None:
+    return docusaurus_site.unavailable_reason()
+
+
+# Every group a test can need (``@pytest.mark.needs("browser")``; the ``ingest_corpus`` fixture needs "shared-data").
+# `make test` and CI run them all: a group that is needed by the selected tests and missing stops the session
+# before it starts, with one line naming it and how to install it, unless BOOKCHAT_TEST_SKIP names it (a comma-
+# separated list of groups), which skips its tests instead, each with the reason.
+NEEDS = {
+    "shared-data": Need(lambda: None if SHARED_DATA.is_dir() else f"the shared test corpora are not at {SHARED_DATA}",
+                        "set BOOKCHAT_SHARED_DATA to the folder holding docusaurus-docs/, squad2-dev/, …"),
+    "browser": Need(lambda: None if Path(CHROMIUM).exists() else f"Chromium is not at {CHROMIUM}",
+                    "apt-get install -y chromium (or set BOOKCHAT_CHROMIUM to a Chromium binary)"),
+    "redis": Need(lambda: None if os.access(REDIS_SERVER, os.X_OK) else f"redis-server is not at {REDIS_SERVER}",
+                  "apt-get install -y redis-server"),
+    "node": Need(_node_missing, "apt-get install -y nodejs npm"),
+    "tmpfs": Need(lambda: None if os.geteuid() == 0 and shutil.which("mount") else "mounting a tmpfs needs root",
+                  "run the tests as root (the full-disk drill mounts a 64 KiB tmpfs)"),
+}
+FIXTURE_NEEDS = {"ingest_corpus": "shared-data"}
+
+
+def skipped_groups() -> set[str]:
+    """The groups BOOKCHAT_TEST_SKIP names; an unknown name stops the session (a typo would run nothing less)."""
+    named = {part.strip() for part in os.environ.get("BOOKCHAT_TEST_SKIP", "").split(",") if part.strip()}
+    unknown = sorted(named - set(NEEDS))
+    if unknown:
+        pytest.exit(f"BOOKCHAT_TEST_SKIP names {', '.join(unknown)}: the groups are {', '.join(NEEDS)}", returncode=4)
+    return named
+
+
+def require(group: str) -> None:
+    """For a helper that finds out late that its test needs ``group``: fail naming how to install it, or skip
+    when BOOKCHAT_TEST_SKIP names the group."""
+    reason = NEEDS[group].missing()
+    if reason is None:
+        return
+    if group in skipped_groups():
+        pytest.skip(f"{reason} (BOOKCHAT_TEST_SKIP={group})")
+    pytest.fail(f"{reason} — {NEEDS[group].install} (or BOOKCHAT_TEST_SKIP={group} to skip those tests)")
+
+
+def groups_needed(item) -> set[str]:
+    marked = {mark.args[0] for mark in item.iter_markers("needs")}
+    fixtures = getattr(item, "fixturenames", ())
+    return marked | {group for fixture, group in FIXTURE_NEEDS.items() if fixture in fixtures}
+
+
+def check_needs(items) -> set[str]:
+    """Stop the session when a group the items need is missing and not skipped; mark the skipped ones' tests.
+    Returns the groups needed."""
+    needed = set().union(*(groups_needed(item) for item in items))
+    unknown = needed - set(NEEDS)
+    if unknown:
+        pytest.exit(f"tests are marked needs({', '.join(sorted(unknown))}); NEEDS in tests/conftest.py knows "
+                    f"{', '.join(NEEDS)}", returncode=4)
+    skip = skipped_groups()
+    missing = {group: reason for group in sorted(needed) if (reason := NEEDS[group].missing())}
+    stop = [f"{reason} — {NEEDS[group].install}" for group, reason in missing.items() if group not in skip]
+    if stop:
+        names = ",".join(group for group in missing if group not in skip)
+        pytest.exit("; ".join(stop) + f" (or BOOKCHAT_TEST_SKIP={names} to skip those tests)", returncode=4)
+    for item in items:
+        for group in groups_needed(item) & set(missing):
+            item.add_marker(pytest.mark.skip(reason=f"{missing[group]} (BOOKCHAT_TEST_SKIP={group})"))
+    return needed
 
 
 def run_command(*args: str) -> tuple[int, str, str]:
@@ -183,11 +266,27 @@ def pytest_collection_modifyitems(session, config, items) -> None:
         return 0 if item.path.name in SELF_CONTAINED else 1
 
     items[:] = sorted(items, key=stage)  # stable: the order within a stage is kept
+    if "node" in check_needs(items) and "node" not in skipped_groups():
+        build_docusaurus_site_in_background()
     config.stash[BOOKS_WANTED] = ((MANUAL,) if any(needs(item, "manual_book") for item in items) else ()) + \
         (EMBEDDED_CORPORA if any(needs(item, "ingest_corpus") for item in items) else ())
 
 
 BOOKS_WANTED = pytest.StashKey[tuple]()
+
+
+def build_docusaurus_site_in_background() -> None:
+    """Start building the cached real Docusaurus site (tests/support/docusaurus_site.py; ~60–85 s cold, mostly
+    npm) while the first tests run, so that `make test` on a fresh clone needs no pre-warm step. Its tests call
+    ``docusaurus_site.site()``, which waits on the build's file lock and then finds it done (or, if this build
+    failed, builds it again and fails with the step that broke). Its output: var/cache/docusaurus-site.log."""
+    if docusaurus_site.is_built():
+        return
+    log_path = REPO / "var" / "cache" / "docusaurus-site.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "w") as log:
+        subprocess.Popen([sys.executable, str(Path(docusaurus_site.__file__))], cwd=REPO, stdout=log,
+                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -328,7 +328,7 @@ def test_evaluate_compare_restores_settings_when_a_run_fails(tmp_path, manual_bo
     assert conf.setting("DEADLINE_SECONDS") == 60.0
 
 
-@pytest.mark.shared_data
+@pytest.mark.needs("shared-data")
 @pytest.mark.slow
 @pytest.mark.parametrize("corpus", ["squad2-dev", "docusaurus-docs"])
 def test_evaluate_runs_on_a_real_corpus(ingest_corpus, corpus):

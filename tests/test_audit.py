@@ -112,7 +112,9 @@ def test_the_cli_ask_command_is_recorded():
 def test_quality_evaluation_is_not_recorded(tmp_path):
     questions = tmp_path / "q.jsonl"
     questions.write_text(json.dumps({"question": QUESTION, "expected_pages": ["using/01-ingest.md"]}) + "\n")
-    run_command("evaluate", "--questions", str(questions), "--book", BOOK)
+    code, out, err = run_command("evaluate", "--questions", str(questions), "--book", BOOK, "--json")
+    assert code == 0, err
+    assert json.loads(out)["questions"] == 1, "the question was asked"
     assert not AuditLog.objects.exists()
 
 

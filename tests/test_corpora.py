@@ -19,7 +19,7 @@ from ingestion.models import Chunk
 from tests.conftest import CORPORA, EMBEDDED_CORPORA, run_command
 from tests.support.shared_data import shared_corpus
 
-pytestmark = [pytest.mark.django_db, pytest.mark.shared_data, pytest.mark.slow]
+pytestmark = [pytest.mark.django_db, pytest.mark.needs("shared-data"), pytest.mark.slow]
 
 
 @pytest.mark.parametrize("name", EMBEDDED_CORPORA)

@@ -202,6 +202,7 @@ def test_bad_category_files_fall_back_with_a_warning(tmp_path):
     assert category_label(tmp_path, "broken-yml") == "Broken yml"  # never raises
 
 
+@pytest.mark.needs("shared-data")
 def test_category_labels_of_the_real_corpora():
     data = shared_data()
     docs = data / "docusaurus-docs" / "docs"

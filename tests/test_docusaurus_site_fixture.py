@@ -5,17 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.docusaurus_site import SITE_URL, anchors, check_url, page_for, site, unavailable_reason
+from tests.support.docusaurus_site import SITE_URL, anchors, check_url, page_for, site
 
-pytestmark = pytest.mark.slow  # ~85 s when the cache is cold
+pytestmark = [pytest.mark.slow, pytest.mark.needs("node")]  # ~85 s when the cache is cold
 
 
 @pytest.fixture(scope="module")
 def build():
-    reason = unavailable_reason()
-    if reason:
-        print(reason)
-        pytest.skip(reason)
     return site() / "build"
 
 

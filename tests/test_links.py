@@ -208,6 +208,7 @@ def test_a_stored_page_is_rechecked_only_when_a_page_it_links_to_changes_url():
     assert not book.still_resolve(None)
 
 
+@pytest.mark.needs("shared-data")
 def test_the_pre_pass_slug_is_the_parsers_on_every_page_of_the_real_corpora():
     for name in ("docusaurus-docs", "physical-ai-book", "physical-ai-book-2"):
         for file in discover(shared_corpus(name)).files:

@@ -109,6 +109,17 @@ def test_counts_restart_when_the_window_moves_on():
     count_request(buckets, now=1_000_081.0)
 
 
+def test_a_window_opens_with_the_first_request_not_on_the_minute():
+    """1,000,020 is a whole minute of the clock: a window opened 55 s into a minute still counts the next request
+    after the minute turns, so no test (and no caller) gets its allowance twice by sending across it."""
+    buckets = [("test:anchored", Rate(1, 60))]
+    count_request(buckets, now=1_000_075.0)
+    with pytest.raises(RateLimited) as limited:
+        count_request(buckets, now=1_000_085.0)
+    assert limited.value.retry_after == 50, "the window ends 60 s after the request that opened it"
+    count_request(buckets, now=1_000_136.0)
+
+
 @pytest.mark.parametrize("value, rate", [("10/minute", Rate(10, 60)), ("100/hour", Rate(100, 3600)),
                                          ("5/10s", Rate(5, 10)), ("1/day", Rate(1, 86400)), (" 3 / min ", Rate(3, 60)),
                                          ("", None)])

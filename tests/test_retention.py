@@ -3,8 +3,10 @@ was not archived."""
 
 from __future__ import annotations
 
+import errno
 import gzip
 import json
+import subprocess
 import uuid
 from datetime import timedelta
 
@@ -67,9 +69,35 @@ def test_days_option_and_its_errors(rows):
     assert code == 2 and "at least 1 day" in err
 
 
-def test_a_full_disk_deletes_nothing(rows, tmp_path, monkeypatch):
+@pytest.fixture
+def full_disk(settings, tmp_path):
+    """A real 64 KiB tmpfs as the data directory, filled to the last block: writes there fail with ENOSPC."""
+    mount_point = tmp_path / "small-disk"
+    mount_point.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount_point)], check=True)
+    try:
+        with open(mount_point / "filler", "wb", buffering=0) as filler, pytest.raises(OSError) as full:
+            while True:
+                filler.write(b"\0" * 4096)
+        assert full.value.errno == errno.ENOSPC
+        settings.DATA_DIR = mount_point
+        yield mount_point
+    finally:
+        subprocess.run(["umount", str(mount_point)], check=True)
+
+
+@pytest.mark.needs("tmpfs")
+def test_a_full_disk_deletes_nothing(rows, full_disk):
+    code, out, err = run_command("audit_purge")
+    assert code == 1 and "No space left on device" in err and "no audit record was deleted" in err
+    assert AuditLog.objects.count() == 4
+    assert not [p for p in (full_disk / "archive").glob("*")], "no partial archive is left behind"
+
+
+def test_a_failed_archive_write_deletes_nothing_simulated(rows, tmp_path, monkeypatch):
+    """The same path as the full disk above, without a real one: every archive write raises ENOSPC."""
     def no_space(self, data):
-        raise OSError(28, "No space left on device")
+        raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(gzip.GzipFile, "write", no_space)
     code, out, err = run_command("audit_purge")

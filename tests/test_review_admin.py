@@ -79,8 +79,12 @@ def test_staff_without_the_reviewers_group_sees_no_audit_rows(client):
 
 
 def test_a_javascript_url_in_a_source_is_never_a_link(client, reviewer):
-    entry = row(sources=[{"n": 1, "heading_path": "Evil", "url": "javascript:alert(1)", "score": 0.5}])
-    html = client.get(reverse("admin:audit_auditlog_change", args=[entry.pk])).content.decode()
+    entry = row(sources=[{"n": 1, "heading_path": "Evil", "url": "javascript:alert(1)", "score": 0.5},
+                         {"n": 2, "heading_path": "Good", "url": "https://docs.example.org/good", "score": 0.4}])
+    response = client.get(reverse("admin:audit_auditlog_change", args=[entry.pk]))
+    html = response.content.decode()
+    assert response.status_code == 200 and "Evil" in html, "the source is listed"
+    assert 'href="https://docs.example.org/good"' in html, "a web address is a link"
     assert "javascript:alert" not in html
 
 

@@ -4,6 +4,7 @@ worker; Ctrl-C stops all of them cleanly. Runs as a real subprocess against the 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -15,7 +16,7 @@ import psutil
 import pytest
 from django.core.management import CommandError, call_command
 
-from ingestion.models import Book
+from ingestion.models import Book, Chunk
 from tests.conftest import REPO, committed
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
@@ -61,6 +62,7 @@ def test_serve_indexes_the_bundled_book_and_yours_serves_the_admin_and_stops_on_
         task_workers = [c for c in children if "qcluster" in " ".join(c.cmdline())]
         web_priority = psutil.Process(proc.pid).nice()
         assert task_workers and all(c.nice() > web_priority for c in task_workers), "indexing yields the cores"
+        own_passages = committed(lambda: Chunk.objects.filter(book__slug="serve-own-book").count())
         os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C reaches the whole foreground process group
         out, _ = proc.communicate(timeout=60)
     finally:
@@ -69,6 +71,14 @@ def test_serve_indexes_the_bundled_book_and_yours_serves_the_admin_and_stops_on_
             proc.wait()
         committed(lambda: Book.objects.filter(slug="serve-own-book").delete())
     assert proc.returncode == 0, out
+    # The manual went through an index run (this session had indexed it already, so its pages are unchanged),
+    # then your book was indexed and holds its passage.
+    manual = re.search(r"Indexing the bundled book in .+ …\n  (\d+) pages indexed, (\d+) unchanged, \d+ passages "
+                       r"embedded, 0 errors", out)
+    assert manual, out
+    assert int(manual[1]) + int(manual[2]) == manual_book["files_seen"] - manual_book["files_skipped"] > 0
+    assert "Book 'serve-own-book': 1 files seen, 1 indexed, 0 unchanged, 0 skipped, 0 failed." in out
+    assert own_passages >= 1
     assert "Your book 'serve-own-book' is the default book" in out
     assert "with password" not in out, "a password from BOOKCHAT_ADMIN_PASSWORD is never printed"
     assert "Stopped." in out

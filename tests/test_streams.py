@@ -1,7 +1,8 @@
 """A stream doesn't hold a worker: on gunicorn started as `make run` starts it (``serve.gunicorn_command``), twenty
-readers streaming answers from an LLM that writes 0.1 s a token all get their ``final`` event, and
-``/api/v1/health`` keeps answering within a second meanwhile. With sync workers (one request per process) the
-streams queued two at a time and health waited behind them."""
+readers streaming answers from an LLM that writes 0.1 s a token all get their ``final`` event, all twenty are open
+at the same moment, and ``/api/v1/health`` answers while they run. With sync workers (one request per process) the
+streams queued two at a time and health waited behind them. Checked by what happens, not how fast: how fast is
+``make bench``'s (bench/streams.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ QUESTION = "How do I ingest a folder?"
 STREAMS = 20
 
 
-def test_twenty_streams_get_their_answer_while_health_answers_within_a_second(openai_server, manual_book, served):
+def test_twenty_streams_are_held_at_once_and_health_answers_meanwhile(openai_server, manual_book, served):
     openai_server.reset()
     openai_server.token_delay = TOKEN_SECONDS
     llm = {"BOOKCHAT_LLM_BASE_URL": openai_server.base_url, "BOOKCHAT_LLM_API_KEY": "test",
@@ -29,5 +30,5 @@ def test_twenty_streams_get_their_answer_while_health_answers_within_a_second(op
     assert measured["errors"] == [], measured
     assert measured["completed"] == STREAMS, measured
     assert asked_the_llm == STREAMS, "every stream waited on the LLM's tokens"
-    assert measured["health_n"] >= 3, measured
-    assert measured["health_max"] < 1000, f"health waited behind the streams: {measured}"
+    assert measured["held_at_once"] == STREAMS, f"streams waited for a free worker: {measured}"
+    assert measured["health_before_half_ended"] >= 3, f"health waited behind the streams: {measured}"

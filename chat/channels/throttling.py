@@ -2,9 +2,11 @@
 
 Counters live in Postgres (``RateCounter``), so every gunicorn worker and every machine
 shares them; one statement counts the request in all of its buckets and returns the counts
-(an upsert that restarts a bucket's count when its fixed window has moved on). Fixed
-windows are simple and exact about ``Retry-After`` (the seconds until the window ends); a
-client can burst up to twice the limit across a window boundary, which is fine for this.
+(an upsert that restarts a bucket's count when its window has ended). A window opens with
+the first request counted after the last one ended and lasts the rate's period: not the
+wall clock's minute or day, so what a caller is allowed never depends on when in the minute
+it starts. Fixed windows are simple and exact about ``Retry-After`` (the seconds until the
+window ends); a client can burst up to twice the limit across two windows, which is fine.
 
 Buckets by caller:
 
@@ -59,21 +61,25 @@ def buckets_for(client: Client, request) -> list[tuple[str, Rate]]:
 
 
 def count_request(buckets: list[tuple[str, Rate]], *, now: float | None = None) -> None:
-    """Count one request in each bucket; raise ``RateLimited`` (with the longest wait) if any is over."""
+    """Count one request in each bucket; raise ``RateLimited`` (with the longest wait) if any is over.
+
+    A bucket's window opens with the first request counted in it and lasts the rate's seconds; the first
+    request after it ends opens the next one. ``now`` (default: the time) is the only clock read."""
     if not buckets:
         return
     now = time.time() if now is None else now
-    windows = {bucket: int(now // rate.seconds) * rate.seconds for bucket, rate in buckets}
     values = ", ".join(["(%s, %s, 1)"] * len(buckets))
-    params = [p for bucket, _ in buckets for p in (bucket, windows[bucket])]
+    params = [p for bucket, rate in buckets for p in (bucket, now + rate.seconds)]
     with connection.cursor() as cursor:
         cursor.execute(
-            f"INSERT INTO chat_ratecounter (bucket, window_start, count) VALUES {values} "
-            "ON CONFLICT (bucket) DO UPDATE SET count = CASE WHEN chat_ratecounter.window_start = "
-            "EXCLUDED.window_start THEN chat_ratecounter.count + 1 ELSE 1 END, window_start = EXCLUDED.window_start "
-            "RETURNING bucket, count", params)
-        counts = dict(cursor.fetchall())
-    over = [(windows[bucket] + rate.seconds - now, rate) for bucket, rate in buckets if counts[bucket] > rate.limit]
+            f"INSERT INTO chat_ratecounter (bucket, window_ends, count) VALUES {values} "
+            "ON CONFLICT (bucket) DO UPDATE SET "
+            "count = CASE WHEN chat_ratecounter.window_ends > %s THEN chat_ratecounter.count + 1 ELSE 1 END, "
+            "window_ends = CASE WHEN chat_ratecounter.window_ends > %s THEN chat_ratecounter.window_ends "
+            "ELSE EXCLUDED.window_ends END "
+            "RETURNING bucket, count, window_ends", [*params, now, now])
+        counts = {bucket: (count, ends) for bucket, count, ends in cursor.fetchall()}
+    over = [(counts[bucket][1] - now, rate) for bucket, rate in buckets if counts[bucket][0] > rate.limit]
     if over:
         raise RateLimited(*max(over, key=lambda item: item[0]))
 
@@ -83,7 +89,7 @@ def check_rate(request, client: Client) -> None:
 
 
 def purge_old_counters(*, older_than_seconds: int = 86400) -> int:
-    deleted, _ = RateCounter.objects.filter(window_start__lt=time.time() - older_than_seconds).delete()
+    deleted, _ = RateCounter.objects.filter(window_ends__lt=time.time() - older_than_seconds).delete()
     return deleted
 
 

@@ -9,8 +9,6 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import pytest
-
 CHROMIUM = os.environ.get("BOOKCHAT_CHROMIUM", "/usr/bin/chromium")
 # Flags for a headless Chromium on a machine without network: no sandbox (CI runs as root), no background
 # connections (they are refused here, many at a time), no first-run work.
@@ -19,14 +17,14 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--
 DOCS_PAGE = Path(__file__).resolve().parent / "docs_site" / "index.html"
 
 
-def chromium_or_skip() -> str:
-    """The Chromium binary; a missing one skips the browser tests, or fails them where they must run (CI)."""
-    if Path(CHROMIUM).exists():
-        return CHROMIUM
-    reason = f"Chromium not found at {CHROMIUM} (Debian: apt-get install -y chromium)"
-    if os.environ.get("BOOKCHAT_REQUIRE_BROWSER") == "1":
-        pytest.fail(f"BOOKCHAT_REQUIRE_BROWSER=1 but {reason}")
-    pytest.skip(reason)
+def chromium() -> str:
+    """The Chromium binary (the "browser" group of ``NEEDS`` in tests/conftest.py: missing, the session stops
+    before it starts, unless BOOKCHAT_TEST_SKIP names the group)."""
+    if not Path(CHROMIUM).exists():
+        from tests.conftest import require  # conftest imports this module
+
+        require("browser")
+    return CHROMIUM
 
 
 class _Served:

@@ -1,5 +1,5 @@
-"""Where ../shared/data is, and the rule for tests that need it: skip with a printed reason when it is
-absent (users' clones don't have it), fail instead when BOOKCHAT_REQUIRE_SHARED_DATA=1 (CI)."""
+"""Where ../shared/data is (``BOOKCHAT_SHARED_DATA`` overrides it). Tests that need it are in the "shared-data"
+group of ``NEEDS`` (tests/conftest.py): missing, it stops the session unless ``BOOKCHAT_TEST_SKIP`` names it."""
 
 from __future__ import annotations
 
@@ -13,11 +13,9 @@ SHARED_DATA = Path(os.environ.get("BOOKCHAT_SHARED_DATA") or Path(__file__).reso
 
 def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
-        reason = f"shared test data not found at {SHARED_DATA} (set BOOKCHAT_SHARED_DATA to its folder)"
-        if os.environ.get("BOOKCHAT_REQUIRE_SHARED_DATA") == "1":
-            pytest.fail(f"BOOKCHAT_REQUIRE_SHARED_DATA=1 but {reason}")
-        print(reason)
-        pytest.skip(reason)
+        from tests.conftest import require  # conftest imports this module
+
+        require("shared-data")
     return SHARED_DATA
 
 
@@ -25,9 +23,7 @@ def shared_corpus(name: str) -> Path:
     """The ``docs/`` folder of one corpus in ../shared/data."""
     path = shared_data() / name / "docs"
     if not path.is_dir():
-        if os.environ.get("BOOKCHAT_REQUIRE_SHARED_DATA") == "1":
-            pytest.fail(f"BOOKCHAT_REQUIRE_SHARED_DATA=1 but {path} is absent")
-        pytest.skip(f"{path} is absent")
+        pytest.fail(f"{path} is absent: {SHARED_DATA} is not the whole shared test data")
     return path
 
 

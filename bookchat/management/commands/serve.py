@@ -168,7 +168,7 @@ class Command(BaseCommand):
         web, web_env = gunicorn_command(bind=f"{host}:{port}"), gunicorn_environment(env)
         tasks = task_command()
         # Even so, an upload's embedding takes both cores for as long as it runs; at a lower CPU priority it
-        # uses what answers leave, and answers under load stay within 2× their idle p95 (tests/test_soak.py).
+        # uses what answers leave, and answers under load stay within 2× their idle p95 (bench/soak.py, `make bench`).
         niceness = setting("TASK_NICENESS")
         lower_priority = (lambda: os.nice(niceness)) if niceness else None
         wanted = [(web, web_env, None)] if role != "worker" else []
