@@ -344,7 +344,7 @@ def squad_questions(count: int) -> list[dict]:
 
 
 @pytest.mark.slow
-@pytest.mark.shared_data
+@pytest.mark.needs("shared-data")
 def test_qdrant_and_pgvector_retrieve_the_same_top_five(squad, qdrant, settings):
     report = sync_mirror(book=squad)
     assert report.upserted == report.books[0].chunks > 0
