@@ -47,6 +47,9 @@ UPLOAD = {f"docs/{n:02d}-rigging.md": (f"# Rigging {n}\n\n" + "".join(
     f"## Part {k}\n\n{SECTION} Rigging {n} part {k}.\n\n" for k in range(2))).encode() for n in range(4)}
 READERS = 8
 READ_AFTER_LOSS_SECONDS = 4
+# Each reader waits this long after an answer (a person reads it): ~7 questions a second in all, enough to show that
+# every request reaches a live node, without taking the cores the rest of the drill and the suite need.
+READ_PAUSE_SECONDS = 1.0
 STALE_SECONDS = 6  # the heartbeat comes every second; a busy 2-core CI machine may delay it a few
 
 
@@ -175,6 +178,7 @@ def test_two_web_and_two_worker_nodes_survive_losing_one_of_each(tmp_path, capsy
                 while not stop.is_set():
                     ip = f"10.{random.randrange(256)}.{random.randrange(256)}.{random.randrange(1, 255)}"
                     balancer.ask(client, balancer.pick(), random.choice(QUESTIONS), {"X-Forwarded-For": ip})
+                    stop.wait(READ_PAUSE_SECONDS)
 
         readers = [threading.Thread(target=read, daemon=True) for _ in range(READERS)]
         for reader in readers:

@@ -1,5 +1,5 @@
 """Load: 8 clients over real gunicorn (2 workers, as `make run` starts it) mixing asks, streams and feedback for
-20 seconds and for as long as `manage.py ingest` indexes a small book beside them (bench/soak.py says how the
+10 seconds and for as long as `manage.py ingest` indexes a small book beside them (bench/soak.py says how the
 load is made). Checked by outcome: every request answered (each stream with its ``final`` event), the ingest
 done, no worker replaced, and no worker's memory grown by more than 10 % from after the warm-up to the end.
 How fast answers stay under this load (the soak p95 against the idle one) is measured by ``make bench``, not
@@ -21,14 +21,14 @@ from tests.support.served import forget_answers_since
 pytestmark = pytest.mark.slow
 
 BOOK = "bookchat-manual"
-SOAK_SECONDS = 20.0
+SOAK_SECONDS = 10.0  # at least: the soak lasts until the ingest beside it has ended (~15 s here)
 
 
 def soak_questions() -> list[str]:
     sections = committed(lambda: list(Chunk.objects.filter(book__slug=BOOK)
                                       .values_list("heading_path", flat=True).distinct()))
     topics = sorted({path.split(" > ")[-1] for path in sections})
-    return [f"What does the book say about {topic.lower()}?" for topic in topics][:32]
+    return [f"What does the book say about {topic.lower()}?" for topic in topics][:16]
 
 
 def test_eight_clients_with_an_ingest_running_are_all_answered(manual_book, tmp_path, django_db_blocker):
