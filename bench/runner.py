@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import tempfile
 import time
 import traceback
 from datetime import UTC, datetime
@@ -126,15 +125,7 @@ def run(*, data: Path, quick: bool, log, save_to: Path | None = None) -> dict:
     section("streams held open at once (LLM at 0.1 s a token)", "streams", held_open)
 
     def soaked():
-        book = p["books"][0]
-        asked = [q.question for q in load_questions(data / book / "questions.jsonl") if q.kind == "answerable"][:32]
-        slug = "bench-soak"
-        with tempfile.TemporaryDirectory() as root:
-            try:
-                figures = soak.soak(asked, book, ingest_root=Path(root), ingest_slug=slug,
-                                    seconds=p["soak_seconds"], measured=True)
-            finally:
-                Book.objects.filter(slug=slug).delete()
+        figures = soak.measured_soak(data, p["books"][0], seconds=p["soak_seconds"])
         log("  " + soak.describe(figures))
         return figures
 

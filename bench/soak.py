@@ -33,6 +33,7 @@ import os
 import random
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -166,6 +167,20 @@ def start_ingest(root: Path, slug: str) -> subprocess.Popen:
                             preexec_fn=lambda: os.nice(niceness))
 
 
+def measured_soak(data: Path, book: str, *, seconds: float) -> dict:
+    """The measured soak over ``book``'s answerable questions (its ``questions.jsonl`` in ``data``): ``make bench``
+    and ``manage.py bench --soak``. The book must be indexed."""
+    from chat.quality.evaluation import load_questions
+    from ingestion.models import Book
+
+    asked = [q.question for q in load_questions(data / book / "questions.jsonl") if q.kind == "answerable"][:32]
+    with tempfile.TemporaryDirectory() as root:
+        try:
+            return soak(asked, book, ingest_root=Path(root), ingest_slug="bench-soak", seconds=seconds, measured=True)
+        finally:
+            Book.objects.filter(slug="bench-soak").delete()
+
+
 def soak(questions: list[str], book: str, *, ingest_root: Path, ingest_slug: str, seconds: float,
          measured: bool) -> dict:
     """Warm up, (measured: capacity and idle,) then the soak with the ingest; the figures and every error.
@@ -230,36 +245,3 @@ def describe(f: dict) -> str:
             f"{f['ingest']['ended']:.0f} s; worker RSS "
             + ", ".join(f"{f['rss_start_mb'][p]:.0f}→{f['rss_end_mb'].get(p, 0):.0f} MB" for p in f["rss_start_mb"]))
 
-
-def main() -> None:
-    """`python -m bench.soak [--book SLUG] [--seconds N] [--data DIR]`: the measured soak alone, on the development
-    database (the book must be indexed; `make bench` runs it as part of the full run). Prints the figures."""
-    import argparse
-    import tempfile
-
-    import django
-
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bookchat.settings")
-    django.setup()
-    from chat.quality.evaluation import load_questions
-    from ingestion.models import Book
-
-    parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("--book", default="squad2-dev")
-    parser.add_argument("--seconds", type=float, default=60.0)
-    parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data")
-    args = parser.parse_args()
-    asked = [q.question for q in load_questions(args.data / args.book / "questions.jsonl")
-             if q.kind == "answerable"][:32]
-    with tempfile.TemporaryDirectory() as root:
-        try:
-            figures = soak(asked, args.book, ingest_root=Path(root), ingest_slug="bench-soak", seconds=args.seconds,
-                           measured=True)
-        finally:
-            Book.objects.filter(slug="bench-soak").delete()
-    print(describe(figures))
-    print(json.dumps({k: v for k, v in figures.items() if k not in ("rss_start_mb", "rss_end_mb")}, default=str))
-
-
-if __name__ == "__main__":
-    main()

@@ -1,6 +1,7 @@
 """``manage.py bench [--quick] [--output FILE] [--json FILE]``: run every benchmark and rewrite the measured
 part of BENCHMARKS.md (see the ``bench`` package). ``make bench`` runs it; ``make bench QUICK=1`` runs
-a ~2-minute subset. Works on the development database: books ``bench-*`` are made and deleted."""
+a ~2-minute subset; ``--soak`` runs only the measured soak (``bench/soak.py``) and prints it, writing nothing.
+Works on the development database: books ``bench-*`` are made and deleted."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
-from bench import report, runner
+from bench import report, runner, soak
 
 
 class Command(BaseCommand):
@@ -26,6 +27,8 @@ class Command(BaseCommand):
                             help="The Markdown file whose measured section is rewritten.")
         parser.add_argument("--json", dest="json_path", default=str(Path(settings.DATA_DIR) / "bench" /
                                                                      "results.json"), help="Raw results.")
+        parser.add_argument("--soak", action="store_true", help="Only the soak: 8 clients for 60 s with an ingest "
+                            "running, against the idle p95 (squad2-dev must be indexed); printed, nothing written.")
 
     def handle(self, *args, **options) -> None:
         data = Path(options["data"])
@@ -39,6 +42,11 @@ class Command(BaseCommand):
 
         log("== database: applying migrations (a fresh clone has none yet)")
         call_command("migrate", interactive=False, verbosity=0)
+        if options["soak"]:
+            figures = soak.measured_soak(data, "squad2-dev", seconds=60.0)
+            self.stdout.write(soak.describe(figures) + f"; p95 ratio {figures['p95_ratio']:.2f}, "
+                              f"{len(figures['errors'])} errors, worker RSS growth {figures['rss_growth']:.1%}")
+            return
 
         results = runner.run(data=data, quick=options["quick"], log=log, save_to=Path(options["json_path"]))
         command = "make bench QUICK=1" if options["quick"] else "make bench"
