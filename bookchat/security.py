@@ -85,3 +85,13 @@ class ProbesByAddressMiddleware:
             response = match.func(request, *match.args, **match.kwargs)
             return response.render() if hasattr(response, "render") else response
         return self.get_response(request)
+
+
+class WithoutTraceback:
+    """A logging filter: the record keeps its message but not its traceback. Django logs a request whose Host header
+    is not in ALLOWED_HOSTS at ERROR with the full traceback; the message already says which host and what to add,
+    and scanners that probe a public server by its address would fill the log with tracebacks."""
+
+    def filter(self, record) -> bool:
+        record.exc_info, record.exc_text = None, None
+        return True

@@ -182,10 +182,14 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "filters": {"without_traceback": {"()": "bookchat.security.WithoutTraceback"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": "WARNING"},
     "loggers": {
-        name: {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False}
-        for name in ("bookchat", "ingestion", "chat", "audit")
+        **{name: {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False}
+           for name in ("bookchat", "ingestion", "chat", "audit")},
+        # One line per request for a host not in ALLOWED_HOSTS (it names the host), not a traceback each.
+        "django.security.DisallowedHost": {"handlers": ["console"], "level": "WARNING", "propagate": False,
+                                           "filters": ["without_traceback"]},
     },
 }

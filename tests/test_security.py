@@ -513,6 +513,15 @@ def test_probes_by_ip_address_are_answered_and_nothing_else_is(manual_book):
         assert client.get("/api/v1/health", headers={"Host": "chat.example.org"}).status_code == 200
 
 
+def test_a_request_for_a_host_not_allowed_is_logged_in_one_line(manual_book, caplog):
+    """Scanners probe public servers by address: each such request is one line naming the host, not a traceback."""
+    with override_settings(DEBUG=False, ALLOWED_HOSTS=["chat.example.org"]):
+        assert Client().get("/api/v1/books", headers={"Host": "scanner.example"}).status_code == 400
+    [record] = [r for r in caplog.records if r.name == "django.security.DisallowedHost"]
+    assert "Invalid HTTP_HOST header: 'scanner.example'" in record.getMessage()
+    assert record.exc_info is None and "Traceback" not in caplog.text
+
+
 @pytest.mark.slow
 def test_deployment_check_passes_with_the_documented_production_settings(settings):
     db = settings.DATABASES["default"]
