@@ -3,8 +3,9 @@
 Prints a table (overall, then per kind), or with ``--json`` one summary object; ``--details FILE``
 writes one JSON line per question (with the features the confidence model read); ``--plot FILE.svg`` draws
 the reliability diagram and the risk–coverage curve. ``--compare A B`` runs the questions under two settings specs
-(``default`` or ``NAME=VALUE,...``) and prints them side by side. Exit status: 0 evaluated, 2 bad
-file or options (unknown book, bad line, bad compare spec).
+(``default`` or ``NAME=VALUE,...``) and prints them side by side. ``--search`` measures the book's search
+instead, with each question in full and as typed three words in (``chat.quality.search_evaluation``).
+Exit status: 0 evaluated, 2 bad file or options (unknown book, bad line, bad compare spec).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from bookchat.errors import BookchatError
 from chat.quality.comparison import describe, parse_settings_spec, run_comparison, stale_calibration
 from chat.quality.evaluation import ANSWER_KIND_METRICS, KINDS, SHOULD_REFUSE, load_questions, run_evaluation
 from chat.quality.plots import confidence_svgs
+from chat.quality.search_evaluation import render_search_summary, run_search_evaluation
 
 
 class Command(BaseCommand):
@@ -36,6 +38,9 @@ class Command(BaseCommand):
         parser.add_argument("--compare", nargs=2, metavar=("A", "B"),
                             help="Run the questions under two settings specs, each `default` or NAME=VALUE[,...] "
                                  "(e.g. --compare default FUSION=rrf,TOP_K=3), and print them side by side.")
+        parser.add_argument("--search", action="store_true",
+                            help="Measure search instead of answers: each answerable question in full, and as typed "
+                                 "(its first three words, the third cut to a prefix): hit@1, hit@5, time per query.")
 
     def handle(self, *args, **options) -> None:
         path = options["questions"] or options["questions_file"]
@@ -47,7 +52,12 @@ class Command(BaseCommand):
             specs = [parse_settings_spec(spec) for spec in options["compare"]] if options["compare"] else None
             questions = load_questions(path, limit=options["limit"])
             progress = _Progress(sys.stderr) if sys.stderr.isatty() else None
-            if specs:
+            if options["search"]:
+                if specs:
+                    raise BookchatError("--search and --compare don't go together", code="usage")
+                searched = run_search_evaluation(questions, book_slug=options["book"])
+                summary, records = searched["summary"], searched["records"]
+            elif specs:
                 summary, records = run_comparison(questions, *specs, book_slug=options["book"], progress=progress)
             else:
                 summary, records = run_evaluation(questions, book_slug=options["book"], progress=progress)
@@ -63,6 +73,9 @@ class Command(BaseCommand):
             with open(options["details"], "w", encoding="utf-8") as fh:
                 for record in records:
                     fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+        if options["search"]:
+            self.stdout.write(json.dumps(summary) if options["json"] else render_search_summary(summary))
+            return
         if options["plot"]:
             sides = {"": summary} if not specs else {"A": summary["a"]["summary"], "B": summary["b"]["summary"]}
             with open(options["plot"], "w", encoding="utf-8") as fh:

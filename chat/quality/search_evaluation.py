@@ -1,0 +1,84 @@
+"""How well the book's search finds the section a question is about, as a reader would type it into a search box
+(``evaluate --search``; the baseline for search as you type, issue 35).
+
+For each answerable question with evidence, two queries go through the same retrieval as answers and the MCP
+``search_book`` (``chat.pipeline.retrieval``: hybrid search, then the re-ranker), with no audit row:
+- **full**: the question's words as they are;
+- **typed**: what a reader has typed three words in: the question's first three words, the third cut to a
+  prefix (its first half, at least two characters), as in "How do I ins".
+A hit is a top-``top_k`` passage that holds one of the question's evidence strings (``evaluation._hit_rank``).
+Reported: hit@1 and hit@5 of each, and the p50/p95 of retrieval time per query. Nothing here is tuned on these
+questions; the numbers say how far search as typed is from search as asked.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+
+from chat.pipeline.deadline import Deadline
+from chat.pipeline.editions import resolve_book
+from chat.pipeline.retrieval import retrieve
+from chat.quality.evaluation import SHOULD_REFUSE, Question, _hit_rank
+
+TYPED_WORDS = 3
+WORD = re.compile(r"\S+")
+
+
+def typed_prefix(question: str, words: int = TYPED_WORDS) -> str:
+    """The first ``words`` words of ``question``, the last one cut to its first half (at least two characters, and
+    without the punctuation that ends it): what a reader has typed so far."""
+    parts = WORD.findall(question)[:words]
+    if not parts:
+        return ""
+    last = parts[-1].rstrip("?.!,;:")
+    keep = max(2, math.ceil(len(last) / 2))
+    return " ".join([*parts[:-1], last[:keep]])
+
+
+def _percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, math.ceil(q / 100 * len(ordered)) - 1)], 1)
+
+
+def run_search_evaluation(questions: list[Question], *, book_slug: str | None = None, top_k: int = 5) -> dict:
+    """The summary (and per-question records) of searching ``questions`` in full and as typed."""
+    book = resolve_book(book_slug)
+    wanted = [q for q in questions if q.kind not in SHOULD_REFUSE and q.evidence]
+    records, seconds = [], {"full": [], "typed": []}
+    for q in wanted:
+        record = {"id": q.id, "question": q.question}
+        for mode, query in (("full", q.question), ("typed", typed_prefix(q.question))):
+            started = time.monotonic()
+            found = retrieve(book=book, question=query, top_k=top_k, deadline=Deadline())
+            seconds[mode].append((time.monotonic() - started) * 1000)
+            record[mode] = {"query": query, "hit_rank": _hit_rank([c.text for c in found.chunks], q.evidence)}
+        records.append(record)
+
+    def hit_at(mode: str, k: int) -> float | None:
+        if not records:
+            return None
+        return round(sum(r[mode]["hit_rank"] is not None and r[mode]["hit_rank"] <= k for r in records)
+                     / len(records), 3)
+
+    summary = {"book": book.slug, "questions": len(records), "top_k": top_k,
+               **{f"{mode}_{metric}": value for mode in ("full", "typed")
+                  for metric, value in (("hit_at_1", hit_at(mode, 1)), (f"hit_at_{top_k}", hit_at(mode, top_k)),
+                                        ("p50_ms", _percentile(seconds[mode], 50)),
+                                        ("p95_ms", _percentile(seconds[mode], 95)))}}
+    return {"summary": summary, "records": records}
+
+
+def render_search_summary(s: dict) -> str:
+    k = s["top_k"]
+    return "\n".join([
+        f"Search on book {s['book']!r}: {s['questions']} answerable questions with evidence.",
+        f"  full question:  hit@1 {s['full_hit_at_1']}, hit@{k} {s[f'full_hit_at_{k}']}; "
+        f"p50 {s['full_p50_ms']} ms, p95 {s['full_p95_ms']} ms",
+        f"  as typed ({TYPED_WORDS} words, the last cut): hit@1 {s['typed_hit_at_1']}, "
+        f"hit@{k} {s[f'typed_hit_at_{k}']}; "
+        f"p50 {s['typed_p50_ms']} ms, p95 {s['typed_p95_ms']} ms",
+    ])
