@@ -91,7 +91,7 @@ def groups_needed(item) -> set[str]:
 
 def check_needs(items) -> set[str]:
     """Stop the session when a group the items need is missing and not skipped; mark the skipped ones' tests.
-    Returns the groups needed."""
+    Returns the groups needed and here (their tests will run)."""
     needed = set().union(*(groups_needed(item) for item in items))
     unknown = needed - set(NEEDS)
     if unknown:
@@ -106,7 +106,7 @@ def check_needs(items) -> set[str]:
     for item in items:
         for group in groups_needed(item) & set(missing):
             item.add_marker(pytest.mark.skip(reason=f"{missing[group]} (BOOKCHAT_TEST_SKIP={group})"))
-    return needed
+    return needed - set(missing)
 
 
 def run_command(*args: str) -> tuple[int, str, str]:
@@ -262,7 +262,7 @@ def pytest_collection_modifyitems(session, config, items) -> None:
         return 0 if item.path.name in SELF_CONTAINED else 1
 
     items[:] = sorted(items, key=stage)  # stable: the order within a stage is kept
-    if "node" in check_needs(items) and "node" not in skipped_groups():
+    if "node" in check_needs(items):
         build_docusaurus_site_in_background()
     config.stash[BOOKS_WANTED] = ((MANUAL,) if any(needs(item, "manual_book") for item in items) else ()) + \
         (EMBEDDED_CORPORA if any(needs(item, "ingest_corpus") for item in items) else ())

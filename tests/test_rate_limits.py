@@ -100,24 +100,17 @@ def test_feedback_is_not_limited(client):
         assert vote.status_code in (200, 201)
 
 
-def test_counts_restart_when_the_window_moves_on():
-    buckets = [("test:window", Rate(1, 60))]
-    count_request(buckets, now=1_000_020.0)
+@pytest.mark.parametrize("opened", [1_000_020.0, 1_000_075.0], ids=["on-the-minute", "55-s-into-a-minute"])
+def test_a_window_lasts_its_period_from_the_request_that_opened_it(opened):
+    """1,000,020 is a whole minute of the clock. Opened on it or 55 s into a minute, the window counts the next
+    request 10 s later (after the minute turns, in the second case), so no caller gets its allowance twice by
+    sending across a minute; Retry-After is the time left; the first request past its end opens a new one."""
+    buckets = [(f"test:window-{opened}", Rate(1, 60))]
+    count_request(buckets, now=opened)
     with pytest.raises(RateLimited) as limited:
-        count_request(buckets, now=1_000_030.0)
-    assert limited.value.retry_after == 50, "Retry-After is the time left in the window (it ends at 1,000,080)"
-    count_request(buckets, now=1_000_081.0)
-
-
-def test_a_window_opens_with_the_first_request_not_on_the_minute():
-    """1,000,020 is a whole minute of the clock: a window opened 55 s into a minute still counts the next request
-    after the minute turns, so no test (and no caller) gets its allowance twice by sending across it."""
-    buckets = [("test:anchored", Rate(1, 60))]
-    count_request(buckets, now=1_000_075.0)
-    with pytest.raises(RateLimited) as limited:
-        count_request(buckets, now=1_000_085.0)
+        count_request(buckets, now=opened + 10)
     assert limited.value.retry_after == 50, "the window ends 60 s after the request that opened it"
-    count_request(buckets, now=1_000_136.0)
+    count_request(buckets, now=opened + 61)
 
 
 @pytest.mark.parametrize("value, rate", [("10/minute", Rate(10, 60)), ("100/hour", Rate(100, 3600)),

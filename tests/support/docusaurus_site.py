@@ -68,21 +68,25 @@ def _final(cache_root: Path | None) -> Path:
     return (cache_root or REPO / "var" / "cache").resolve() / f"docusaurus-site-{recipe_key()}"
 
 
+def _built(final: Path) -> bool:
+    return (final / "build" / "index.html").is_file()
+
+
 def is_built(cache_root: Path | None = None) -> bool:
     """Whether the cache holds this recipe's built site."""
-    return (_final(cache_root) / "build" / "index.html").is_file()
+    return _built(_final(cache_root))
 
 
 def site(cache_root: Path | None = None) -> Path:
     """The root of the built site (its output in ``build/``), building it when the cache lacks this recipe."""
     final = _final(cache_root)
     cache_root = final.parent
-    if is_built(cache_root):
+    if _built(final):
         return final
     cache_root.mkdir(parents=True, exist_ok=True)
     with open(cache_root / "docusaurus-site.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not is_built(cache_root):
+        if not _built(final):
             for stale in cache_root.glob("docusaurus-site-*"):  # older recipes' sites, interrupted builds
                 if stale.is_dir():
                     shutil.rmtree(stale)

@@ -43,7 +43,8 @@ class Command(BaseCommand):
         log("== database: applying migrations (a fresh clone has none yet)")
         call_command("migrate", interactive=False, verbosity=0)
         if options["soak"]:
-            figures = soak.measured_soak(data, "squad2-dev", seconds=60.0)
+            full = runner.plan(quick=False)  # the full run's soak: its first book, its length
+            figures = soak.measured_soak(data, full["books"][0], seconds=full["soak_seconds"])
             self.stdout.write(soak.describe(figures) + f"; p95 ratio {figures['p95_ratio']:.2f}, "
                               f"{len(figures['errors'])} errors, worker RSS growth {figures['rss_growth']:.1%}")
             return
