@@ -144,8 +144,8 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["chat.channels.access.HasClient"],
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    # Bodies are JSON only (chat.channels.api.decode_json_body reads them); this also tells the schema so.
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    # Bodies are JSON only, read strictly (chat.channels.parsers); this also tells the schema so.
+    "DEFAULT_PARSER_CLASSES": ["chat.channels.parsers.JSONBodyParser"],
     "EXCEPTION_HANDLER": "chat.channels.api.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }

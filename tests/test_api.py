@@ -304,6 +304,20 @@ def test_json_content_type_with_a_charset_is_accepted(client):
     assert response.status_code == 200, response.content
 
 
+def test_json_content_type_is_matched_whatever_its_case(client):
+    response = client.post(ASK, data=json.dumps({"question": "How do I ingest a folder?", "book": BOOK}),
+                           content_type="Application/JSON")
+    assert response.status_code == 200, response.content
+
+
+def test_the_api_reads_bodies_with_its_one_parser():
+    from rest_framework.settings import api_settings
+
+    from chat.channels.parsers import JSONBodyParser
+
+    assert [JSONBodyParser] == api_settings.DEFAULT_PARSER_CLASSES  # DRF's JSONParser lets "\\ud800" through
+
+
 def test_body_over_the_default_65536_bytes_is_refused_with_413(client):
     body = json.dumps({"question": "How do I ingest a folder?", "book": BOOK, "selected_text": "x" * 70_000})
     assert len(body.encode()) > 65536

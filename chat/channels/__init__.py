@@ -4,8 +4,9 @@
   ``mcp_http`` (the tools an AI assistant calls, over stdio or ``/mcp``).
 - ``asking`` (one way to ask the pipeline, for every channel), ``books`` (the books as clients list them),
   ``feedback`` (thumbs up or down).
-- the contract: ``serializers`` (requests validated), ``responses`` (what comes back), ``openapi`` (what the
-  schema says beyond the serializers), ``errors`` (a failure mapped to a status and a JSON body).
+- ``parsers`` (the one JSON body reader, DRF's parser hook); the contract: ``serializers`` (requests
+  validated), ``responses`` (what comes back), ``openapi`` (what the schema says beyond the serializers),
+  ``errors`` (a failure mapped to a status and a JSON body).
 - who may call: ``access`` (keys, CORS, the page's session), ``keys`` (creating and revoking API keys),
   ``throttling`` (rate limits).
 

@@ -1,8 +1,8 @@
 """The REST API under ``/api/v1/``: ask, ask/stream (Server-Sent Events), feedback, books, health.
 
-Views only translate: they decode the body (our own strict JSON decoding, so that a wrong
-content type is 415, a body over ``MAX_REQUEST_BYTES`` is 413, bad UTF-8, bad or too deeply
-nested JSON and lone surrogate escapes are 400 with their own codes), hand it to
+Views only translate: they read the body (``chat.channels.parsers``: strict JSON through DRF's
+parser hook, so that a wrong content type is 415, a body over ``MAX_REQUEST_BYTES`` is 413, bad
+UTF-8, bad or too deeply nested JSON and lone surrogate escapes are 400 with their own codes), hand it to
 ``chat.channels.asking`` (which validates it with ``chat.channels.serializers``) and render. Who may call is
 decided by DRF's authentication and permission classes (``chat.channels.access``); every failure
 becomes ``{"error": code, "message": …, "field": …}`` through ``chat.channels.errors``. The schema
@@ -15,7 +15,6 @@ import json
 import logging
 import re
 
-from django.core.exceptions import RequestDataTooBig
 from django.db import connection
 from django.db.models import Count
 from django.http import HttpResponse, StreamingHttpResponse
@@ -28,19 +27,19 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from bookchat.conf import setting
-from bookchat.errors import NotFound, RequestError
+from bookchat.errors import NotFound
 from chat.channels.access import ALLOWED_HEADERS, Client, client_of
 from chat.channels.asking import Asking
 from chat.channels.books import book_list
 from chat.channels.errors import error_reply
 from chat.channels.feedback import record_feedback
 from chat.channels.openapi import ERRORS, STREAM_EVENT
+from chat.channels.parsers import json_body
 from chat.channels.responses import AnswerSerializer, BookDetailSerializer, BooksSerializer, FeedbackSerializer
 from chat.channels.serializers import (
     AskRequestSerializer,
     BookQuerySerializer,
     FeedbackRequestSerializer,
-    has_lone_surrogate,
     validate_feedback,
 )
 from chat.channels.throttling import QuestionThrottle
@@ -87,51 +86,6 @@ class ClientView(APIView):
         return response
 
 
-def decode_json_body(request) -> object:
-    """The request body as JSON, or the right RequestError (413, 415, 400)."""
-    limit = setting("MAX_REQUEST_BYTES")
-    try:
-        declared = int(request.META.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        declared = 0
-    if declared > limit:
-        raise RequestError(f"the request body is {declared} bytes; the limit is {limit}", code="too_large",
-                           status=413)
-    content_type = (request.content_type or "").split(";")[0].strip().lower()
-    if content_type != "application/json":
-        raise RequestError(f"send JSON with Content-Type: application/json (got {content_type or 'none'})",
-                           code="unsupported_media_type", status=415)
-    try:
-        raw = request.body
-    except RequestDataTooBig:
-        raise RequestError(f"the request body is larger than {limit} bytes", code="too_large", status=413) from None
-    if len(raw) > limit:
-        raise RequestError(f"the request body is {len(raw)} bytes; the limit is {limit}", code="too_large",
-                           status=413)
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise RequestError(f"the request body is not valid UTF-8 (byte {exc.start})", code="invalid_encoding") \
-            from None
-    if not text.strip():
-        raise RequestError("the request body is empty; send a JSON object with a question", code="invalid_body")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RequestError(f"the request body is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
-                           code="invalid_json") from None
-    except RecursionError:
-        raise RequestError("the request body is not valid JSON: nested too deeply", code="invalid_json") from None
-    except ValueError as exc:  # an integer of more than 4300 digits
-        raise RequestError(f"the request body is not valid JSON: {str(exc)[:100]}", code="invalid_json") from None
-    if has_lone_surrogate(data):  # JSON can spell "\ud800"; UTF-8, Postgres and the embedder can't hold it
-        field = next((str(key) for key, value in data.items() if not has_lone_surrogate(key)
-                      and has_lone_surrogate(value)), None) if isinstance(data, dict) else None
-        raise RequestError("the request body contains an unpaired UTF-16 surrogate escape (\\ud800-\\udfff); "
-                           "send valid Unicode", code="invalid_characters", field=field)
-    return data
-
-
 class AskView(ClientView):
     throttle_classes = [QuestionThrottle]
 
@@ -140,7 +94,7 @@ class AskView(ClientView):
                        "question": "How do I ingest a folder?", "book": "bookchat-manual"})])
     def post(self, request):
         asking = Asking(client_of(request), request)
-        return Response(asking.answer(asking.validate(decode_json_body(request))))
+        return Response(asking.answer(asking.validate(json_body(request))))
 
 
 def sse(event: str, payload: dict) -> bytes:
@@ -157,7 +111,7 @@ class AskStreamView(ClientView):
                        "authoritative), or one `error` event.")), **ERRORS})
     def post(self, request):
         asking = Asking(client_of(request), request)
-        events = asking.stream(asking.validate(decode_json_body(request), streaming=True))
+        events = asking.stream(asking.validate(json_body(request), streaming=True))
         response = StreamingHttpResponse((sse(kind, payload) for kind, payload in events),
                                          content_type="text/event-stream; charset=utf-8")
         response["Cache-Control"] = "no-cache"
@@ -172,7 +126,7 @@ class FeedbackView(ClientView):
                                "replaces the earlier vote (200); the first vote answers 201.")
     def post(self, request, answer_id):
         client = client_of(request)
-        rating, comment, session_id = validate_feedback(decode_json_body(request))
+        rating, comment, session_id = validate_feedback(json_body(request))
         sessions = [session_id] if session_id else []
         feedback, created = record_feedback(answer_id, rating=rating, comment=comment,
                                             session_ids=sessions + client.conversations(), channel=client.channel,
