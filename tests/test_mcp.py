@@ -17,6 +17,7 @@ from contextlib import asynccontextmanager
 import anyio
 import httpx
 import httpx2
+import jsonschema
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
@@ -88,8 +89,12 @@ async def exercise(client: Client) -> dict:
     assert passages[0]["text"][:40] in seen["page"]
     assert (await client.list_resources()).resources, "the pages are listed"
 
-    books = (await client.call_tool("list_books", {})).structured_content["books"]  # the session goes on
+    listed = await client.call_tool("list_books", {})  # the session goes on
+    books = listed.structured_content["books"]
     assert [b["slug"] for b in books] == [BOOK] and books[0]["pages"] > 0
+    for name, result in [*((name, r) for (name, _, error), r in zip(QUESTIONS, results, strict=True)
+                           if error is None), ("list_books", listed)]:
+        jsonschema.validate(result.structured_content, tools[name].output_schema)  # each says what it gives
     seen["results"] = results
     return seen
 
@@ -207,6 +212,24 @@ def test_searches_are_audited_but_the_dashboard_counts_only_answers_as_answers()
     figures = dashboard(days=1, book="mcp-dashboard")
     assert (figures["total"], figures["searches"], figures["mix"]["high"], figures["mix"]["low"]) == (1, 2, 1, 0)
     assert not AuditLog.objects.filter(review_queue_filter(), book_slug="mcp-dashboard").exists()
+
+
+@pytest.mark.django_db
+def test_the_tools_give_what_the_api_gives(client):
+    """ask_book's output is the API's Answer (the keys an assistant reads; each source also names its page) and
+    list_books' the API's Books, as the API's schema states them, with no reference left to resolve."""
+    from chat.channels.mcp_server import ASK_KEYS, ask_output, books_output
+
+    api = json.loads(client.get("/api/v1/schema?format=json").content)["components"]["schemas"]
+    ask, books = ask_output(), books_output()
+    assert "$ref" not in json.dumps([ask, books])
+    assert list(ask["properties"]) == list(ASK_KEYS) and "answer_html" in api["Answer"]["properties"]
+    assert ask["properties"]["confidence"] == api["Answer"]["properties"]["confidence"]
+    source = ask["properties"]["sources"]["items"]
+    assert set(source["properties"]) == {*api["Source"]["properties"], "page"} and "page" in source["required"]
+    assert books["properties"]["books"]["items"]["properties"].keys() == api["Book"]["properties"].keys()
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"answer": "x"}, ask)  # what the API requires, the tool's output requires
 
 
 @pytest.mark.django_db

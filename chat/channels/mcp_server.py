@@ -11,7 +11,9 @@ Decisions:
   an empty or huge question or a ``limit`` of 10,000 get the API's own messages, and ``"5"`` is refused as the API
   refuses it where pydantic would take it. The low-level server takes the JSON Schemas we give it and hands us
   the raw arguments. The tools' inputs are the API's (``contract_fields``: the fields of ``AskRequest`` as the
-  API's schema states them, limits read from the settings); their outputs are written here.
+  API's schema states them, limits read from the settings), and so are the outputs of ``ask_book`` and
+  ``list_books`` (the API's ``Answer`` and ``Books``); ``search_book``'s, which the API has no endpoint for, is
+  written here.
 - **One server per caller** (``book_server(client, request)``): its handlers close over the ``AssistantClient``
   (its key, its book) and, over HTTP, the Django request (client IP, rate-limit buckets). Building one costs a
   few dictionaries; it spares a context variable threaded through the SDK's task groups.
@@ -75,25 +77,47 @@ def _object(properties: dict, required: tuple[str, ...] = ()) -> dict:
 
 
 _STRING = {"type": "string"}
-_NULLABLE_STRING = {"type": ["string", "null"]}
-_EDITION = {"book": _STRING, "version": _STRING, "locale": _STRING}
-# The settings that the request contract's schema states (limits and the default number of passages).
+# The settings that the API's schema states (limits and the default number of passages).
 _CONTRACT_SETTINGS = ("MAX_QUESTION_CHARS", "MAX_QUESTION_WORDS", "MAX_SELECTED_CHARS", "TOP_K")
+# What ask_book returns of the API's answer: what an assistant reads, not how the page shows it (answer_html) or
+# how it was found (retrieval, grounding, timings).
+ASK_KEYS = ("answer", "sources", "confidence", "confidence_level", "confidence_note", "refused", "refusal_reason",
+            "flagged_for_review", "suggestions", "disclaimer", "notice", "generator", "book", "version", "locale",
+            "answer_id")
 
 
-def contract_fields() -> dict:
-    """The fields of a question as the API's schema states them (``AskRequest``: drf-spectacular reads
-    ``chat.channels.serializers``, which also checks every tool call), so that the REST API and the tools have one
-    contract. Built once per value of the settings it states."""
-    return _contract_fields(tuple(setting(name) for name in _CONTRACT_SETTINGS))
+def api_schemas() -> dict[str, dict]:
+    """The API's schemas as its OpenAPI schema states them (drf-spectacular reads ``chat.channels.serializers``
+    and ``responses``), each whole, no ``$ref`` left: the tools take their inputs and outputs from them, so that
+    the REST API and the tools have one contract. Built once per value of the settings they state."""
+    return _api_schemas(tuple(setting(name) for name in _CONTRACT_SETTINGS))
 
 
 @lru_cache(maxsize=4)
-def _contract_fields(limits: tuple) -> dict:
-    schema = SchemaGenerator().get_schema(request=None, public=True)
-    # Built without a request, so without the API's list of books (``chat.channels.openapi``): which books a caller may
-    # name depends on the caller, and list_books names them.
-    fields = copy.deepcopy(schema["components"]["schemas"]["AskRequest"]["properties"])
+def _api_schemas(limits: tuple) -> dict[str, dict]:
+    # Built without a request, so without the API's list of books (``chat.channels.openapi``): which books a caller
+    # may name depends on the caller, and list_books names them.
+    components = SchemaGenerator().get_schema(request=None, public=True)["components"]["schemas"]
+    return {name: _inline(schema, components) for name, schema in components.items()}
+
+
+def _inline(schema, components: dict):
+    """``schema`` with every ``$ref`` replaced by the component it names, and a lone ``allOf`` merged."""
+    if isinstance(schema, list):
+        return [_inline(item, components) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    if "$ref" in schema:
+        return _inline(components[schema["$ref"].rsplit("/", 1)[1]], components)
+    schema = {key: _inline(value, components) for key, value in schema.items()}
+    if len(schema.get("allOf", ())) == 1:
+        schema = {**schema.pop("allOf")[0], **schema}
+    return schema
+
+
+def contract_fields() -> dict:
+    """The fields of a question (``AskRequest``), as the tools state them."""
+    fields = copy.deepcopy(api_schemas()["AskRequest"]["properties"])
     fields["book"]["description"] = ("Book slug (list_books lists them); optional when only one book is indexed or "
                                      "this server is bound to one.")
     fields["version"]["description"] = fields["version"]["description"].replace("`GET /books`", "list_books")
@@ -116,49 +140,37 @@ def ask_input() -> dict:
                    ("question",)) | {"additionalProperties": False}
 
 
+_PAGE = {**_STRING, "description": "The whole page as a resource (bookchat://BOOK/PATH)."}
+
+
+def ask_output() -> dict:
+    """The API's ``Answer``, its keys an assistant reads (``ASK_KEYS``); each source also names its page."""
+    answer = copy.deepcopy(api_schemas()["Answer"])
+    answer["properties"] = {key: answer["properties"][key] for key in ASK_KEYS}
+    answer["required"] = [key for key in answer.get("required", ()) if key in ASK_KEYS]
+    source = answer["properties"]["sources"]["items"]
+    source["properties"]["page"] = _PAGE
+    source["required"] = [*source.get("required", ()), "page"]
+    return answer
+
+
+def books_output() -> dict:
+    """The API's ``GET /books``."""
+    return api_schemas()["Books"]
+
+
+# Searching has no API endpoint (yet): its result is stated here.
 PASSAGE = _object({
     "n": {"type": "integer"}, "text": _STRING, "heading_path": _STRING, "page_title": _STRING, "chapter": _STRING,
     "section": _STRING, "url": {**_STRING, "description": "The section's URL (with its #anchor): cite it."},
-    "score": {"type": "number"}, "chunk_id": _STRING, "document": _STRING,
-    "page": {**_STRING, "description": "The whole page as a resource (bookchat://BOOK/PATH)."},
+    "score": {"type": "number"}, "chunk_id": _STRING, "document": _STRING, "page": _PAGE,
 }, ("n", "text", "heading_path", "page_title", "url", "score", "page"))
 SEARCH_OUTPUT = _object({
-    **_EDITION, "query": _STRING,
+    "book": _STRING, "version": _STRING, "locale": _STRING, "query": _STRING,
     "covered": {"type": "boolean", "description": "Whether the best passage clears the book's scope threshold; "
                                                   "false: the book probably doesn't cover this."},
     "passages": {"type": "array", "items": PASSAGE},
 }, ("book", "query", "covered", "passages"))
-SOURCE = _object({
-    "n": {"type": "integer", "description": "What the answer's [n] markers refer to."}, "chapter": _STRING,
-    "section": _STRING, "heading_path": _STRING, "url": _STRING, "excerpt": _STRING, "score": {"type": "number"},
-    "cited": {"type": "boolean"}, "document": _STRING, "page": _STRING,
-}, ("n", "heading_path", "url", "excerpt", "cited"))
-ASK_OUTPUT = _object({
-    "answer": {**_STRING, "description": "Markdown with [n] citations; a refusal has none."},
-    "sources": {"type": "array", "items": SOURCE},
-    "confidence": {"type": "number", "description": "The fitted probability that the answer is right."},
-    "confidence_level": {"enum": ["high", "medium", "low"], "description": "high: at least 9 in 10 such answers "
-                         "were right when tested; medium: at least 6 in 10; a refusal is low."},
-    "confidence_note": {**_NULLABLE_STRING, "description": "What the level means, in words for a reader."},
-    "refused": {"type": "boolean", "description": "The book doesn't cover the question, or doesn't seem to answer "
-                "it directly (then the related sections are offered instead of a guess)."},
-    "refusal_reason": {"enum": ["not_covered", "unanswerable", "unsure", None]},
-    "flagged_for_review": {"type": "boolean", "description": "The answer was withheld by the grounding check."},
-    "suggestions": {"type": "array", "description": "Related sections (links, not citations) of a refusal.",
-                    "items": _object({"title": _STRING, "heading_path": _STRING, "url": _STRING},
-                                     ("title", "url"))},
-    "disclaimer": _NULLABLE_STRING, "notice": _NULLABLE_STRING, "generator": _STRING, **_EDITION,
-    "answer_id": _STRING,
-}, ("answer", "sources", "confidence", "confidence_level", "refused", "flagged_for_review", "suggestions", "book"))
-BOOKS_OUTPUT = _object({"books": {"type": "array", "items": _object({
-    "slug": _STRING, "title": _STRING, "base_url": _STRING, "pages": {"type": "integer"},
-    "versions": {"type": "array", "items": _STRING}, "locales": {"type": "array", "items": _STRING},
-    "chapters": {"type": "array", "items": _STRING},
-    "editions": {"type": "array", "items": _object({
-        "version": _STRING, "label": _STRING, "locale": _STRING, "latest": {"type": "boolean"},
-        "base_url": _STRING, "pages": {"type": "integer"}})},
-}, ("slug", "title", "base_url", "pages", "versions", "locales"))}}, ("books",))
-ASK_KEYS = tuple(ASK_OUTPUT["properties"])
 _READ_ONLY = types.ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
 
@@ -169,13 +181,13 @@ def tool_list() -> list[types.Tool]:
                        "Find the passages of a book that best match a query, best first: each with its text, "
                        "heading path, page title, section URL (with anchor) and score. Quote them and link their "
                        "URLs. `covered: false` means the book probably doesn't cover the query.")),
-        types.Tool(name="ask_book", title="Ask the book", input_schema=ask_input(), output_schema=ASK_OUTPUT,
+        types.Tool(name="ask_book", title="Ask the book", input_schema=ask_input(), output_schema=ask_output(),
                    annotations=_READ_ONLY, description=(
                        "Answer a question from the book only: the answer with [n] citations and its sources "
                        "(section URLs), with a confidence; or, when the book doesn't cover it, a refusal with "
                        "related sections (links, not citations). Same answer as bookchat's REST API.")),
         types.Tool(name="list_books", title="List the books",
-                   input_schema=_object({}) | {"additionalProperties": False}, output_schema=BOOKS_OUTPUT,
+                   input_schema=_object({}) | {"additionalProperties": False}, output_schema=books_output(),
                    annotations=_READ_ONLY, description=(
                        "The books this server answers from: slug, title, base URL, page count, and their versions "
                        "and locales when they have them.")),
@@ -204,7 +216,7 @@ class BookTools:
         return result, render_answer(result)
 
     def list_books(self, arguments: dict) -> tuple[dict, str]:
-        keep = tuple(BOOKS_OUTPUT["properties"]["books"]["items"]["properties"])
+        keep = tuple(books_output()["properties"]["books"]["items"]["properties"])
         books = [{k: entry[k] for k in keep} for entry in book_list(slug=self.client.key_book())]
         return {"books": books}, render_books(books)
 
