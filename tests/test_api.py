@@ -304,6 +304,25 @@ def test_json_content_type_with_a_charset_is_accepted(client):
     assert response.status_code == 200, response.content
 
 
+@pytest.mark.parametrize("content_type", ["application/x-www-form-urlencoded", "application/json"])
+def test_a_large_body_from_the_page_is_413_before_its_security_token_is_read(content_type):
+    from django.test import Client
+
+    page = Client(enforce_csrf_checks=True)
+    page.get("/")
+    body = "question=" + "x" * 3_000_000  # over Django's own 2.5 MB for a form: its CSRF check would fail reading it
+    assert_error(page.post(ASK, data=body, content_type=content_type), 413, None, "too_large")
+
+
+def test_the_pages_security_token_is_checked_before_its_body_is_parsed():
+    from django.test import Client
+
+    page = Client(enforce_csrf_checks=True)
+    page.get("/")
+    response = page.post(ASK, data='{"question": "\\ud800"}', content_type="application/json")
+    assert_error(response, 403, None, "csrf_failed")
+
+
 def test_json_content_type_is_matched_whatever_its_case(client):
     response = client.post(ASK, data=json.dumps({"question": "How do I ingest a folder?", "book": BOOK}),
                            content_type="Application/JSON")

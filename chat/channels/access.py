@@ -246,7 +246,7 @@ class PageSessionAuthentication(SessionAuthentication):
         if not session.get(PAGE_SESSION_FLAG):
             return None
         try:
-            self.enforce_csrf(request)
+            self.enforce_csrf(request._request)  # Django's request: its CSRF check never parses a JSON body
         except exceptions.PermissionDenied as exc:
             raise refuse(f"the chat page's security token is missing or stale ({exc.detail}); reload the page",
                          "csrf_failed") from None

@@ -34,7 +34,7 @@ from chat.channels.books import book_list
 from chat.channels.errors import error_reply
 from chat.channels.feedback import record_feedback
 from chat.channels.openapi import ERRORS, STREAM_EVENT
-from chat.channels.parsers import json_body
+from chat.channels.parsers import json_body, refuse_a_large_body
 from chat.channels.responses import AnswerSerializer, BookDetailSerializer, BooksSerializer, FeedbackSerializer
 from chat.channels.serializers import (
     AskRequestSerializer,
@@ -75,6 +75,10 @@ class ClientView(APIView):
             response["Access-Control-Allow-Headers"] = ALLOWED_HEADERS
             response["Access-Control-Max-Age"] = "600"
         return response
+
+    def initial(self, request, *args, **kwargs):
+        refuse_a_large_body(request)
+        super().initial(request, *args, **kwargs)
 
     def finalize_response(self, request, response, *args, **kwargs):
         response = super().finalize_response(request, response, *args, **kwargs)

@@ -74,14 +74,19 @@ class JSONBodyParser(BaseParser):
         return data
 
 
-def json_body(request) -> object:
-    """``request.data`` as ``JSONBodyParser`` read it, or the API's error for a body DRF passes no parser."""
+def refuse_a_large_body(request) -> None:
+    """A body declared larger than ``MAX_REQUEST_BYTES`` is refused before anything reads it: an API view calls
+    this before authentication, whose CSRF check for the page reads a form body."""
     try:
         declared = int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:
         declared = 0
-    if declared > setting("MAX_REQUEST_BYTES"):  # refused before a byte is read
+    if declared > setting("MAX_REQUEST_BYTES"):
         raise too_large(declared)
+
+
+def json_body(request) -> object:
+    """``request.data`` as ``JSONBodyParser`` read it, or the API's error for a body DRF passes no parser."""
     content_type = (request.content_type or "").split(";")[0].strip()
     if content_type.lower() != JSON:
         raise unsupported(content_type)
