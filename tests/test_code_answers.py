@@ -18,11 +18,12 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from chat.pipeline.extractive import compose_extractive
-from chat.pipeline.grounding import check_grounding
+from chat.pipeline.grounding import answer_segments, check_grounding
 from chat.pipeline.rendering import parse_info, pre_texts, render_answer, split_code_blocks
 from chat.pipeline.terms import plain_text
-from chat.pipeline.units import MAX_CODE_LINES, SHORTENED
+from chat.pipeline.units import MAX_CODE_LINES, SHORTENED, blocks_of
 from chat.quality.evaluation import QuestionFileError, code_in_one_block, load_questions
+from ingestion.reading.fences import opening, split_fenced, without_code
 from ingestion.reading.parsing import parse_document
 
 SOURCES = [{"n": 1, "url": "/guide/install#run", "chapter": "Guide", "section": "Run"}]
@@ -114,6 +115,31 @@ def test_property_every_fence_is_one_block_and_no_meta_outside_it(parts):
     outside = visible_outside_code(html)
     for meta in ("title=", "showLineNumbers", "npm2yarn", "linenums", "rust,ignore", "{1,3}"):
         assert meta not in outside or any(meta in prose for prose, _, _ in parts)
+
+
+@hypothesis_settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(PROSE, FENCE_INFOS, st.lists(CODE_LINE, max_size=5), st.sampled_from(["```", "````", "~~~"])),
+                min_size=1, max_size=4), st.booleans())
+def test_property_one_fence_reader_for_the_page_the_composer_and_the_checks(parts, last_unclosed):
+    """The rendering, the composer's blocks, grounding, confidence and the page's plain text all see the same
+    blocks, with the same code, whatever the fence (a longer or tilde one) and when the last is left open."""
+    pieces = [f"{prose}\n\n{fence}{info}\n" + "\n".join(code) + f"\n{fence}" for prose, info, code, fence in parts]
+    if last_unclosed:
+        pieces[-1] = pieces[-1].rsplit("\n", 1)[0]
+    answer = "\n\n".join(pieces)
+    codes = ["\n".join(code) for _, _, code, _ in parts]
+    assert [block.code for block in split_code_blocks(answer)[1]] == codes
+    assert [text for kind, text in split_fenced(answer) if kind == "code"] == codes
+    assert [text for kind, text in answer_segments(answer) if kind == "code"] == codes
+    units = [u.text for block in blocks_of(answer, 1) for u in block.units if u.kind == "code"]
+    assert ["\n".join(u.split("\n")[1:-1]) for u in units] == codes
+    assert not any(opening(line) for line in without_code(answer).split("\n")), "no fence line is prose"
+
+
+def test_a_backtick_fence_whose_info_holds_a_backtick_is_inline_code_everywhere():
+    answer = "```a` b```\n\nThe end."
+    assert split_code_blocks(answer)[1] == [] and split_fenced(answer) == [("text", answer)]
+    assert [kind for kind, _ in answer_segments(answer)] == ["sentence", "sentence"]
 
 
 # -- excerpts and labels ----------------------------------------------------------------------------

@@ -44,7 +44,8 @@ from dataclasses import dataclass, field
 from bookchat.conf import setting
 from chat.pipeline.retrieval import RetrievedChunk
 from chat.pipeline.sentences import unit_texts
-from chat.pipeline.terms import FENCED_BLOCK, content_terms, normalise, strip_citations
+from chat.pipeline.terms import content_terms, normalise, strip_citations
+from ingestion.reading.fences import without_code
 
 FEATURES = ("rank_logit", "rank_margin", "scope", "unit_gap", "coverage", "selected", "follow_up")
 # Fitted by bench/fit_confidence.py (see BENCHMARKS.md, "Confidence"): one weight per feature, in FEATURES order.
@@ -150,13 +151,13 @@ def question_coverage(question: str, answer: str, cited_headings: list[str]) -> 
 
 def link_targets(answer: str) -> list[str]:
     """The targets of the answer's Markdown links (outside code), as written."""
-    return [m.group(2) for m in _MD_LINK.finditer(FENCED_BLOCK.sub(" ", answer))]
+    return [m.group(2) for m in _MD_LINK.finditer(without_code(answer))]
 
 
 def navigation_only(answer: str) -> bool:
     """Whether the answer is only links to elsewhere: every line that isn't an intro ending with ``:``
     says little besides its links ("Next steps: - [Walking](#) - [Balance](#)")."""
-    lines = [line for line in strip_citations(FENCED_BLOCK.sub(" ", answer)).splitlines() if line.strip()]
+    lines = [line for line in strip_citations(without_code(answer)).splitlines() if line.strip()]
     if not lines or not _MD_LINK.search(answer):
         return False
     for line in lines:

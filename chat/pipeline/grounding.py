@@ -18,8 +18,9 @@ import re
 from dataclasses import dataclass, field
 
 from bookchat.conf import setting
-from chat.pipeline.terms import FENCED_BLOCK, citations, content_terms, split_sentences, strip_citations
+from chat.pipeline.terms import citations, content_terms, split_sentences, strip_citations
 from chat.pipeline.units import SHORTENED
+from ingestion.reading.fences import split_fenced
 
 MIN_TERMS = 3
 _ONLY_CITATIONS = re.compile(r"(?:\[\d+(?:\s*,\s*\d+)*\]\s*)+")
@@ -51,12 +52,9 @@ class GroundingReport:
 
 def answer_segments(answer: str) -> list[tuple[str, str]]:
     """``(kind, text)`` pieces of an answer: ``code`` blocks and prose ``sentence`` s (citations kept)."""
-    out, last = [], 0
-    for match in FENCED_BLOCK.finditer(answer):
-        out += [("sentence", s) for s in _prose_sentences(answer[last:match.start()])]
-        out.append(("code", match.group(2)))
-        last = match.end()
-    out += [("sentence", s) for s in _prose_sentences(answer[last:])]
+    out = []
+    for kind, piece in split_fenced(answer):
+        out += [("code", piece)] if kind == "code" else [("sentence", s) for s in _prose_sentences(piece)]
     return out
 
 

@@ -36,6 +36,7 @@ from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 
 from chat.pipeline.terms import MATH
+from ingestion.reading.fences import closes, opening
 
 ALLOWED_TAGS = {"p", "br", "hr", "ul", "ol", "li", "pre", "code", "em", "strong", "b", "i", "blockquote", "a",
                 "table", "thead", "tbody", "tr", "th", "td", "h3", "h4", "h5", "h6", "del", "div", "span"}
@@ -101,7 +102,6 @@ class CodeBlock:
     title: str = ""  # Docusaurus/MkDocs ``title="…"``: shown as the block's caption
 
 
-_FENCE_OPEN = re.compile(r"^(?P<indent> *)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")  # any indent: in a list too
 _TITLE = re.compile(r"""\btitle=(?:"([^"]*)"|'([^']*)'|(\S+))""")
 _FORMATTER = HtmlFormatter(nowrap=True)
 MAX_HIGHLIGHT_CHARS = 20_000  # past this a block is shown as plain text: Pygments is fast, but not free
@@ -130,16 +130,15 @@ def split_code_blocks(markdown_text: str, nonce: str = "") -> tuple[str, list[Co
     blocks: list[CodeBlock] = []
     i = 0
     while i < len(lines):
-        opened = _FENCE_OPEN.match(lines[i])
-        if not opened or (opened.group("fence")[0] == "`" and "`" in opened.group("info")):
-            out.append(lines[i])  # (a backtick fence's info string holds no backtick: that line is inline code)
+        opened = opening(lines[i])  # any indent: in a list too
+        if not opened:
+            out.append(lines[i])
             i += 1
             continue
-        fence, indent = opened.group("fence"), len(opened.group("indent"))
-        closing = re.compile(rf"^ *{re.escape(fence[0])}{{{len(fence)},}}\s*$")
+        indent = len(opened["indent"])
         body: list[str] = []
         i += 1
-        while i < len(lines) and not closing.match(lines[i]):
+        while i < len(lines) and not closes(lines[i], opened["marker"]):
             line = lines[i]
             body.append(line[min(indent, len(line) - len(line.lstrip(" "))):])
             i += 1

@@ -17,8 +17,6 @@ from ingestion.reading.fences import fence_roles
 _WORD = re.compile(r"[^\W_]+(?:[-'.][^\W_]+)*", re.UNICODE)
 _SENTENCE_END = re.compile(r"(?<=[.!?…。！？])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9`*_\u00C0-\uFFFF])")
 _CITATION = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
-# A fenced code block of an answer, whole (group 2: its body); the answer's Markdown is ours, fences at line start.
-FENCED_BLOCK = re.compile(r"^(`{3,}|~{3,})[^\n]*\n(.*?)^\1\s*$", re.MULTILINE | re.DOTALL)
 _MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _MD_MARKS = re.compile(r"[*_`~]+")
 _HTML_TAG = re.compile(r"</?[A-Za-z][^>]*>")

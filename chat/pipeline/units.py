@@ -9,11 +9,11 @@ import re
 from dataclasses import dataclass, field
 
 from chat.pipeline.terms import content_terms, split_sentences
+from ingestion.reading.fences import closes, opening
 
 MAX_CODE_LINES = 20  # a longer code block is shortened at a line boundary, with SHORTENED as its last line
 SHORTENED = "…"
 MAX_UNIT_CHARS = 600
-FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})")
 LIST_ITEM = re.compile(r"^(\s*)([-*+]|\d+[.)])\s+")
 HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
 TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}")
@@ -43,7 +43,7 @@ class Block:
 def blocks_of(text: str, source: int) -> list[Block]:
     """A passage's text as blocks of answer units, in the book's order."""
     blocks: list[Block] = []
-    lines = text.splitlines()
+    lines = text.split("\n")  # as the fence reader splits: a U+2028 inside a line is not a line break
     position = 0
     paragraph: list[str] = []
 
@@ -68,19 +68,18 @@ def blocks_of(text: str, source: int) -> list[Block]:
     i = 0
     while i < len(lines):
         line = lines[i]
-        fence = FENCE.match(line)
+        fence = opening(line)
         item = LIST_ITEM.match(line)
         if fence:
             flush()
-            marker = fence.group(2)
             body = [line]
             i += 1
             while i < len(lines):
                 body.append(lines[i])
-                if lines[i].strip().startswith(marker[0] * len(marker)):
+                if closes(lines[i], fence["marker"]):
                     break
                 i += 1
-            if (u := unit("\n".join(_shortened(body)), "code")) is not None:
+            if (u := unit("\n".join(_shortened(body, fence)), "code")) is not None:
                 blocks.append(Block("code", [u]))
         elif not line.strip() or HEADING.match(line):
             flush()
@@ -90,7 +89,7 @@ def blocks_of(text: str, source: int) -> list[Block]:
             while i < len(lines) and (item := LIST_ITEM.match(lines[i])):
                 body = [LIST_ITEM.sub("", lines[i], count=1)]
                 while (i + 1 < len(lines) and lines[i + 1].startswith(("  ", "\t")) and lines[i + 1].strip()
-                       and not LIST_ITEM.match(lines[i + 1]) and not FENCE.match(lines[i + 1])):
+                       and not LIST_ITEM.match(lines[i + 1]) and not opening(lines[i + 1])):
                     i += 1
                     body.append(lines[i].strip())
                 if (u := unit(" ".join(body)[:MAX_UNIT_CHARS], "item")) is not None:
@@ -124,12 +123,13 @@ def blocks_of(text: str, source: int) -> list[Block]:
     return blocks
 
 
-def _shortened(fenced: list[str]) -> list[str]:
-    """A fenced block's lines, its code cut after ``MAX_CODE_LINES`` lines with a line ``…`` (the answer then
-    says where the rest is); a block without its closing fence (the passage ends inside it) is closed."""
-    opening, closed = fenced[0], len(fenced) > 1 and fenced[-1].strip().startswith(fenced[0].strip()[:3])
+def _shortened(fenced: list[str], fence: re.Match) -> list[str]:
+    """A fenced block's lines (``fence``: its opening), its code cut after ``MAX_CODE_LINES`` lines with a line
+    ``…`` (the answer then says where the rest is); a block without its closing fence (the passage ends inside
+    it) is closed."""
+    closed = len(fenced) > 1 and closes(fenced[-1], fence["marker"])
     code = fenced[1:-1] if closed else fenced[1:]
-    closing = fenced[-1] if closed else opening[:len(opening) - len(opening.lstrip())] + FENCE.match(opening).group(2)
+    closing = fenced[-1] if closed else fence["indent"] + fence["marker"]
     if len(code) > MAX_CODE_LINES:
         cut = MAX_CODE_LINES
         while cut > MAX_CODE_LINES // 2 and code[cut - 1].strip():  # end on a blank line when one is near
@@ -137,7 +137,7 @@ def _shortened(fenced: list[str]) -> list[str]:
         cut = cut if cut > MAX_CODE_LINES // 2 else MAX_CODE_LINES
         indent = code[cut - 1][:len(code[cut - 1]) - len(code[cut - 1].lstrip())]
         code = [*code[:cut], f"{indent}{SHORTENED}"]
-    return [opening, *code, closing]
+    return [fenced[0], *code, closing]
 
 
 def answer_units(blocks: list[Block]) -> list[Unit]:

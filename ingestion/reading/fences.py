@@ -1,9 +1,11 @@
 """Code in Markdown text: which lines are fenced code, where the code spans are, and HTML entities decoded
-outside them. The one fence reader of a page's text, for the parser, the link rewriter and the answer's plain text.
+outside them. The one fence reader, of a page's text (the parser, the link rewriter) and of an answer's (its plain
+text, the composer's blocks, the rendered HTML, grounding and confidence).
 
 Decisions:
 - A fence opens with three or more backticks or tildes (any indent) and closes with a run of the same character at
-  least as long and nothing else on the line; an unclosed fence runs to the end of the text.
+  least as long and nothing else on the line; an unclosed fence runs to the end of the text. As in CommonMark, a
+  backtick fence's info string holds no backtick: ```` ```a` b``` ```` at a line's start is inline code.
 - Entities (``&lt;``, also the escaped ``\\&lt;``) are decoded in prose only: code shows them as written.
 """
 
@@ -12,10 +14,70 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 _ENTITY = re.compile(r"\\?&(?:#\d+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]*);")
 _CODE_SPAN = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)", re.S)
-FENCE_LINE = re.compile(r"^\s*(`{3,}|~{3,})")
+FENCE_LINE = re.compile(r"^(?P<indent>\s*)(?P<marker>`{3,}|~{3,})(?P<info>.*)$")
+
+
+@dataclass(frozen=True)
+class Fenced:
+    """A fenced block of a text's lines: ``lines[start]`` opens it, ``lines[end]`` closes it (``end`` is
+    ``len(lines)`` when the text ends inside it)."""
+
+    start: int
+    end: int
+    indent: str
+    marker: str
+    info: str
+
+    def code(self, lines: list[str]) -> list[str]:
+        return lines[self.start + 1:self.end]
+
+
+def opening(line: str) -> re.Match | None:
+    """The line as a fence's opening (groups ``indent``, ``marker``, ``info``), or ``None``."""
+    found = FENCE_LINE.match(line)
+    if found is None or (found["marker"][0] == "`" and "`" in found["info"]):
+        return None
+    return found
+
+
+def closes(line: str, marker: str) -> bool:
+    """Whether ``line`` closes a block opened with ``marker``."""
+    stripped = line.strip()
+    return stripped.startswith(marker) and not stripped.strip(marker[0])
+
+
+def fenced_blocks(lines: list[str]) -> list[Fenced]:
+    blocks, i = [], 0
+    while i < len(lines):
+        opened = opening(lines[i])
+        if opened is None:
+            i += 1
+            continue
+        end = i + 1
+        while end < len(lines) and not closes(lines[end], opened["marker"]):
+            end += 1
+        blocks.append(Fenced(i, end, opened["indent"], opened["marker"], opened["info"]))
+        i = end + 1
+    return blocks
+
+
+def split_fenced(text: str) -> list[tuple[str, str]]:
+    """``text`` as pieces in order: ``("text", prose)`` and ``("code", a block's code)``, its fences left out."""
+    lines = text.split("\n")
+    pieces, last = [], 0
+    for block in fenced_blocks(lines):
+        pieces += [("text", "\n".join(lines[last:block.start])), ("code", "\n".join(block.code(lines)))]
+        last = block.end + 1
+    return [*pieces, ("text", "\n".join(lines[last:]))] if last < len(lines) or not pieces else pieces
+
+
+def without_code(text: str) -> str:
+    """``text`` with its fenced blocks, fences and all, each replaced by a blank line."""
+    return "\n\n".join(piece for kind, piece in split_fenced(text) if kind == "text")
 
 
 def decode_entities(text: str) -> str:
@@ -63,17 +125,13 @@ def _code_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
 
 def fence_roles(lines: list[str]) -> Iterator[tuple[str, str]]:
     """Each line with its role: ``open``/``code``/``close`` for fenced code, else ``text``."""
-    fence = ""
-    for line in lines:
-        opener = FENCE_LINE.match(line)
-        if not fence:
-            fence = opener.group(1) if opener else ""
-            yield line, "open" if opener else "text"
-        elif opener and opener.group(1).startswith(fence) and not line.strip().strip(fence[0]):
-            fence = ""
-            yield line, "close"
-        else:
-            yield line, "code"
+    roles = ["text"] * len(lines)
+    for block in fenced_blocks(lines):
+        roles[block.start] = "open"
+        roles[block.start + 1:block.end] = ["code"] * (min(block.end, len(lines)) - block.start - 1)
+        if block.end < len(lines):
+            roles[block.end] = "close"
+    return zip(lines, roles, strict=True)
 
 
 def _decode_prose(text: str) -> str:

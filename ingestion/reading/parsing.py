@@ -280,7 +280,7 @@ def _container_text(cleaned: CleanResult, line_map: list[int]) -> str:
     lang = ""
     for line, role in fence_roles(textwrap.dedent("\n".join(kept)).strip("\n").split("\n")):
         if role == "open":
-            indent, marker = line[: len(line) - len(line.lstrip())], FENCE_LINE.match(line).group(1)
+            indent, marker = line[: len(line) - len(line.lstrip())], FENCE_LINE.match(line)["marker"]
             lang = _code_info(line.strip()[len(marker) :])
             line = f"{indent}{marker}{lang}"
         elif role == "code" and _is_magic_comment(line, lang):
