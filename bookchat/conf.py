@@ -167,6 +167,9 @@ SETTINGS: list[Setting] = [
             rate=True),
     Setting("RATE_PAGE", "20/minute", "Questions per chat-page session (the page form and the page's own API "
             "calls).", rate=True),
+    Setting("RATE_SEARCH", "240/minute", "Searches (`GET /api/v1/search`, the widget's and the page's search box) "
+            "per reader: per visitor of a publishable key, per secret key, per page session, per IP without a key. "
+            "Sized for a search per keystroke.", rate=True),
     Setting("TRUSTED_PROXIES", 0, "Reverse proxies in front of bookchat: the client IP is taken that many hops "
             "from the right of `X-Forwarded-For` (0 → the socket address).", int, minimum=0),
     # Audit trail

@@ -80,6 +80,11 @@ class Client:
             return [(f"ip:{ip_tag}", "RATE_ANONYMOUS")]
         return [(f"key:{self.key.pk}", "RATE_KEY")]
 
+    def search_buckets(self, ip_tag: str) -> list[tuple[str, str]]:
+        """The limit this client's searches count against: one reader's (the narrowest of its question buckets),
+        sized for typing (``RATE_SEARCH``)."""
+        return [(f"search:{self.rate_buckets(ip_tag)[-1][0]}", "RATE_SEARCH")]
+
 
 @dataclass
 class WidgetClient(Client):

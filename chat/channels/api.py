@@ -1,4 +1,4 @@
-"""The REST API under ``/api/v1/``: ask, ask/stream (Server-Sent Events), feedback, books, health.
+"""The REST API under ``/api/v1/``: ask, ask/stream (Server-Sent Events), search, feedback, books, health.
 
 Views only translate: they read the body (``chat.channels.parsers``: strict JSON through DRF's
 parser hook, so that a wrong content type is 415, a body over ``MAX_REQUEST_BYTES`` is 413, bad
@@ -35,14 +35,21 @@ from chat.channels.errors import error_reply
 from chat.channels.feedback import record_feedback
 from chat.channels.openapi import ERRORS, STREAM_EVENT
 from chat.channels.parsers import json_body, refuse_a_large_body
-from chat.channels.responses import AnswerSerializer, BookDetailSerializer, BooksSerializer, FeedbackSerializer
+from chat.channels.responses import (
+    AnswerSerializer,
+    BookDetailSerializer,
+    BooksSerializer,
+    FeedbackSerializer,
+    SearchResultSerializer,
+)
 from chat.channels.serializers import (
     AskRequestSerializer,
     BookQuerySerializer,
     FeedbackRequestSerializer,
+    SectionSearchSerializer,
     validate_feedback,
 )
-from chat.channels.throttling import QuestionThrottle
+from chat.channels.throttling import QuestionThrottle, SearchThrottle
 from chat.pipeline.editions import resolve_book
 from chat.pipeline.generation import llm_configured
 from chat.pipeline.signals import health_requested
@@ -121,6 +128,21 @@ class AskStreamView(ClientView):
         response["Cache-Control"] = "no-cache"
         response["X-Accel-Buffering"] = "no"
         return response
+
+
+class SearchView(ClientView):
+    throttle_classes = [SearchThrottle]
+
+    @extend_schema(operation_id="search", parameters=[SectionSearchSerializer],
+                   responses={200: SearchResultSerializer, **ERRORS}, description=(
+                       "Sections of a book as a reader types: pages best first, each with its best sections, their "
+                       "URLs with anchors and a snippet with the matched words marked. The last word of `q` may be "
+                       "half-written (`ros2 lau`); when no word matches, the sections nearest in meaning come back "
+                       "(`matched: meaning`)."))
+    def get(self, request):
+        asking = Asking(client_of(request), request)
+        params = {name: request.query_params[name] for name in request.query_params if name != "key"}
+        return Response(asking.find(asking.validate_section_search(params)))
 
 
 class FeedbackView(ClientView):

@@ -3,7 +3,8 @@
 ``Asking`` takes the request's ``Client`` (``chat.channels.access``) and a decoded body, validates it
 with the contract's serializer, limits it to the client's book, fills in who asked and which
 conversation it continues, and answers: as one response (``answer``), as a stream of
-events (``stream``), or, for a search, as the passages retrieval found (``search``).
+events (``stream``), or, for a search, as the passages retrieval found (``search``, an assistant's) or the
+sections a reader is looking for as they type (``find``).
 Whatever the client remembers of its conversations (the page keeps them in its session) is
 updated here, so no view needs to know what kind of client it serves.
 """
@@ -15,9 +16,10 @@ from collections.abc import Iterator
 
 from chat.channels.access import Client, client_ip
 from chat.channels.errors import error_reply
-from chat.channels.responses import answer_data
-from chat.channels.serializers import validate_ask, validate_search
+from chat.channels.responses import answer_data, search_data
+from chat.channels.serializers import validate_ask, validate_search, validate_section_search
 from chat.pipeline.answering import answer_events, answer_question, prepare
+from chat.pipeline.finding import find_sections
 from chat.pipeline.questions import AskRequest
 from chat.pipeline.searching import search_passages
 
@@ -37,6 +39,10 @@ class Asking:
         """A search (``query``, ``book``, ``version``, ``locale``, ``limit``) as a question on the client's channel."""
         return self._owned(validate_search(data, channel=self.client.channel))
 
+    def validate_section_search(self, params: dict) -> AskRequest:
+        """A reader's search as typed (``q``, ``book``, ``version``, ``locale``, ``chapter``, ``limit``)."""
+        return self._owned(validate_section_search(params, channel=self.client.channel))
+
     def _owned(self, ask: AskRequest) -> AskRequest:
         ask.book = self.client.check_book(ask.book)
         ask.client_ip = client_ip(self.request) if self.request is not None else ""  # no request: stdio
@@ -48,6 +54,9 @@ class Asking:
 
     def search(self, ask: AskRequest) -> dict:
         return search_passages(ask)
+
+    def find(self, ask: AskRequest) -> dict:
+        return search_data(find_sections(ask))
 
     def answer(self, ask: AskRequest) -> dict:
         response = answer_data(answer_question(ask))

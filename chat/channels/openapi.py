@@ -51,9 +51,17 @@ def finish_schema(result: dict, generator, request, public) -> dict:
     for name in STRICT_COMPONENTS:
         if name in schemas:
             schemas[name]["additionalProperties"] = False
-    if "AskRequest" in schemas and request is not None:  # built for no request (a file, the MCP tools): no books
-        _state_the_books(schemas["AskRequest"], request)
+    ask = schemas.get("AskRequest")
+    # Built for no request (a file, the MCP tools), the schema lists no books.
+    if (ask is not None and request is not None and _state_the_books(ask["properties"]["book"], request)
+            and "book" not in ask["required"]):
+        ask["required"].append("book")
     for path_item in result.get("paths", {}).values():
+        search = path_item.get("get", {})
+        if search.get("operationId") == "search" and request is not None:
+            book = next((p for p in search.get("parameters", ()) if p["name"] == "book"), None)
+            if book is not None and _state_the_books(book["schema"], request):
+                book["required"] = True
         ask = path_item.get("post", {})
         if ask.get("operationId") == "ask" and "200" in ask.get("responses", {}):
             ask["responses"]["200"]["links"] = {"Feedback": {
@@ -75,15 +83,15 @@ def books_a_client_may_name(request) -> tuple[list[str], bool]:
     return root_slugs + list(editions), required
 
 
-def _state_the_books(ask: dict, request) -> None:
+def _state_the_books(book: dict, request) -> bool:
+    """List the books ``request``'s caller may name in ``book`` (a schema); whether it must name one."""
     try:
         slugs, required = books_a_client_may_name(request)
     except DATABASE_ERRORS:  # the schema is still served while the database is down: without the books
-        return
+        return False
     if slugs:
-        ask["properties"]["book"]["enum"] = slugs
-    if required and "book" not in ask["required"]:
-        ask["required"].append("book")
+        book["enum"] = slugs
+    return required
 
 
 class SecretKeyScheme(OpenApiAuthenticationExtension):

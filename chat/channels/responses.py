@@ -149,6 +149,41 @@ class BookDetailSerializer(BookSerializer):
     outline = OutlineChapterSerializer(many=True, help_text="Chapters and pages in the site's sidebar order.")
 
 
+class FoundSectionSerializer(serializers.Serializer):
+    title = serializers.CharField(help_text="The section's heading.")
+    heading_path = serializers.CharField()
+    url = serializers.CharField(help_text="The section's URL, with its anchor.")
+    snippet = serializers.CharField(help_text="Plain text around the words matched (… where cut).")
+    snippet_html = serializers.CharField(help_text="The snippet escaped, each matched word in `<mark>`.")
+    marks = serializers.ListField(child=serializers.ListField(child=serializers.IntegerField(), min_length=2,
+                                                              max_length=2),
+                                  help_text="`[start, end)` offsets of the matched words in `snippet`.")
+    score = serializers.FloatField()
+    chunk_id = serializers.CharField()
+
+
+class FoundPageSerializer(serializers.Serializer):
+    title = serializers.CharField()
+    chapter = serializers.CharField(allow_blank=True)
+    document = serializers.CharField(help_text="The page's path in the book.")
+    url = serializers.CharField(allow_blank=True, help_text="The page's URL.")
+    sections = FoundSectionSerializer(many=True, help_text="Its best sections, best first.")
+
+
+class SearchResultSerializer(serializers.Serializer):
+    """What ``GET /search`` finds: pages, best first, each with its best sections."""
+
+    book = serializers.CharField()
+    version = serializers.CharField(allow_blank=True)
+    locale = serializers.CharField(allow_blank=True)
+    query = serializers.CharField(help_text="The query as searched (HTML removed).")
+    matched = serializers.ChoiceField(["words", "meaning", "none"], help_text="`words`: sections hold the query's "
+                                      "words (marked); `meaning`: none does, these are the nearest in meaning; "
+                                      "`none`: nothing found.")
+    covered = serializers.BooleanField(help_text="Whether the best match clears the book's scope threshold.")
+    pages = FoundPageSerializer(many=True)
+
+
 class ErrorSerializer(serializers.Serializer):
     error = serializers.CharField(help_text="A stable code (the manual's REST API page lists them).")
     message = serializers.CharField()
@@ -158,3 +193,8 @@ class ErrorSerializer(serializers.Serializer):
 def answer_data(response: dict) -> dict:
     """A response as the contract shows it (only the keys it names, each as declared)."""
     return AnswerSerializer(response).data
+
+
+def search_data(result: dict) -> dict:
+    """A search result as the contract shows it."""
+    return SearchResultSerializer(result).data

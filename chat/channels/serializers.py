@@ -45,6 +45,7 @@ _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 ASK_FIELDS = ("question", "selected_text", "max_results", "session_id", "book", "version", "locale", "chapter")
 SEARCH_FIELDS = ("query", "limit", "book", "version", "locale")
+SECTION_SEARCH_FIELDS = ("q", "limit", "book", "version", "locale", "chapter")
 FEEDBACK_FIELDS = ("rating", "comment", "session_id")
 
 
@@ -258,6 +259,40 @@ class SearchRequestSerializer(StrictSerializer):
                           locale=data.get("locale") or None, max_results=data.get("limit"), channel=channel)
 
 
+class PagesField(MaxResultsField):
+    """``limit`` of ``GET /search``: a query string's whole number of pages, 1–10."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.help_text = "Pages to return, 1–10 (default 5); each with up to 3 of its sections."
+
+    def run_validation(self, data=empty):
+        if isinstance(data, str) and data.strip().isascii() and data.strip().isdigit():
+            data = int(data.strip())  # a query string's number is text
+        return super().run_validation(data)
+
+
+class SectionSearchSerializer(StrictSerializer):
+    """The query of ``GET /search``: ``?q=&book=&version=&locale=&chapter=&limit=``, checked as a question is
+    (``key``, a publishable key's, is read elsewhere)."""
+
+    order = SECTION_SEARCH_FIELDS
+
+    def get_fields(self):
+        ask = AskRequestSerializer().get_fields()
+        query = QuestionField()
+        query.help_text = ("What the reader has typed so far; its last word may be half-written (" +
+                           query.help_text + ")")
+        return {"q": query, "limit": PagesField(), **{name: ask[name] for name in ("book", "version", "locale",
+                                                                                   "chapter")}}
+
+    def search(self, *, channel: str) -> AskRequest:
+        data = self.checked()
+        return AskRequest(question=data["q"], book=data.get("book") or None, version=data.get("version") or None,
+                          locale=data.get("locale") or None, chapter=data.get("chapter") or None,
+                          max_results=data.get("limit"), channel=channel)
+
+
 class FeedbackRequestSerializer(StrictSerializer):
     """``{"rating": "up"|"down", "comment"?, "session_id"?}``."""
 
@@ -292,6 +327,11 @@ def validate_ask(data: object, *, channel: str = "api") -> AskRequest:
 def validate_search(data: object, *, channel: str = "mcp") -> AskRequest:
     """A decoded search (``SearchRequestSerializer``) as the ``AskRequest`` retrieval takes, or a ``RequestError``."""
     return SearchRequestSerializer(data=data).search(channel=channel)
+
+
+def validate_section_search(params: dict, *, channel: str = "api") -> AskRequest:
+    """A search query string (one value per name) as the ``AskRequest`` finding takes, or a ``RequestError``."""
+    return SectionSearchSerializer(data=params).search(channel=channel)
 
 
 def validate_feedback(data: object) -> tuple[str, str, uuid.UUID | None]:

@@ -16,8 +16,10 @@ Buckets by caller:
 - the chat page: its session (``RATE_PAGE``);
 - anonymous: the client IP (``RATE_ANONYMOUS``).
 
-Only questions are limited (``/ask``, ``/ask/stream`` and the page form); feedback,
-books and health are not. A rate of "" turns a limit off.
+Questions are limited (``/ask``, ``/ask/stream`` and the page form), and searches
+(``/search``, the page's search form) apart from them, one reader's bucket each
+(``RATE_SEARCH``, sized for a search per keystroke); feedback, books and health are not. A
+rate of "" turns a limit off.
 """
 
 from __future__ import annotations
@@ -38,10 +40,10 @@ from chat.models import RateCounter
 class RateLimited(Throttled):
     """Over a limit: DRF answers it 429 with ``Retry-After`` (``chat.channels.errors``), and so does the page form."""
 
-    def __init__(self, wait: float, rate: Rate):
+    def __init__(self, wait: float, rate: Rate, what: str = "questions"):
         self.rate = rate
         retry = max(1, math.ceil(wait))
-        super().__init__(detail=f"too many questions (the limit is {rate.describe()}); try again in {retry} s",
+        super().__init__(detail=f"too many {what} (the limit is {rate.describe()}); try again in {retry} s",
                          code="rate_limited")
         self.wait = retry
 
@@ -54,13 +56,13 @@ def _ip_tag(request) -> str:
     return salted_hmac("bookchat.rate.client-ip", client_ip(request)).hexdigest()[:20]
 
 
-def buckets_for(client: Client, request) -> list[tuple[str, Rate]]:
-    """The client's limits (``Client.rate_buckets``, by the kind of client) that are set."""
-    wanted = client.rate_buckets(_ip_tag(request))
+def buckets_for(client: Client, request, *, searching: bool = False) -> list[tuple[str, Rate]]:
+    """The client's limits (``Client.rate_buckets``, or ``search_buckets`` for a search) that are set."""
+    wanted = (client.search_buckets if searching else client.rate_buckets)(_ip_tag(request))
     return [(bucket, rate) for bucket, name in wanted if (rate := parse_rate(name)) is not None]
 
 
-def count_request(buckets: list[tuple[str, Rate]], *, now: float | None = None) -> None:
+def count_request(buckets: list[tuple[str, Rate]], *, now: float | None = None, what: str = "questions") -> None:
     """Count one request in each bucket; raise ``RateLimited`` (with the longest wait) if any is over.
 
     A bucket's window opens with the first request counted in it and lasts the rate's seconds; the first
@@ -81,11 +83,11 @@ def count_request(buckets: list[tuple[str, Rate]], *, now: float | None = None) 
         counts = {bucket: (count, ends) for bucket, count, ends in cursor.fetchall()}
     over = [(counts[bucket][1] - now, rate) for bucket, rate in buckets if counts[bucket][0] > rate.limit]
     if over:
-        raise RateLimited(*max(over, key=lambda item: item[0]))
+        raise RateLimited(*max(over, key=lambda item: item[0]), what)
 
 
-def check_rate(request, client: Client) -> None:
-    count_request(buckets_for(client, request))
+def check_rate(request, client: Client, *, searching: bool = False) -> None:
+    count_request(buckets_for(client, request, searching=searching), what="searches" if searching else "questions")
 
 
 def purge_old_counters(*, older_than_seconds: int = 86400) -> int:
@@ -100,4 +102,13 @@ class QuestionThrottle(BaseThrottle):
     def allow_request(self, request, view) -> bool:
         if request.method != "OPTIONS":
             check_rate(request, client_of(request))
+        return True
+
+
+class SearchThrottle(BaseThrottle):
+    """A search's limit (``RATE_SEARCH``, one reader's): searches never use up a reader's questions."""
+
+    def allow_request(self, request, view) -> bool:
+        if request.method != "OPTIONS":
+            check_rate(request, client_of(request), searching=True)
         return True

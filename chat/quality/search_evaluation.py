@@ -1,15 +1,17 @@
 """How well the book's search finds the section a question is about, as a reader would type it into a search box
 (``evaluate --search``; the baseline for search as you type, issue 35).
 
-For each answerable question with evidence, two queries go through the same retrieval as answers and the MCP
-``search_book`` (``chat.pipeline.retrieval``: hybrid search, then the re-ranker), with no audit row:
+For each answerable question with evidence, three queries go through the book's search box as it ships
+(``chat.pipeline.finding``: the last word also stands for the book's words that begin with it, hybrid search,
+the re-ranker, sections grouped by page as a reader is shown them), with no audit row:
 - **full**: the question's words as they are;
 - **typed**: what a reader has typed three words in: the question's first three words, the third cut to a
   prefix (its first half, at least two characters), as in "How do I ins";
 - **typed_content**: the same over the question's content words only (those the book's text-search configuration
   keeps: "how", "do", "I" are stop words), as in "configure sidebar categ": what a reader types into a search box,
   where a question's opening words say little.
-A hit is a top-``top_k`` passage that holds one of the question's evidence strings (``evaluation._hit_rank``).
+A hit is one of the first ``top_k`` sections shown that holds one of the question's evidence strings
+(``evaluation._hit_rank``).
 Reported: hit@1 and hit@5 of each, and the p50/p95 of retrieval time per query. Nothing here is tuned on these
 questions; the numbers say how far search as typed is from search as asked.
 """
@@ -25,7 +27,7 @@ from django.db import connection
 
 from chat.pipeline.deadline import Deadline
 from chat.pipeline.editions import resolve_book
-from chat.pipeline.retrieval import retrieve
+from chat.pipeline.finding import by_page, typed_search
 from chat.quality.evaluation import SHOULD_REFUSE, Question, _hit_rank
 from ingestion.indexing.lexicon import BOOK_SEARCH_CONFIG
 
@@ -68,9 +70,10 @@ def run_search_evaluation(questions: list[Question], *, book_slug: str | None = 
                    "typed_content": typed_prefix(content_words(q.question, book.pk) or q.question)}
         for mode, query in queries.items():
             started = time.monotonic()
-            found = retrieve(book=book, question=query, top_k=top_k, deadline=Deadline())
+            found, _ = typed_search(book, query, deadline=Deadline())
             seconds[mode].append((time.monotonic() - started) * 1000)
-            record[mode] = {"query": query, "hit_rank": _hit_rank([c.text for c in found.chunks], q.evidence)}
+            shown = [chunk.text for page in by_page(found.chunks) for chunk in page][:top_k]
+            record[mode] = {"query": query, "hit_rank": _hit_rank(shown, q.evidence)}
         records.append(record)
 
     def hit_at(mode: str, k: int) -> float | None:
