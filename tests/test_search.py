@@ -1,0 +1,154 @@
+"""Search as a reader types (``GET /api/v1/search``, ``chat.pipeline.finding``) on the bundled manual: half-written
+words, pages grouped with their sections and anchors, marked snippets, bad queries, keys and origins, its own
+rate limit, and the audit trail."""
+
+from __future__ import annotations
+
+import html
+import re
+
+import pytest
+
+from audit.models import AuditLog
+from chat.models import ApiKey
+from chat.pipeline.finding import marked_html, snippet
+
+pytestmark = pytest.mark.django_db
+
+BOOK = "bookchat-manual"
+SEARCH = "/api/v1/search"
+SITE = "https://docs.example.org"
+
+
+@pytest.fixture(autouse=True)
+def search_settings(manual_book, no_llm):
+    """The manual is indexed, with a generous time budget (``no_llm``)."""
+
+
+def search(client, q: str, **params):
+    return client.get(SEARCH, {"q": q, "book": BOOK, **params})
+
+
+def test_a_half_written_word_finds_the_sections_that_use_the_whole_one(client):
+    response = search(client, "publishable wid")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["matched"] == "words" and body["covered"] and body["book"] == BOOK
+    marked = {s["snippet"][a:b].lower() for page in body["pages"] for s in page["sections"] for a, b in s["marks"]}
+    assert any(word.startswith("widget") for word in marked), marked
+    assert "Chat widget for docs sites" in [page["title"] for page in body["pages"][:3]]
+
+
+def test_results_are_pages_best_first_each_with_its_sections_and_their_anchors(client):
+    body = search(client, "ingest a folder").json()
+    pages = body["pages"]
+    assert 1 <= len(pages) <= 5 and len({p["document"] for p in pages}) == len(pages), "a page appears once"
+    for page in pages:
+        assert 1 <= len(page["sections"]) <= 3
+        assert all(s["url"].startswith(page["url"]) for s in page["sections"])
+    assert any("#" in s["url"] for page in pages for s in page["sections"]), "section URLs carry anchors"
+    best = [page["sections"][0]["score"] for page in pages]
+    assert best == sorted(best, reverse=True), "pages in the order of their best section"
+    assert len(search(client, "ingest a folder", limit="2").json()["pages"]) <= 2
+
+
+def test_marks_are_offsets_of_whole_words_and_the_html_only_adds_mark_tags(client):
+    for page in search(client, "configure the embedder").json()["pages"]:
+        for section in page["sections"]:
+            text = section["snippet"]
+            for start, end in section["marks"]:
+                assert re.fullmatch(r"\w+", text[start:end]), (text, start, end)
+            assert html.unescape(re.sub(r"</?mark>", "", section["snippet_html"])) == text
+            assert section["snippet_html"].count("<mark>") == len(section["marks"])
+
+
+def test_a_snippet_escapes_the_books_markup_and_starts_near_the_first_match():
+    text = "Intro words. " * 30 + "Put <script>alert(1)</script> in the `<head>` of the page."
+    shown, offsets = snippet(text, ("head",))
+    assert shown.startswith("…") and "head" in shown and len(shown) <= 200
+    rendered = marked_html(shown, offsets)
+    assert "<script>" not in rendered and "&lt;<mark>head</mark>&gt;" in rendered, rendered
+
+
+def test_words_the_book_never_uses_still_find_what_is_nearest_in_meaning(client):
+    body = search(client, "qwzx vlorpt").json()
+    assert body["matched"] in ("meaning", "none") and not body["covered"]
+    assert all(not s["marks"] for page in body["pages"] for s in page["sections"])
+
+
+@pytest.mark.parametrize(("params", "status", "error", "field"), [
+    ({"q": ""}, 400, "empty", "q"),
+    ({"q": "   "}, 400, "empty", "q"),
+    ({"q": "<b></b>"}, 400, "empty", "q"),
+    ({}, 400, "required", "q"),
+    ({"q": "x" * 5000}, 400, "too_long", "q"),
+    ({"q": "a\x00b"}, 400, "invalid_characters", "q"),
+    ({"q": "widget", "limit": "0"}, 400, "out_of_range", "limit"),
+    ({"q": "widget", "limit": "ten"}, 400, "invalid_type", "limit"),
+    ({"q": "widget", "limit": "1e3"}, 400, "invalid_type", "limit"),
+    ({"q": "widget", "colour": "blue"}, 400, "unknown_field", "colour"),
+    ({"q": "widget", "book": "no-such-book"}, 404, "unknown_book", "book"),
+    ({"q": "widget", "chapter": "no-such-chapter"}, 404, "unknown_chapter", "chapter"),
+    ({"q": "'; DROP TABLE ingestion_chunk; --"}, 200, None, None),
+    ({"q": "%_\\ lit%"}, 200, None, None),
+], ids=["empty", "blank", "only-markup", "missing", "huge", "nul", "limit-0", "limit-word", "limit-float", "unknown",
+        "book", "chapter", "sql", "like-wildcards"])
+def test_bad_queries_get_clear_errors(client, params, status, error, field):
+    response = client.get(SEARCH, {"book": BOOK, **params})
+    assert response.status_code == status, response.content
+    body = response.json()
+    if error is not None:
+        assert (body["error"], body["field"]) == (error, field) and body["message"]
+    else:
+        assert "pages" in body
+
+
+def test_post_is_405_json(client):
+    response = client.post(SEARCH, data="{}", content_type="application/json")
+    assert response.status_code == 405 and response.json()["error"] == "method_not_allowed"
+
+
+def test_a_publishable_key_searches_from_its_origin_with_cors_and_a_secret_key_not_from_a_browser(client, settings):
+    settings.BOOKCHAT = {**settings.BOOKCHAT, "ANONYMOUS_API": "false"}
+    key = ApiKey(name="site", kind=ApiKey.PUBLISHABLE, allowed_origins=SITE)
+    raw = key.issue()
+    key.save()
+    found = client.get(SEARCH, {"q": "widget", "key": raw}, headers={"Origin": SITE})
+    assert found.status_code == 200, found.content
+    assert found["Access-Control-Allow-Origin"] == SITE
+    refused = client.get(SEARCH, {"q": "widget", "key": raw}, headers={"Origin": "https://evil.example"})
+    assert refused.status_code == 403 and "Access-Control-Allow-Origin" not in refused
+    assert client.get(SEARCH, {"q": "widget"}).status_code == 401, "no key, no anonymous access"
+
+
+def test_searches_have_their_own_limit_and_never_use_up_questions(client, settings):
+    settings.BOOKCHAT = {**settings.BOOKCHAT, "RATE_SEARCH": "2/minute", "RATE_ANONYMOUS": "1/minute"}
+    ip = {"REMOTE_ADDR": "203.0.113.9"}
+    assert client.get(SEARCH, {"q": "widget", "book": BOOK}, **ip).status_code == 200
+    assert client.get(SEARCH, {"q": "widget ke", "book": BOOK}, **ip).status_code == 200
+    limited = client.get(SEARCH, {"q": "widget key", "book": BOOK}, **ip)
+    assert limited.status_code == 429 and "too many searches" in limited.json()["message"]
+    assert 1 <= int(limited["Retry-After"]) <= 60
+    asked = client.post("/api/v1/ask", data='{"question": "How do I add the widget?", "book": "bookchat-manual"}',
+                        content_type="application/json", **ip)
+    assert asked.status_code == 200, "the reader's question allowance is untouched"
+
+
+def test_every_search_is_audited_as_a_lighter_row(client):
+    before = AuditLog.objects.count()
+    body = search(client, "review que").json()
+    row = AuditLog.objects.order_by("-created_at").first()
+    assert AuditLog.objects.count() == before + 1
+    assert row.status == "searched" and row.question == "review que" and not row.answer
+    shown = [s["url"] for page in body["pages"] for s in page["sections"]]
+    assert [s["url"] for s in row.sources] == shown
+    assert row.retrieval["matched"] == body["matched"]
+
+
+def test_the_schema_states_the_search(client):
+    schema = client.get("/api/v1/schema?format=json").json()
+    operation = schema["paths"]["/api/v1/search"]["get"]
+    names = {p["name"] for p in operation["parameters"]}
+    assert {"q", "book", "version", "locale", "chapter", "limit"} <= names
+    assert next(p for p in operation["parameters"] if p["name"] == "book")["schema"]["enum"] == [BOOK]
+    assert "SearchResult" in schema["components"]["schemas"]
