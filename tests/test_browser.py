@@ -6,6 +6,9 @@
   of the page it is on, "Ask about this" sends the selection, the page's hostile CSS doesn't reach it,
   keyboard only, a 360 px screen, and a key that doesn't allow the page's origin (a clear error in the
   widget, 403 from the API);
+- search as you type: the widget's search mode by keyboard in light and dark (a combobox and its listbox, a
+  result opened at its anchor), a stale response dropped, "Ask about this", taking over the site's own search
+  button and Ctrl+K with data-search="replace"; the page's search box with and without JavaScript;
 - the admin (a reviewer's review, a staff upload) and the API docs, under the Content-Security-Policy.
 
 Every page watches its console: an error there fails the test (except the browser's own report of the
@@ -16,6 +19,7 @@ BOOKCHAT_SCREENSHOT_DIR to keep screenshots of the page and the widget.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -240,8 +244,8 @@ def test_page_at_360_px_in_dark_mode(servers, open_page):
 
 
 # -- the widget on a docs site -----------------------------------------------------------------------------------
-def open_docs(open_page, docs: DocsSite, key: str, **options):
-    docs.key, docs.book = key, BOOK
+def open_docs(open_page, docs: DocsSite, key: str, widget_attributes: str = "", **options):
+    docs.key, docs.book, docs.widget_attributes = key, BOOK, widget_attributes
     page, errors = open_page(docs.page_url(), **options)
     page.locator(".bc-launcher").wait_for()  # Playwright's CSS selectors pierce the open shadow root
     return page, errors
@@ -370,6 +374,135 @@ def test_widget_keyboard_only_and_esc_closes(servers, open_page, widget_key):
     assert not page.locator(".bc-panel").is_visible()
     assert page.evaluate("document.activeElement.shadowRoot.activeElement.classList.contains('bc-launcher')"), \
         "Esc gives focus back to the button"
+    assert errors == []
+
+
+# -- search as you type: the widget's search mode and the page's search box -------------------------------------
+def in_widget(page, script: str):
+    """``script`` (an expression of ``root``, the widget's shadow root) evaluated in the page."""
+    return page.evaluate(f"(() => {{ const root = document.getElementById('bookchat-widget').shadowRoot; "
+                         f"return {script}; }})()")
+
+
+def wait_for_results(page, query: str) -> None:
+    page.wait_for_function("q => { const r = document.getElementById('bookchat-widget').shadowRoot"
+                           ".querySelector('.bc-results'); return r && r.dataset.query === q "
+                           "&& r.children.length > 0; }", arg=query)
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_widget_search_keyboard_only_opens_a_section_at_its_anchor(servers, open_page, widget_key, theme):
+    _, docs = servers
+    page, errors = open_docs(open_page, docs, widget_key(docs.origin), color_scheme=theme)
+    page.locator("main").click()  # the reader is on the page, not in a field
+    page.keyboard.press("/")
+    assert page.locator(".bc-panel").is_visible() and page.locator(".bc-search").is_visible()
+    assert in_widget(page, "root.activeElement.id") == "bc-search-input"
+    assert in_widget(page, "root.activeElement.getAttribute('role')") == "combobox"
+    page.keyboard.type("publishable wid", delay=40)
+    wait_for_results(page, "publishable wid")
+    assert in_widget(page, "root.getElementById('bc-results').getAttribute('role')") == "listbox"
+    assert in_widget(page, "root.activeElement.getAttribute('aria-expanded')") == "true"
+    marks = page.locator(".bc-result mark")
+    assert marks.count() >= 1
+    colors = marks.first.evaluate("m => { const s = getComputedStyle(m); return [s.color, s.backgroundColor]; }")
+    assert contrast(*colors) >= 4.5, colors
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowDown")
+    second = page.locator(".bc-result").nth(1)
+    assert second.get_attribute("aria-selected") == "true"
+    assert in_widget(page, "root.activeElement.getAttribute('aria-activedescendant')") == second.get_attribute("id")
+    page.keyboard.press("ArrowUp")
+    first = page.locator(".bc-result").first
+    assert first.get_attribute("aria-selected") == "true"
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    assert "#" in page.url, "the section opens at its anchor"
+    screenshot(page, f"widget-search-{theme}")
+    assert errors == []
+
+
+def test_widget_search_drops_a_stale_response(servers, open_page, widget_key):
+    _, docs = servers
+    page, errors = open_docs(open_page, docs, widget_key(docs.origin))
+    held = []
+
+    def hold_the_first(route):
+        if "q=ingest&" in route.request.url and not held:
+            held.append(route)  # answered only after the newer search has shown its results
+        else:
+            route.continue_()
+
+    page.route("**/api/v1/search?*", hold_the_first)
+    page.evaluate("window.BookchatWidget.search('')")
+    box = page.locator(".bc-search-input")
+    box.type("ingest", delay=30)
+    page.wait_for_timeout(400)  # past the debounce: the first search is sent (and held)
+    box.type(" fold", delay=30)
+    wait_for_results(page, "ingest fold")
+    assert held, "the first search was sent"
+    with contextlib.suppress(Exception):  # Playwright may refuse to continue an aborted request: also fine
+        held[0].continue_()  # its request was aborted by the newer one; if it still arrives it must be dropped
+    page.wait_for_timeout(1500)
+    assert in_widget(page, "root.querySelector('.bc-results').dataset.query") == "ingest fold"
+    assert errors == [] or all("abort" in e.lower() or "search" in e for e in errors), errors
+
+
+def test_widget_search_ask_about_this_turns_the_query_into_a_question(servers, open_page, widget_key):
+    _, docs = servers
+    page, errors = open_docs(open_page, docs, widget_key(docs.origin))
+    page.evaluate("window.BookchatWidget.search('How do I ingest a folder')")
+    wait_for_results(page, "How do I ingest a folder")
+    page.locator(".bc-ask-query").click()
+    assert page.locator(".bc-form").is_visible() and not page.locator(".bc-search").is_visible()
+    assert page.locator(".bc-question").last.text_content() == "How do I ingest a folder"
+    page.locator(".bc-answer[data-state=done]").wait_for()
+    assert page.locator(".bc-source").count() >= 1
+    assert errors == []
+
+
+def test_widget_search_replaces_the_sites_own_search_when_asked(servers, open_page, widget_key):
+    _, docs = servers
+    key = widget_key(docs.origin)
+    page, errors = open_docs(open_page, docs, key)  # by default the site's Ctrl+K stays the site's
+    page.locator("main").click()
+    page.keyboard.press("Control+k")
+    assert page.evaluate("document.body.dataset.siteSearch") == "opened"
+    assert not page.locator(".bc-panel").is_visible()
+
+    page, errors = open_docs(open_page, docs, key, widget_attributes=' data-search="replace"')
+    page.locator(".DocSearch-Button").click()
+    assert page.locator(".bc-search").is_visible()
+    assert page.evaluate("document.body.dataset.siteSearch") is None, "the site's search never opened"
+    page.keyboard.press("Escape")
+    assert not page.locator(".bc-panel").is_visible()
+    page.locator("main").click()
+    page.keyboard.press("Control+k")
+    assert page.locator(".bc-search").is_visible()
+    assert page.evaluate("document.body.dataset.siteSearch") is None
+    assert errors == []
+
+
+@pytest.mark.parametrize("java_script", [True, False], ids=["javascript", "no-javascript"])
+def test_page_search_box_by_keyboard(servers, open_page, java_script):
+    bookchat, _ = servers
+    page, errors = open_page(f"{bookchat.url}/?book={BOOK}", java_script_enabled=java_script)
+    if java_script:
+        page.locator("h1").click()
+        page.keyboard.press("/")
+    else:
+        page.locator("#search-box").focus()
+    assert page.evaluate("document.activeElement.id") == "search-box"
+    page.keyboard.type("publishable wid")
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    sections = page.locator(".search-section a")
+    assert sections.count() >= 1 and "#" in (sections.first.get_attribute("href") or "")
+    assert page.locator(".search-snippet mark").count() >= 1
+    assert page.locator("#search-box").input_value() == "publishable wid"
+    page.locator("#search-results a.button").click()  # "Ask about this"
+    page.wait_for_url("**ask=*")
+    assert page.locator("#question").input_value() == "publishable wid"
     assert errors == []
 
 

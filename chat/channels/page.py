@@ -1,5 +1,7 @@
 """The chat page at ``/``: server-rendered, usable without JavaScript, streamed with it.
 
+Above the conversation, a search box finds the book's sections (``?q=``, a GET form: the same search as
+``/api/v1/search``), each result with "Ask about this", which puts the query in the question box.
 Without JavaScript the ask form posts here and the browser is sent back to the page, which
 now shows the answer (post/redirect/get, so a reload never asks twice); with
 it, ``static/bookchat/chat.js`` streams the answer from ``/api/v1/ask/stream`` (on the
@@ -73,6 +75,21 @@ def turn_context(turn: Turn, feedback: str | None) -> dict:
     }
 
 
+def _search(request, book: Book) -> dict:
+    """The page's search box (``?q=``): the sections found, or the error saying why not; a reader's search counts
+    against their search limit, never their questions."""
+    client = PageClient(session=request.session)
+    query = request.GET.get("q", "")
+    try:
+        check_rate(request, client, searching=True)
+        asking = Asking(client, request)
+        return {"query": query, "result": asking.find(asking.validate_section_search({"q": query,
+                                                                                      "book": book.slug}))}
+    except (RequestError, BookchatError, RateLimited) as exc:
+        reply = error_reply(exc)
+        return {"query": query, "error": reply.body["message"], "status": reply.status}
+
+
 def _page(request, *, book: Book | None, books: list[Book], status: int = 200, error: RequestError | None = None,
           form: dict | None = None):
     request.session[PAGE_SESSION_FLAG] = True
@@ -81,11 +98,16 @@ def _page(request, *, book: Book | None, books: list[Book], status: int = 200, e
         request.session["bookchat_book"] = book.slug
         edition = pick_edition(book, version=None, locale=None)  # a versioned book answers from its latest
         conversation = live_conversation(PageClient(session=request.session).conversation(book.slug), edition)
+    search = _search(request, book) if book is not None and request.GET.get("q", "").strip() else None
+    if search is not None and "status" in search:
+        status = search["status"]
+    if book is not None and "ask" in request.GET and not form:  # "Ask about this" from a search result
+        form = {"question": request.GET["ask"][:setting("MAX_QUESTION_CHARS")]}
     turns = list(conversation.turns.order_by("created_at", "id")) if conversation else []
     votes = votes_on(turns)
     turns = [turn_context(t, votes.get(t.answer_id)) for t in turns]
     context = {
-        "books": books, "book": book, "turns": turns, "error": error, "form": form or {},
+        "books": books, "book": book, "turns": turns, "error": error, "form": form or {}, "search": search,
         "outline": book_outline(edition) if book is not None else [],
         "session_id": str(conversation.id) if conversation else "",
         "max_question_chars": setting("MAX_QUESTION_CHARS"), "max_selected_chars": setting("MAX_SELECTED_CHARS"),

@@ -138,15 +138,15 @@ def typed_search(book: Book, text: str, *, chapter: str | None = None,
 
 
 def by_page(chunks: list[RetrievedChunk], pages: int = DEFAULT_PAGES) -> list[list[RetrievedChunk]]:
-    """The best ``pages`` pages' sections (``SECTIONS_PER_PAGE`` each, best first), pages in the order of their
-    best section: what a reader is shown."""
+    """The best ``pages`` pages' sections (``SECTIONS_PER_PAGE`` each, best first, each section by its best
+    passage), pages in the order of their best section: what a reader is shown."""
     found: dict[int, list[RetrievedChunk]] = {}
     for chunk in chunks:
         if chunk.document_id not in found and len(found) == pages:
             continue
         sections = found.setdefault(chunk.document_id, [])
-        if len(sections) < SECTIONS_PER_PAGE:
-            sections.append(chunk)
+        if len(sections) < SECTIONS_PER_PAGE and all(s.anchor != chunk.anchor for s in sections):
+            sections.append(chunk)  # a long section's second passage is the same link: shown once
     return list(found.values())
 
 

@@ -6,7 +6,7 @@
  * (/answers/<id>) so citations, sources and feedback look exactly as after a reload.
  * Thumbs are sent to /api/v1/answers/<id>/feedback without leaving the page.
  * Every code block of an answer gets a Copy button (a real <button>, so keyboard-reachable; the
- * result is announced in the page's live region).
+ * result is announced in the page's live region). "/" puts the cursor in the search box.
  */
 (function () {
   "use strict";
@@ -249,5 +249,16 @@
     } catch (error) {
       status.textContent = error instanceof AskError ? error.message : "Couldn't send your feedback; try again.";
     }
+  });
+
+  // "/" jumps to the search box, as on most documentation sites (not while typing in a field).
+  var searchBox = document.getElementById("search-box");
+  document.addEventListener("keydown", function (event) {
+    if (!searchBox || event.key !== "/" || event.ctrlKey || event.metaKey || event.altKey) return;
+    var target = event.target;
+    if (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName)) return;
+    event.preventDefault();
+    searchBox.focus();
+    searchBox.select();
   });
 })();

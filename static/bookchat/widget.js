@@ -11,9 +11,15 @@
  *   data-api              API base URL (default: the origin this file was loaded from)
  *   data-version          the book's version to ask (default: the version of the page the reader is on, read
  *                         from its URL against the book's editions in GET /books; else the latest)
+ *   data-search           on (default): Ctrl/⌘ K or / opens the search mode, unless the page handled the key;
+ *                         replace: the widget's search takes over the site's own (its search button and
+ *                         Ctrl/⌘ K); off: no search mode
+ *   data-search-button    what "replace" takes over (a CSS selector; default: Docusaurus' DocSearch button
+ *                         and any element with a data-bookchat-search attribute)
  * The reader's language (<html lang>) is sent as the question's locale: a translated book answers in it.
  *
  * API used (every call carries ?key=pk_…, cross-origin, without cookies):
+ *   GET  /api/v1/search                     sections as the reader types (the search mode)
  *   POST /api/v1/ask/stream                 Server-Sent Events: token…, then final (or error)
  *   POST /api/v1/ask                        the same answer as one JSON object (fallback without streams)
  *   POST /api/v1/answers/<id>/feedback      thumbs up/down and an optional comment
@@ -41,6 +47,8 @@
   };
   var LEVELS = { high: 'High confidence', medium: 'Medium confidence', low: 'Low confidence' };
   var REFUSALS = { not_covered: 'Not covered', unanswerable: 'Not covered', unsure: 'Not answered directly' };
+  var SEARCH_HINT = 'Type a few words: the sections that use them appear as you type.';
+  var SEARCH_DELAY = 150;  // ms after the last keystroke
 
   // ---------------------------------------------------------------- options
 
@@ -62,6 +70,8 @@
       color: color && window.CSS && CSS.supports('color', color) ? color : null,
       placeholder: (data.placeholder || '').trim() || 'Ask a question about this book',
       version: (data.version || '').trim(),
+      search: ['replace', 'off'].indexOf((data.search || '').trim()) >= 0 ? data.search.trim() : 'on',
+      searchButton: (data.searchButton || '').trim() || '.DocSearch-Button, [data-bookchat-search]',
       api: apiBase(data.api, tag && tag.src)
     };
   }
@@ -188,13 +198,14 @@
       }
     }
 
-    async function failure(response) {
+    async function failure(response, what) {
       var body = null;
       try { body = await response.json(); } catch (e) { /* not JSON */ }
       if (response.status === 429) {
         var seconds = retryAfter(response, body);
-        return userError(seconds ? 'Too many questions; try again in ' + seconds +
-          (seconds === 1 ? ' second.' : ' seconds.') : 'Too many questions; try again in a moment.');
+        var many = 'Too many ' + (what || 'questions');
+        return userError(seconds ? many + '; try again in ' + seconds +
+          (seconds === 1 ? ' second.' : ' seconds.') : many + '; try again in a moment.');
       }
       if (body && typeof body.message === 'string' && body.message) {
         return userError(capitalize(body.message), body.field);
@@ -230,13 +241,29 @@
       return response.json().catch(function () { return {}; });
     }
 
+    /** Sections for a query as typed: resolves with the search result (pages with their sections). */
+    async function search(params, signal) {
+      var query = Object.keys(params).filter(function (name) { return params[name]; }).map(function (name) {
+        return '&' + name + '=' + encodeURIComponent(params[name]);
+      }).join('');
+      var response;
+      try {
+        response = await fetch(endpoint('/api/v1/search') + query, { mode: 'cors', credentials: 'omit', signal: signal });
+      } catch (error) {
+        if (isAbort(error)) throw error;
+        throw userError(MESSAGES.unreachable);
+      }
+      if (!response.ok) throw await failure(response, 'searches');
+      try { return await response.json(); } catch (e) { throw userError(MESSAGES.unreadable); }
+    }
+
     async function books() {
       var response = await fetch(endpoint('/api/v1/books'), { mode: 'cors', credentials: 'omit' });
       if (!response.ok) throw await failure(response);
       return response.json();
     }
 
-    return { ask: ask, feedback: feedback, books: books };
+    return { ask: ask, feedback: feedback, books: books, search: search };
   }
 
   // ---------------------------------------------------------------- the page's version and language
@@ -485,6 +512,30 @@
     '.bc-send{height:40px;padding:0 16px;border-radius:10px;background:var(--bc-accent);color:var(--bc-on-accent);font-weight:600;}',
     '.bc-send:disabled{opacity:.55;cursor:default;}',
     '.bc-hint{margin:0;font-size:11.5px;color:var(--bc-muted);}',
+    // search mode (an ARIA combobox: the box, and a listbox of sections)
+    '.bc-modes{display:flex;gap:4px;}',
+    '.bc-mode{font-size:12.5px;padding:5px 10px;border:1px solid var(--bc-border);border-radius:999px;white-space:nowrap;}',
+    '.bc-mode[aria-pressed="true"]{background:var(--bc-accent);color:var(--bc-on-accent);border-color:var(--bc-accent);}',
+    '.bc-search{flex:1;display:flex;flex-direction:column;min-height:0;}',
+    '.bc-search-row{padding:12px 12px 8px;}',
+    '.bc-search-input{display:block;width:100%;border:1px solid var(--bc-border);border-radius:10px;padding:9px 11px;',
+    'background:var(--bc-bg);color:var(--bc-fg);font:inherit;}',
+    '.bc-search-input::placeholder{color:var(--bc-muted);opacity:1;}',
+    '.bc-search-input:focus-visible{outline:2px solid var(--bc-accent);outline-offset:0;border-color:transparent;}',
+    '.bc-search-status{margin:0;padding:0 14px 6px;font-size:12px;color:var(--bc-muted);}',
+    '.bc-results{list-style:none;margin:0;padding:0 8px 8px;overflow-y:auto;flex:1;overscroll-behavior:contain;}',
+    '.bc-result{padding:8px 10px;border-radius:8px;cursor:pointer;border:1px solid transparent;}',
+    '.bc-result[aria-selected="true"]{border-color:var(--bc-accent);background:var(--bc-surface);}',
+    '.bc-result-page{display:block;font-size:11.5px;color:var(--bc-muted);}',
+    '.bc-result-title{display:block;font-weight:600;color:var(--bc-link);text-decoration:underline;',
+    'text-underline-offset:2px;}',
+    '.bc-result-snippet{display:block;font-size:12.5px;overflow-wrap:anywhere;}',
+    '.bc-result mark{background:var(--bc-mark-bg,#fff1a8);color:var(--bc-mark-fg,#1c1e21);border-radius:2px;padding:0 1px;}',
+    '.bc-dark .bc-result mark{--bc-mark-bg:#5c4a00;--bc-mark-fg:#fff8d6;}',
+    '@media (prefers-color-scheme:dark){.bc-result mark{--bc-mark-bg:#5c4a00;--bc-mark-fg:#fff8d6;}}',
+    '.bc-search-actions{border-top:1px solid var(--bc-border);padding:8px 12px;display:flex;gap:8px;align-items:center;}',
+    '.bc-ask-query{padding:6px 12px;border-radius:8px;background:var(--bc-accent);color:var(--bc-on-accent);font-weight:600;}',
+    '.bc-ask-query:disabled{opacity:.55;cursor:default;}',
     // selection bubble
     '.bc-ask-selection{position:fixed;z-index:2147483002;padding:6px 12px;border-radius:999px;font-size:13px;',
     'font-weight:600;background:var(--bc-accent);color:var(--bc-on-accent);box-shadow:0 4px 14px rgba(0,0,0,.25);white-space:nowrap;}',
@@ -538,7 +589,12 @@
     heading.append(el('h2', 'bc-title', options.title), el('p', 'bc-subtitle', 'Answers cite the book'));
     var newButton = button('bc-new', 'New conversation');
     var closeButton = button('bc-close', '×', 'Close chat');
-    header.append(heading, newButton, closeButton);
+    var modes = el('div', 'bc-modes', null, { role: 'group', 'aria-label': 'Mode' });
+    var askMode = button('bc-mode bc-mode-ask', 'Ask', null, { 'aria-pressed': 'true' });
+    var searchMode = button('bc-mode bc-mode-search', 'Search', null, { 'aria-pressed': 'false' });
+    modes.append(askMode, searchMode);
+    modes.hidden = options.search === 'off';
+    header.append(heading, modes, newButton, closeButton);
 
     var log = el('div', 'bc-log', null, { role: 'log', 'aria-live': 'polite' });
     var status = el('span', 'bc-sr', null, { role: 'status' });  // what a copy button did
@@ -555,7 +611,22 @@
     var row = el('div', 'bc-row');
     row.append(input, send);
     form.append(chip, label, row, el('p', 'bc-hint', 'Enter to send · Shift+Enter for a new line'));
-    panel.append(header, log, form, status);
+
+    var searchPane = el('div', 'bc-search', null, { hidden: '' });
+    var searchRow = el('div', 'bc-search-row');
+    var searchInput = el('input', 'bc-search-input', null, {
+      id: 'bc-search-input', type: 'search', role: 'combobox', 'aria-autocomplete': 'list', 'aria-expanded': 'false',
+      'aria-controls': 'bc-results', autocomplete: 'off', spellcheck: 'false', maxlength: String(MAX_QUESTION),
+      placeholder: 'Search the book', 'aria-describedby': 'bc-search-status'
+    });
+    searchRow.append(el('label', 'bc-sr', 'Search the book', { for: 'bc-search-input' }), searchInput);
+    var searchStatus = el('p', 'bc-search-status', SEARCH_HINT, { id: 'bc-search-status', role: 'status' });
+    var results = el('ul', 'bc-results', null, { id: 'bc-results', role: 'listbox', 'aria-label': 'Sections found' });
+    var askQuery = button('bc-ask-query', 'Ask about this', null, { disabled: '' });
+    var searchActions = el('div', 'bc-search-actions');
+    searchActions.append(askQuery, el('span', 'bc-hint', '↑ ↓ to choose · Enter to open · Esc to clear'));
+    searchPane.append(searchRow, searchStatus, results, searchActions);
+    panel.append(header, log, form, searchPane, status);
 
     var bubble = button('bc-ask-selection', 'Ask about this', null, { hidden: '' });
 
@@ -885,6 +956,143 @@
       return box;
     }
 
+    // ---- searching: the mode, the combobox, the results
+
+    var searchState = { seq: 0, controller: null, items: [], active: -1 };
+
+    function setMode(mode) {
+      var searching = mode === 'search';
+      searchPane.hidden = !searching;
+      log.hidden = searching;
+      form.hidden = searching;
+      newButton.hidden = searching;
+      askMode.setAttribute('aria-pressed', String(!searching));
+      searchMode.setAttribute('aria-pressed', String(searching));
+      (searching ? searchInput : input).focus();
+    }
+
+    function openSearch(query) {
+      if (options.search === 'off') return;
+      open();
+      setMode('search');
+      if (typeof query === 'string') {
+        searchInput.value = query;
+        search(query);
+      }
+    }
+
+    /** One search per pause in typing; a newer keystroke aborts the older request, and a response that still
+     *  arrives after a newer search began is dropped, so the list always shows the last query typed. */
+    function search(text) {
+      var query = text.trim();
+      if (searchState.controller) searchState.controller.abort();
+      var seq = ++searchState.seq;
+      askQuery.disabled = !query;
+      if (!query) return renderResults(null);
+      var controller = new AbortController();
+      searchState.controller = controller;
+      var params = { q: query, book: options.book, locale: pageLanguage() };
+      versionToAsk().then(function (version) {
+        if (seq !== searchState.seq) return null;
+        params.version = version;
+        return api.search(params, controller.signal).then(function (result) {
+          if (seq === searchState.seq) renderResults(result);
+        }, function (error) {
+          if (isAbort(error) || seq !== searchState.seq) return;
+          renderResults(null, error.userMessage || MESSAGES.unreadable);
+        });
+      });
+    }
+
+    function renderResults(result, error) {
+      searchState.items = [];
+      searchState.active = -1;
+      results.replaceChildren();
+      searchInput.removeAttribute('aria-activedescendant');
+      results.dataset.query = result ? String(result.query || '') : '';
+      (result && Array.isArray(result.pages) ? result.pages : []).forEach(function (page) {
+        (Array.isArray(page.sections) ? page.sections : []).forEach(function (section) {
+          var url = safeUrl(section.url);
+          if (!url) return;
+          var index = searchState.items.length;
+          var option = el('li', 'bc-result', null, { role: 'option', id: 'bc-result-' + index, 'aria-selected': 'false' });
+          var where = [page.chapter, page.title].filter(function (part, i, parts) {
+            return part && (i === 0 || part !== parts[0]);
+          }).join(' › ');
+          option.append(el('span', 'bc-result-page', where), el('span', 'bc-result-title', section.title),
+            snippetNode(section));
+          option.addEventListener('mousedown', function (event) { event.preventDefault(); });  // focus stays in the box
+          option.addEventListener('click', function () { openResult(index); });
+          results.appendChild(option);
+          searchState.items.push({ node: option, url: url });
+        });
+      });
+      var count = searchState.items.length;
+      searchInput.setAttribute('aria-expanded', String(count > 0));
+      if (error) searchStatus.textContent = error;
+      else if (!result) searchStatus.textContent = SEARCH_HINT;
+      else if (!count) searchStatus.textContent = 'Nothing found. Try other words, or ask.';
+      else searchStatus.textContent = (result.matched === 'meaning' ? 'No section uses these words; the nearest ' +
+        'in meaning: ' : '') + count + (count === 1 ? ' section.' : ' sections.');
+    }
+
+    /** The snippet as text, its matched words in <mark>, from the offsets the server gives (never as HTML). */
+    function snippetNode(section) {
+      var node = el('span', 'bc-result-snippet');
+      var text = String(section.snippet || '');
+      var last = 0;
+      (Array.isArray(section.marks) ? section.marks : []).forEach(function (mark) {
+        var start = Number(mark && mark[0]);
+        var end = Number(mark && mark[1]);
+        if (!(start >= last && end > start && end <= text.length)) return;
+        node.append(document.createTextNode(text.slice(last, start)), el('mark', null, text.slice(start, end)));
+        last = end;
+      });
+      node.append(document.createTextNode(text.slice(last)));
+      return node;
+    }
+
+    function setActive(index) {
+      var items = searchState.items;
+      if (!items.length) return;
+      searchState.active = (index + items.length) % items.length;
+      items.forEach(function (item, i) { item.node.setAttribute('aria-selected', String(i === searchState.active)); });
+      var node = items[searchState.active].node;
+      searchInput.setAttribute('aria-activedescendant', node.id);
+      node.scrollIntoView({ block: 'nearest' });
+    }
+
+    function openResult(index) {
+      var item = searchState.items[index];
+      if (!item) return;
+      if (item.url.origin === location.origin) location.assign(item.url.href);
+      else window.open(item.url.href, '_blank', 'noopener');
+    }
+
+    function askAboutQuery() {
+      var query = searchInput.value.trim();
+      if (!query) return;
+      setMode('ask');
+      input.value = query;
+      autoresize();
+      submit();
+    }
+
+    function isSearchKey(event) {
+      if ((event.key === 'k' || event.key === 'K') && (event.metaKey || event.ctrlKey) && !event.altKey) return true;
+      if (event.key !== '/' || event.metaKey || event.ctrlKey || event.altKey) return false;
+      var target = event.composedPath()[0];
+      return !(target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName)));
+    }
+
+    function isSearchButton(target) {
+      try {
+        return Boolean(target && target.closest && target.closest(options.searchButton));
+      } catch (e) {
+        return false;  // a selector the browser can't read: nothing is taken over
+      }
+    }
+
     // ---- the selected text: bubble and chip
 
     function setSelection(text) {
@@ -953,6 +1161,46 @@
         submit();
       }
     });
+    askMode.addEventListener('click', function () { setMode('ask'); });
+    searchMode.addEventListener('click', function () { setMode('search'); });
+    searchInput.addEventListener('input', debounce(function () { search(searchInput.value); }, SEARCH_DELAY));
+    searchInput.addEventListener('keydown', function (event) {
+      if (event.key === 'ArrowDown' || event.key === 'ArrowUp') {
+        event.preventDefault();
+        var down = event.key === 'ArrowDown';
+        setActive(searchState.active < 0 ? (down ? 0 : -1) : searchState.active + (down ? 1 : -1));
+      } else if (event.key === 'Enter' && !event.isComposing) {
+        event.preventDefault();
+        openResult(searchState.active >= 0 ? searchState.active : 0);
+      } else if (event.key === 'Escape' && searchInput.value) {
+        event.preventDefault();
+        event.stopPropagation();  // Esc clears the box first; the next one closes the panel
+        searchInput.value = '';
+        search('');
+      }
+    });
+    askQuery.addEventListener('click', askAboutQuery);
+    if (options.search === 'replace') {
+      // Before the site's own handlers (capture phase), which then never see the key or the click.
+      window.addEventListener('keydown', function (event) {
+        if (!isSearchKey(event)) return;
+        event.preventDefault();
+        event.stopImmediatePropagation();
+        openSearch();
+      }, true);
+      document.addEventListener('click', function (event) {
+        if (!isSearchButton(event.target)) return;
+        event.preventDefault();
+        event.stopImmediatePropagation();
+        openSearch();
+      }, true);
+    } else if (options.search === 'on') {
+      window.addEventListener('keydown', function (event) {
+        if (event.defaultPrevented || !isSearchKey(event)) return;  // the site's own search came first
+        event.preventDefault();
+        openSearch();
+      });
+    }
     bubble.addEventListener('mousedown', function (event) { event.preventDefault(); });  // keep the selection
     bubble.addEventListener('click', askAboutSelection);
 
@@ -968,7 +1216,7 @@
       if (isOpen() && fromWidget) close();
     });
 
-    return { open: open, close: close };
+    return { open: open, close: close, search: openSearch };
   }
 
   // ---------------------------------------------------------------- start
@@ -979,7 +1227,8 @@
   function start() {
     if (window.BookchatWidget) return;
     var widget = createWidget(options);
-    window.BookchatWidget = Object.freeze({ version: '1', open: widget.open, close: widget.close });
+    window.BookchatWidget = Object.freeze({ version: '1', open: widget.open, close: widget.close,
+      search: widget.search });
   }
 
   if (document.body) start();

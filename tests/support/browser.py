@@ -67,12 +67,14 @@ class DocsSite(_Served):
         self.widget_src = widget_src
         self.key = ""
         self.book = ""
+        self.widget_attributes = ""  # more of the script tag's attributes, e.g. ' data-search="replace"'
         site = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
                 html = (DOCS_PAGE.read_text(encoding="utf-8").replace("{{WIDGET_SRC}}", site.widget_src)
-                        .replace("{{KEY}}", site.key).replace("{{BOOK}}", site.book)).encode()
+                        .replace("{{KEY}}", site.key).replace("{{BOOK}}", site.book)
+                        .replace("{{WIDGET_ATTRS}}", site.widget_attributes)).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "text/html; charset=utf-8")
                 self.send_header("Content-Length", str(len(html)))
