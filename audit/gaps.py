@@ -1,7 +1,13 @@
 """Coverage gaps: questions the book could not answer well, grouped by meaning, so authors see what is missing.
 
 The questions are the refused ("not covered" or unsure), withheld and low-confidence answers of the
-period. Each is embedded once (as a query, with the book's embedder; the vector is kept on
+period, and the searches that found nothing: none of their words is in the book (``matched``
+"meaning" or "none") or the best match is off the book's topic (not ``covered``), the classic
+search-analytics signal. A search box searches on every keystroke, so of one reader's searches in a
+row only the last is kept: a search is dropped when the same client searched a longer text that
+begins with it within ``TYPING_SECONDS`` after it ("kuber" before "kubernetes").
+
+Each is embedded once (as a query, with the book's embedder; the vector is kept on
 its audit row) and grouped greedily: a question joins the group whose centre is closest if
 its cosine to it is at least ``threshold``, else it starts a group. Greedy grouping is
 linear in questions × groups, needs no cluster count, and is stable enough for a few
@@ -27,6 +33,7 @@ S = AuditLog.Status
 # ~0.9 and up, questions on neighbouring topics ~0.85, unrelated ones ~0.75.
 DEFAULT_THRESHOLD = 0.88
 MAX_QUESTIONS = 2000
+TYPING_SECONDS = 60
 EXAMPLES = 5
 
 
@@ -34,6 +41,7 @@ EXAMPLES = 5
 class Gap:
     count: int = 0
     refused: int = 0
+    searched: int = 0  # of ``count``, searches that found nothing
     books: Counter = field(default_factory=Counter)
     examples: list[str] = field(default_factory=list)
     sections: Counter = field(default_factory=Counter)
@@ -53,17 +61,38 @@ class Gap:
         return [name for name, _ in self.sections.most_common(3)]
 
 
+UNFOUND = Q(status=S.SEARCHED) & (Q(retrieval__covered=False) | Q(retrieval__matched__in=["meaning", "none"]))
+
+
 def gap_questions(*, days: int, book: str | None = None):
     rows = AuditLog.objects.filter(created_at__gte=timezone.now() - timedelta(days=days)).filter(
-        Q(status__in=[S.NOT_COVERED, S.UNSURE, S.WITHHELD]) | Q(status=S.ANSWERED, confidence_level="low"))
+        Q(status__in=[S.NOT_COVERED, S.UNSURE, S.WITHHELD]) | Q(status=S.ANSWERED, confidence_level="low")
+        | UNFOUND)
     return rows.filter(book_slug=book) if book else rows
+
+
+def last_typed(rows: list[AuditLog]) -> list[AuditLog]:
+    """``rows`` (newest first) without the searches a reader went on typing: a search is dropped when a later one
+    from the same client, within ``TYPING_SECONDS``, begins with its text and is longer."""
+    kept, later = [], {}  # client → the newer searches seen so far (newest first)
+    for row in rows:
+        if row.status != S.SEARCHED:
+            kept.append(row)
+            continue
+        newer = later.setdefault(row.client_ip_hash or row.id, [])
+        typed_on = any((n.created_at - row.created_at).total_seconds() <= TYPING_SECONDS
+                       and len(n.question) > len(row.question) and n.question.startswith(row.question) for n in newer)
+        newer.append(row)
+        if not typed_on:
+            kept.append(row)
+    return kept
 
 
 def coverage_gaps(*, days: int = 90, book: str | None = None, threshold: float = DEFAULT_THRESHOLD,
                   limit: int = MAX_QUESTIONS) -> list[Gap]:
-    rows = list(gap_questions(days=days, book=book).order_by("-created_at")
-                .only("id", "question", "resolved_question", "book_slug", "status", "suggestions", "sources",
-                      "created_at", "question_vector")[:limit])
+    rows = last_typed(list(gap_questions(days=days, book=book).order_by("-created_at")
+                           .only("id", "question", "resolved_question", "book_slug", "status", "suggestions",
+                                 "sources", "created_at", "question_vector", "client_ip_hash")[:limit]))
     if not rows:
         return []
     vectors = _vectors(rows)
@@ -92,6 +121,7 @@ def coverage_gaps(*, days: int = 90, book: str | None = None, threshold: float =
 def _add(gap: Gap, row: AuditLog) -> None:
     gap.count += 1
     gap.refused += row.status in (S.NOT_COVERED, S.UNSURE)
+    gap.searched += row.status == S.SEARCHED
     gap.books[row.book_slug] += 1
     gap.ids.append(row.id)
     if row.question not in gap.examples:

@@ -55,6 +55,15 @@ def targets(r: dict) -> list[tuple[str, str, bool | None]]:
                 f"{len(soaked['errors'])} errors, RSS +{fmt(100 * soaked['rss_growth'], 1)} %" if soaked else "not run",
                 (soaked["p95_ratio"] <= 2 and not soaked["errors"] and soaked["rss_growth"] <= 0.10)
                 if soaked else None))
+    searched = r.get("search")
+    out.append(("search as typed over HTTP (three-word prefixes, docusaurus-docs): p95 ≤ 50 ms, 0 errors",
+                f"p95 {fmt(searched['typed_queries']['p95'])} ms (every keystroke: {fmt(searched['keystrokes']['p95'])}"
+                f" ms), {searched['errors']} errors" if searched else "not run",
+                (searched["typed_queries"]["p95"] <= 50 and not searched["errors"]) if searched else None))
+    if big and big.get("search"):
+        out.append((f"search as typed in-process on the {big['size']:,}-chunk book: p95 ≤ 80 ms",
+                    f"p95 {fmt(big['search']['p95'])} ms", big["search"]["p95"] <= 80 if big["size"] >= 50_000
+                    else None))
     rss = max((m for x in r["load"] for m in x["worker_rss_mb"]), default=None)
     out.append(("web worker RSS ≤ 300 MB with the model loaded", f"{fmt(rss)} MB (largest worker, after load)",
                 (rss <= 300) if rss is not None else None))
@@ -148,14 +157,24 @@ def render(r: dict, *, command: str) -> str:
                   + ", ".join(f"{fmt(a, 0)}→{fmt(soaked['rss_end_mb'].get(pid), 0)}"
                               for pid, a in soaked["rss_start_mb"].items())
                   + f" | {len(soaked['errors'])} |"]
+    searched = r.get("search")
+    if searched:
+        every, final = searched["keystrokes"], searched["typed_queries"]
+        lines += ["", f"### Search as typed ({searched['book']}, every keystroke of the shared questions' content "
+                  "words three words in, over HTTP; bench/typing.py)", "",
+                  "| searches | p50 ms | p95 ms | three-word prefixes | p50 ms | p95 ms | errors |",
+                  "|---|---|---|---|---|---|---|",
+                  f"| {every['n']} | {fmt(every['p50'])} | {fmt(every['p95'])} | {final['n']} | {fmt(final['p50'])} | "
+                  f"{fmt(final['p95'])} | {searched['errors']} |"]
     lines += ["", f"### Scale (synthetic books; {r['plan']['scale_questions']} squad2-dev questions)", "",
               "| chunks | dense store | retrieval p50 ms | p95 ms | hit@5 | answer p50 ms | answer p95 ms | "
-              "HNSW build s | HNSW MB | disk per 1k chunks MB | errors |",
-              "|---|---|---|---|---|---|---|---|---|---|---|"]
+              "search as typed p95 ms | HNSW build s | HNSW MB | disk per 1k chunks MB | errors |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for s in r["scale"]:
-        for st in s["stores"]:
+        for n, st in enumerate(s["stores"]):
+            typed = fmt(s["search"]["p95"]) if n == 0 and s.get("search") else "–"  # measured on pgvector
             lines.append(f"| {s['size']:,} | {st['store']} | {fmt(st['p50'])} | {fmt(st['p95'])} | "
-                         f"{fmt(st['hit_at_5'], 3)} | {fmt(st['answer_p50'])} | {fmt(st['answer_p95'])} | "
+                         f"{fmt(st['hit_at_5'], 3)} | {fmt(st['answer_p50'])} | {fmt(st['answer_p95'])} | {typed} | "
                          f"{fmt(s['hnsw_build_seconds'], 2)} | {fmt(s['hnsw_mb'], 1)} | "
                          f"{fmt(s['disk_per_1k_mb'], 2)} | {st.get('errors', 0)} |")
     lines += ["", "### Quality (`evaluate`)", ""]

@@ -12,7 +12,7 @@ from pathlib import Path
 from django.conf import settings
 
 from audit.models import AuditLog
-from bench import latency, machine, quality, scale, soak, streams
+from bench import latency, machine, quality, scale, soak, streams, typing
 from bench.ingestion_bench import bench_corpus
 from bench.stats import over_runs
 from bookchat.conf import setting
@@ -21,6 +21,7 @@ from ingestion.indexing.ingesting import index_book
 from ingestion.models import Book
 
 ANSWERED_BOOKS = ("squad2-dev", "docusaurus-docs")  # the corpora with question sets
+SEARCH_BOOK = "docusaurus-docs"  # a documentation site: what a search box is for
 # Qdrant's local mode is a brute-force Python store, meant (its own warning says) for up to 20,000 points.
 QDRANT_LOCAL_MAX = 20_000
 
@@ -47,7 +48,7 @@ def run(*, data: Path, quick: bool, log, save_to: Path | None = None) -> dict:
     results: dict = {"quick": quick, "plan": dict(p), "machine": machine.describe(),
                      "started": started_at.isoformat(timespec="seconds"), "failures": {}, "ingestion": [],
                      "in_process": None, "http": None, "load": [], "nodes": [], "streams": [], "scale": [],
-                     "soak": None, "quality": {},
+                     "soak": None, "search": None, "quality": {},
                      "serving": {"workers": setting("WEB_WORKERS"), "threads": setting("WEB_THREADS")}}
 
     def section(name: str, key: str, measure) -> None:
@@ -105,6 +106,13 @@ def run(*, data: Path, quick: bool, log, save_to: Path | None = None) -> dict:
 
     section("web nodes: two against one on this machine", "nodes", web_nodes)
 
+    def searched():
+        figures = typing.over_http(data, SEARCH_BOOK if SEARCH_BOOK in p["books"] else p["books"][0], log=log)
+        log("  " + typing.describe(figures))
+        return figures
+
+    section("search as typed: a keystroke-by-keystroke replay over HTTP", "search", searched)
+
     def held_open():
         # The tests' OpenAI-compatible server plays an LLM writing streams.TOKEN_SECONDS a token.
         from tests.support.openai_server import FakeOpenAIServer
@@ -139,12 +147,14 @@ def run(*, data: Path, quick: bool, log, save_to: Path | None = None) -> dict:
             log("  indexing the bundled manual (docs/): the synthetic books' filler comes from other books")
             index_book(path=Path(settings.BASE_DIR) / "docs", book_slug="bookchat-manual", title="bookchat manual",
                        trigger="bench")
+        typed = typing.typed_queries(data, "squad2-dev")[: p["scale_questions"]]
         for size in p["sizes"]:
             book = scale.build_book(size, log=log)
             try:
                 build, index_mb = scale.hnsw_build_seconds(book)
                 entry = {"size": size, "hnsw_build_seconds": build, "hnsw_mb": index_mb,
-                         "disk_per_1k_mb": scale.disk_per_1k_mb(book), "stores": [scale.measure(book, squad)]}
+                         "disk_per_1k_mb": scale.disk_per_1k_mb(book), "stores": [scale.measure(book, squad)],
+                         "search": typing.at_scale(book, typed)}
                 results["scale"].append(entry)
                 if p["qdrant"] and (size <= QDRANT_LOCAL_MAX or setting("QDRANT_URL")):
                     entry["stores"].append(scale.measure_qdrant(book, squad, log=log))

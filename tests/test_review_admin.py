@@ -179,3 +179,21 @@ def test_coverage_gaps_group_similar_unanswered_questions(client, reviewer):
     assert gaps[0].nearest_sections == ["Getting started > Install"]
     assert all("Windows" in q for q in gaps[1].examples)
     assert AuditLog.objects.filter(question_vector__isnull=False).count() == 5, "vectors are kept for next time"
+
+
+def test_coverage_gaps_list_searches_that_found_nothing_once_per_reader_typing(client, reviewer):
+    started = timezone.now() - timedelta(minutes=5)
+    for n, typed in enumerate(["ku", "kube", "kubernetes", "kubernetes helm"]):  # one reader, keystroke by keystroke
+        row(typed, status="searched", client_ip_hash="reader-a", created_at=started + timedelta(seconds=n),
+            retrieval={"covered": False, "matched": "meaning"})
+    row("kubernetes helm chart", status="searched", client_ip_hash="reader-b",
+        retrieval={"covered": False, "matched": "none"})
+    row("kubernetes", status="searched", client_ip_hash="reader-c", created_at=started,
+        retrieval={"covered": True, "matched": "words"})  # found: not a gap
+    row("how to deploy on kubernetes with helm?", status="not_covered", refused=True, confidence_level="low")
+    response = client.get(reverse("admin:audit_gaps"))
+    gaps = response.context["gaps"]
+    searched = sorted(q for g in gaps for q in g.examples if q.startswith("kubernetes h"))
+    assert searched == ["kubernetes helm", "kubernetes helm chart"], [g.examples for g in gaps]
+    assert sum(g.searched for g in gaps) == 2 and sum(g.count for g in gaps) == 3
+    assert "searches" in response.content.decode()

@@ -41,8 +41,8 @@ from ingestion.indexing.lexicon import query_terms
 from ingestion.models import Book
 
 PREFIX_WORDS = 3  # the book's words a half-typed last word stands for (each is a query word: more drown the rest)
-MIN_PREFIX = 2  # a shorter last word is only itself
-SECTIONS_SEARCHED = 20  # passages retrieved, then grouped into pages
+MIN_PREFIX = 3  # a shorter last word is only itself (two letters begin too many words to say anything)
+SECTIONS_SEARCHED = 5  # passages retrieved as for an answer; the whole ranked pool is then grouped into pages
 SECTIONS_PER_PAGE = 3
 DEFAULT_PAGES = 5
 SNIPPET_CHARS = 180
@@ -70,7 +70,7 @@ def read_typed(cursor, book_id: int, text: str) -> TypedQuery:
                        [book_id, pattern, stems, PREFIX_WORDS])
         expansions = [row[0] for row in cursor.fetchall()]
     # Stop words make no stem, and are not marked ("do" would mark "docs").
-    marks = tuple(dict.fromkeys(m for m in (*stems, *expansions, last) if len(m) >= MIN_PREFIX))
+    marks = tuple(dict.fromkeys(m for m in (*stems, *expansions, last) if len(m) >= 2))
     return TypedQuery(text, " ".join([text, *expansions]), marks)
 
 
@@ -158,7 +158,7 @@ def find_sections(request: AskRequest) -> dict:
     retrieval, typed = typed_search(book, request.question, chapter=request.chapter, deadline=deadline)
     pages = [{"title": first.document_title, "chapter": first.chapter, "document": first.document_path,
               "url": first.url.split("#")[0], "sections": [section(chunk, typed.marks) for chunk in chunks]}
-             for chunks in by_page(retrieval.chunks, request.max_results or DEFAULT_PAGES) for first in chunks[:1]]
+             for chunks in by_page(retrieval.pool, request.max_results or DEFAULT_PAGES) for first in chunks[:1]]
     matched = "words" if any(s["marks"] for page in pages for s in page["sections"]) else (
         "meaning" if pages else "none")
     covered = check_scope(book, retrieval).covered

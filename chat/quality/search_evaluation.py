@@ -73,10 +73,10 @@ def run_search_evaluation(questions: list[Question], *, book_slug: str | None = 
             found, _ = typed_search(book, query, deadline=Deadline())
             seconds[mode].append((time.monotonic() - started) * 1000)
             section_text: dict[tuple[int, str], str] = {}
-            for chunk in found.chunks:  # a section shown is all of its passages that were found
+            for chunk in found.pool:  # a section shown is all of its passages that were found
                 key = (chunk.document_id, chunk.anchor)
                 section_text[key] = f"{section_text.get(key, '')}\n{chunk.text}"
-            shown = [section_text[(c.document_id, c.anchor)] for page in by_page(found.chunks) for c in page][:top_k]
+            shown = [section_text[(c.document_id, c.anchor)] for page in by_page(found.pool) for c in page][:top_k]
             record[mode] = {"query": query, "hit_rank": _hit_rank(shown, q.evidence)}
         records.append(record)
 

@@ -1,6 +1,7 @@
 """``manage.py bench [--quick] [--output FILE] [--json FILE]``: run every benchmark and rewrite the measured
 part of BENCHMARKS.md (see the ``bench`` package). ``make bench`` runs it; ``make bench QUICK=1`` runs
-a ~2-minute subset; ``--soak`` runs only the measured soak (``bench/soak.py``) and prints it, writing nothing.
+a ~2-minute subset; ``--soak`` runs only the measured soak (``bench/soak.py``) and ``--search`` only the
+search-as-typed replay (``bench/typing.py``), each printed, nothing written.
 Works on the development database: books ``bench-*`` are made and deleted."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
-from bench import report, runner, soak
+from bench import report, runner, soak, typing
 
 
 class Command(BaseCommand):
@@ -29,6 +30,8 @@ class Command(BaseCommand):
                                                                      "results.json"), help="Raw results.")
         parser.add_argument("--soak", action="store_true", help="Only the soak: 8 clients for 60 s with an ingest "
                             "running, against the idle p95 (squad2-dev must be indexed); printed, nothing written.")
+        parser.add_argument("--search", action="store_true", help="Only search as typed: the keystroke replay "
+                            "over HTTP on docusaurus-docs (which must be indexed); printed, nothing written.")
 
     def handle(self, *args, **options) -> None:
         data = Path(options["data"])
@@ -47,6 +50,10 @@ class Command(BaseCommand):
             figures = soak.measured_soak(data, full["books"][0], seconds=full["soak_seconds"])
             self.stdout.write(soak.describe(figures) + f"; p95 ratio {figures['p95_ratio']:.2f}, "
                               f"{len(figures['errors'])} errors, worker RSS growth {figures['rss_growth']:.1%}")
+            return
+
+        if options["search"]:
+            self.stdout.write(typing.describe(typing.over_http(data, runner.SEARCH_BOOK, log=log)))
             return
 
         results = runner.run(data=data, quick=options["quick"], log=log, save_to=Path(options["json_path"]))
