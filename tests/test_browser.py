@@ -415,10 +415,10 @@ def test_widget_search_keyboard_only_opens_a_section_at_its_anchor(servers, open
     page.keyboard.press("ArrowUp")
     first = page.locator(".bc-result").first
     assert first.get_attribute("aria-selected") == "true"
+    screenshot(page, f"widget-search-{theme}")
     with page.expect_navigation():
         page.keyboard.press("Enter")
     assert "#" in page.url, "the section opens at its anchor"
-    screenshot(page, f"widget-search-{theme}")
     assert errors == []
 
 

@@ -44,6 +44,7 @@ PREFIX_WORDS = 3  # the book's words a half-typed last word stands for (each is 
 MIN_PREFIX = 3  # a shorter last word is only itself (two letters begin too many words to say anything)
 SECTIONS_SEARCHED = 5  # passages retrieved as for an answer; the whole ranked pool is then grouped into pages
 SECTIONS_PER_PAGE = 3
+MORE_SECTIONS_FROM = 10  # a page's second and third sections come from the best ten passages, not the pool's tail
 DEFAULT_PAGES = 5
 SNIPPET_CHARS = 180
 VECTOR_CACHE = 256
@@ -138,15 +139,18 @@ def typed_search(book: Book, text: str, *, chapter: str | None = None,
 
 
 def by_page(chunks: list[RetrievedChunk], pages: int = DEFAULT_PAGES) -> list[list[RetrievedChunk]]:
-    """The best ``pages`` pages' sections (``SECTIONS_PER_PAGE`` each, best first, each section by its best
-    passage), pages in the order of their best section: what a reader is shown."""
+    """The best ``pages`` pages, in the order of their best section, each with that section and the page's other
+    sections among the best ``MORE_SECTIONS_FROM`` passages (``SECTIONS_PER_PAGE`` in all, each by its best
+    passage): what a reader is shown."""
     found: dict[int, list[RetrievedChunk]] = {}
-    for chunk in chunks:
-        if chunk.document_id not in found and len(found) == pages:
-            continue
-        sections = found.setdefault(chunk.document_id, [])
-        if len(sections) < SECTIONS_PER_PAGE and all(s.anchor != chunk.anchor for s in sections):
-            sections.append(chunk)  # a long section's second passage is the same link: shown once
+    for rank, chunk in enumerate(chunks):
+        sections = found.get(chunk.document_id)
+        if sections is None:
+            if len(found) < pages:
+                found[chunk.document_id] = [chunk]
+        elif (rank < MORE_SECTIONS_FROM and len(sections) < SECTIONS_PER_PAGE
+              and all(s.anchor != chunk.anchor for s in sections)):
+            sections.append(chunk)  # (a long section's second passage is the same link: shown once)
     return list(found.values())
 
 

@@ -523,7 +523,8 @@
     '.bc-search-input::placeholder{color:var(--bc-muted);opacity:1;}',
     '.bc-search-input:focus-visible{outline:2px solid var(--bc-accent);outline-offset:0;border-color:transparent;}',
     '.bc-search-status{margin:0;padding:0 14px 6px;font-size:12px;color:var(--bc-muted);}',
-    '.bc-results{list-style:none;margin:0;padding:0 8px 8px;overflow-y:auto;flex:1;overscroll-behavior:contain;}',
+    '.bc-results{list-style:none;margin:0;padding:0 8px 8px;overflow-y:auto;flex:1;overscroll-behavior:contain;',
+    'position:relative;}',
     '.bc-result{padding:8px 10px;border-radius:8px;cursor:pointer;border:1px solid transparent;}',
     '.bc-result[aria-selected="true"]{border-color:var(--bc-accent);background:var(--bc-surface);}',
     '.bc-result-page{display:block;font-size:11.5px;color:var(--bc-muted);}',
@@ -534,7 +535,8 @@
     '.bc-dark .bc-result mark{--bc-mark-bg:#5c4a00;--bc-mark-fg:#fff8d6;}',
     '@media (prefers-color-scheme:dark){.bc-result mark{--bc-mark-bg:#5c4a00;--bc-mark-fg:#fff8d6;}}',
     '.bc-search-actions{border-top:1px solid var(--bc-border);padding:8px 12px;display:flex;gap:8px;align-items:center;}',
-    '.bc-ask-query{padding:6px 12px;border-radius:8px;background:var(--bc-accent);color:var(--bc-on-accent);font-weight:600;}',
+    '.bc-ask-query{padding:6px 12px;border-radius:8px;background:var(--bc-accent);color:var(--bc-on-accent);font-weight:600;',
+    'white-space:nowrap;}',
     '.bc-ask-query:disabled{opacity:.55;cursor:default;}',
     // selection bubble
     '.bc-ask-selection{position:fixed;z-index:2147483002;padding:6px 12px;border-radius:999px;font-size:13px;',
@@ -1059,7 +1061,11 @@
       items.forEach(function (item, i) { item.node.setAttribute('aria-selected', String(i === searchState.active)); });
       var node = items[searchState.active].node;
       searchInput.setAttribute('aria-activedescendant', node.id);
-      node.scrollIntoView({ block: 'nearest' });
+      // Scroll the list only (scrollIntoView would scroll the host page too).
+      if (node.offsetTop < results.scrollTop) results.scrollTop = node.offsetTop;
+      else if (node.offsetTop + node.offsetHeight > results.scrollTop + results.clientHeight) {
+        results.scrollTop = node.offsetTop + node.offsetHeight - results.clientHeight;
+      }
     }
 
     function openResult(index) {
