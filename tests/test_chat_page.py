@@ -209,12 +209,14 @@ def test_answer_html_renders_markdown_and_links_only_real_citations():
 
 def test_widget_options_documented_in_the_manual_are_the_ones_it_reads():
     manual = (REPO / "docs" / "using" / "05-widget.mdx").read_text()
-    documented = set(re.findall(r"^\| `data-([a-z]+)` \|", manual, re.MULTILINE))
+    documented = set(re.findall(r"^\| `data-([a-z-]+)` \|", manual, re.MULTILINE))
     widget = (REPO / "static" / "bookchat" / "widget.js").read_text()
     read_options = widget[widget.index("function readOptions"):widget.index("function apiBase")]
-    read = set(re.findall(r"\bdata\.([a-z]+)\b", read_options))
+    # dataset names are camel case: data.searchButton is data-search-button
+    read = {re.sub(r"[A-Z]", lambda m: "-" + m.group().lower(), name)
+            for name in re.findall(r"\bdata\.([a-zA-Z]+)\b", read_options)}
     assert documented == read == {"key", "book", "position", "title", "color", "placeholder", "api",
-                                     "version"}
+                                     "version", "search", "search-button"}
     assert "'data-key': 'pk_…'" in manual and "'data-book': 'my-book'" in manual, "the docusaurus.config.js recipe"
 
 

@@ -113,12 +113,12 @@ def test_a_publishable_key_searches_from_its_origin_with_cors_and_a_secret_key_n
     key = ApiKey(name="site", kind=ApiKey.PUBLISHABLE, allowed_origins=SITE)
     raw = key.issue()
     key.save()
-    found = client.get(SEARCH, {"q": "widget", "key": raw}, headers={"Origin": SITE})
+    found = client.get(SEARCH, {"q": "widget", "book": BOOK, "key": raw}, headers={"Origin": SITE})
     assert found.status_code == 200, found.content
     assert found["Access-Control-Allow-Origin"] == SITE
-    refused = client.get(SEARCH, {"q": "widget", "key": raw}, headers={"Origin": "https://evil.example"})
+    refused = client.get(SEARCH, {"q": "widget", "book": BOOK, "key": raw}, headers={"Origin": "https://evil.example"})
     assert refused.status_code == 403 and "Access-Control-Allow-Origin" not in refused
-    assert client.get(SEARCH, {"q": "widget"}).status_code == 401, "no key, no anonymous access"
+    assert client.get(SEARCH, {"q": "widget", "book": BOOK}).status_code == 401, "no key, no anonymous access"
 
 
 def test_searches_have_their_own_limit_and_never_use_up_questions(client, settings):
@@ -150,5 +150,5 @@ def test_the_schema_states_the_search(client):
     operation = schema["paths"]["/api/v1/search"]["get"]
     names = {p["name"] for p in operation["parameters"]}
     assert {"q", "book", "version", "locale", "chapter", "limit"} <= names
-    assert next(p for p in operation["parameters"] if p["name"] == "book")["schema"]["enum"] == [BOOK]
+    assert BOOK in next(p for p in operation["parameters"] if p["name"] == "book")["schema"]["enum"]
     assert "SearchResult" in schema["components"]["schemas"]

@@ -4,10 +4,11 @@ the chat page's search form), from the same index and retrieval as the answers.
 A query is read as typed: every word but the last is whole, and the last may be half-written, so it also stands
 for the book's words that begin with it (``PREFIX_WORDS`` of them, the most widespread first, from the book's
 lexicon, ``ingestion_lexemecount``): "ros2 lau" searches "ros2", "lau" and "launch". The whole words and those
-expansions go to the lexical side of the hybrid search; the query as typed is embedded for the dense side, so
-a query whose words the book never uses still finds what is nearest in meaning (``matched: "meaning"``). Query
-vectors are kept in a small LRU (``VECTOR_CACHE``): typing "ros2 la", "ros2 lau", then deleting back to "ros2
-la" embeds each text once.
+expansions go to the lexical side of the hybrid search; the query is embedded for the dense side, so a query
+whose words the book never uses still finds what is nearest in meaning (``matched: "meaning"``), without a
+half-typed last word the book doesn't have (the embedder would read "lau" as something else than "launch"). Query
+vectors are kept in a small LRU (``VECTOR_CACHE``): while the last word is typed ("ros2 la", "ros2 lau") the words
+before it are embedded once.
 
 Results are sections grouped by page, best first (the pages in the order of their best section), each with
 its URL and anchor and a snippet of its text around the words matched, the matches marked twice: as offsets
@@ -49,12 +50,14 @@ DEFAULT_PAGES = 5
 SNIPPET_CHARS = 180
 VECTOR_CACHE = 256
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+_LAST_WORD = re.compile(r"[^\W_]+\W*$", re.UNICODE)
 
 
 @dataclass
 class TypedQuery:
     text: str  # as typed
     lexical: str  # what the lexical search reads: the query, then the last word's expansions
+    meaning: str  # what is embedded: the query without a half-typed last word the book doesn't have
     marks: tuple[str, ...]  # what a snippet marks: the query's stems and words, and the expansions
 
 
@@ -72,7 +75,12 @@ def read_typed(cursor, book_id: int, text: str) -> TypedQuery:
         expansions = [row[0] for row in cursor.fetchall()]
     # Stop words make no stem, and are not marked ("do" would mark "docs").
     marks = tuple(dict.fromkeys(m for m in (*stems, *expansions, last) if len(m) >= 2))
-    return TypedQuery(text, " ".join([text, *expansions]), marks)
+    # A half-typed word means nothing to the embedder ("lau" is not "launch"): the meaning is read from the words
+    # before it, which stay the same while it is typed, so their vector comes from the cache (``query_vector``).
+    meaning = text
+    if last and len(tokens) > 1 and not any(n for n, _ in query_terms(cursor, book_id, last).values()):
+        meaning = _LAST_WORD.sub("", text).strip() or text
+    return TypedQuery(text, " ".join([text, *expansions]), meaning, marks)
 
 
 _vectors: OrderedDict[tuple[str, str], list[float]] = OrderedDict()
@@ -134,7 +142,7 @@ def typed_search(book: Book, text: str, *, chapter: str | None = None,
     with connection.cursor() as cursor:
         typed = read_typed(cursor, book.pk, text)
     retrieval = retrieve(book=book, question=typed.lexical, chapter=chapter, top_k=SECTIONS_SEARCHED,
-                         deadline=deadline, query_vector=query_vector(text))
+                         deadline=deadline, query_vector=query_vector(typed.meaning))
     return retrieval, typed
 
 
