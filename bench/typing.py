@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx
 
-from bench.latency import KEEP_ALIVE, Gunicorn, warm_up
+from bench.latency import Gunicorn, warm_up
 from bench.stats import summary
 from chat.pipeline.editions import resolve_book
 from chat.pipeline.finding import typed_search
@@ -24,6 +24,7 @@ from chat.quality.search_evaluation import content_words, typed_prefix
 from ingestion.models import Book
 
 FILES = ("questions.jsonl", "questions-2.jsonl")
+FRESH_CONNECTIONS = httpx.Limits(max_keepalive_connections=0)
 MIN_TYPED = 2
 
 
@@ -53,7 +54,10 @@ def over_http(data: Path, book: str, *, log) -> dict:
     with Gunicorn(workers=2, env={"BOOKCHAT_RATE_SEARCH": ""}) as server:
         warm_up(server, [(text, book) for text, _ in strokes[:8]])
         log(f"  {len(strokes)} keystrokes of {sum(last for _, last in strokes)} typed queries …")
-        with httpx.Client(base_url=server.url, timeout=30, limits=KEEP_ALIVE) as client:
+        # A connection per search, as a browser's several connections let a keystroke's search go while the last
+        # one's connection is still busy: the audit row is written after the response, on the request's thread,
+        # so one kept-alive connection would add every previous search's write to the next one's time.
+        with httpx.Client(base_url=server.url, timeout=30, limits=FRESH_CONNECTIONS) as client:
             for text, last in strokes:
                 started = time.perf_counter()
                 response = client.get("/api/v1/search", params={"q": text, "book": book})
