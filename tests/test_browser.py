@@ -7,7 +7,7 @@
   keyboard only, a 360 px screen, and a key that doesn't allow the page's origin (a clear error in the
   widget, 403 from the API);
 - search as you type: the widget's search mode by keyboard in light and dark (a combobox and its listbox, a
-  result opened at its anchor), a stale response dropped, "Ask about this", taking over the site's own search
+  result opened at its anchor) and on a real built Docusaurus page, a stale response dropped, "Ask about this", taking over the site's own search
   button and Ctrl+K with data-search="replace"; the page's search box with and without JavaScript;
 - the admin (a reviewer's review, a staff upload) and the API docs, under the Content-Security-Policy.
 
@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import committed, run_command
-from tests.support.browser import CHROMIUM_ARGS, ConsoleErrors, DocsSite, LiveServer, chromium
+from tests.support.browser import CHROMIUM_ARGS, BuiltSite, ConsoleErrors, DocsSite, LiveServer, chromium
 from tests.support.versioned_site import write_versioned_site
 
 pytestmark = [pytest.mark.slow, pytest.mark.needs("browser")]
@@ -415,10 +415,12 @@ def test_widget_search_keyboard_only_opens_a_section_at_its_anchor(servers, open
     page.keyboard.press("ArrowUp")
     first = page.locator(".bc-result").first
     assert first.get_attribute("aria-selected") == "true"
+    chosen = first.get_attribute("data-url")
+    assert "#" in chosen, "a section's link has its anchor"
     screenshot(page, f"widget-search-{theme}")
     with page.expect_navigation():
         page.keyboard.press("Enter")
-    assert "#" in page.url, "the section opens at its anchor"
+    assert page.url == chosen, "Enter opens the chosen section"
     assert errors == []
 
 
@@ -481,6 +483,35 @@ def test_widget_search_replaces_the_sites_own_search_when_asked(servers, open_pa
     assert page.locator(".bc-search").is_visible()
     assert page.evaluate("document.body.dataset.siteSearch") is None
     assert errors == []
+
+
+@pytest.mark.needs("node")
+def test_widget_search_by_keyboard_on_a_real_built_docusaurus_page(servers, open_page, widget_key):
+    """The handbook site `npm run build` made (tests/support/docusaurus_site.py), React and all, with the widget
+    loaded as a `scripts` entry loads it: "/" searches, arrows choose, Enter opens the section."""
+    from tests.support import docusaurus_site
+
+    bookchat, _ = servers
+    build = docusaurus_site.site() / "build"
+    base = "/" + docusaurus_site.SITE_URL.split("/", 3)[3]
+    with BuiltSite(build, base, bookchat_url(bookchat)) as site:
+        site.attributes = f'data-key="{widget_key(site.origin)}" data-book="{BOOK}"'
+        page, errors = open_page(site.origin + base)
+        page.locator(".bc-launcher").wait_for()
+        page.wait_for_function("() => document.documentElement.dataset.theme")  # Docusaurus has hydrated
+        page.locator("main, article").first.click()
+        page.keyboard.press("/")
+        assert page.locator(".bc-search").is_visible()
+        page.keyboard.type("ingest fold", delay=40)
+        wait_for_results(page, "ingest fold")
+        page.keyboard.press("ArrowDown")
+        first = page.locator(".bc-result").first
+        assert first.get_attribute("aria-selected") == "true"
+        chosen = first.get_attribute("data-url")
+        with page.expect_navigation():
+            page.keyboard.press("Enter")
+        assert page.url == chosen and chosen.startswith(f"{site.origin}/using/")  # the manual's link, on this site
+        assert errors == [] or all("404" in e for e in errors), errors  # the manual's pages aren't on this site
 
 
 @pytest.mark.parametrize("java_script", [True, False], ids=["javascript", "no-javascript"])

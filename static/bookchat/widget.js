@@ -1017,7 +1017,8 @@
           var url = safeUrl(section.url);
           if (!url) return;
           var index = searchState.items.length;
-          var option = el('li', 'bc-result', null, { role: 'option', id: 'bc-result-' + index, 'aria-selected': 'false' });
+          var option = el('li', 'bc-result', null,
+            { role: 'option', id: 'bc-result-' + index, 'aria-selected': 'false', 'data-url': url.href });
           var where = [page.chapter, page.title].filter(function (part, i, parts) {
             return part && (i === 0 || part !== parts[0]);
           }).join(' › ');

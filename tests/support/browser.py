@@ -91,6 +91,47 @@ class DocsSite(_Served):
         return self.origin + path
 
 
+class BuiltSite(_Served):
+    """A built static site (a real ``docusaurus build`` folder) served under its base path, each HTML page with the
+    widget's script tag (``self.attributes``: its data-* attributes, set once the origin is known) added before
+    ``</body>``, as a site's ``scripts`` config entry would load it."""
+
+    TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript", ".css": "text/css",
+             ".svg": "image/svg+xml", ".png": "image/png", ".json": "application/json", ".ico": "image/x-icon"}
+
+    def __init__(self, build: Path, base_path: str, widget_src: str) -> None:
+        self.attributes = ""
+        site = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+                path = self.path.split("?", 1)[0].split("#", 1)[0]
+                relative = path[len(base_path):] if path.startswith(base_path) else None
+                target = (build / relative) if relative is not None else None
+                if target is not None and target.is_dir():
+                    target = target / "index.html"
+                elif target is not None and not target.exists() and target.with_suffix(".html").is_file():
+                    target = target.with_suffix(".html")
+                if target is None or not target.is_file() or build.resolve() not in target.resolve().parents:
+                    self.send_error(404)
+                    return
+                body = target.read_bytes()
+                if target.suffix == ".html":
+                    tag = f'<script src="{widget_src}" {site.attributes} async></script></body>'
+                    body = body.replace(b"</body>", tag.encode(), 1)
+                self.send_response(200)
+                self.send_header("Content-Type", site.TYPES.get(target.suffix, "application/octet-stream"))
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.origin = f"http://127.0.0.1:{self.httpd.server_port}"
+
+
 class ConsoleErrors(list):
     """Console errors and uncaught exceptions of a page, collected as they happen."""
 
