@@ -7,8 +7,9 @@
   keyboard only, a 360 px screen, and a key that doesn't allow the page's origin (a clear error in the
   widget, 403 from the API);
 - search as you type: the widget's search mode by keyboard in light and dark (a combobox and its listbox, a
-  result opened at its anchor) and on a real built Docusaurus page, a stale response dropped, "Ask about this", taking over the site's own search
-  button and Ctrl+K with data-search="replace"; the page's search box with and without JavaScript;
+  result opened at its anchor) and on a real built Docusaurus page, a stale response dropped, "Ask about
+  this", taking over the site's own search button and Ctrl+K with data-search="replace"; the page's search
+  box with and without JavaScript;
 - the admin (a reviewer's review, a staff upload) and the API docs, under the Content-Security-Policy.
 
 Every page watches its console: an error there fails the test (except the browser's own report of the

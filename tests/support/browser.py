@@ -59,6 +59,21 @@ class LiveServer(_Served):
         self.url = f"http://127.0.0.1:{self.httpd.server_port}"
 
 
+class StaticHandler(BaseHTTPRequestHandler):
+    """A static site's handler, quiet."""
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+def send(handler: BaseHTTPRequestHandler, body: bytes, content_type: str) -> None:
+    handler.send_response(200)
+    handler.send_header("Content-Type", content_type)
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
 class DocsSite(_Served):
     """A static page that looks like a built Docusaurus page and embeds the widget with ``key`` and ``book``;
     every path serves it, so citation links into the site land on a page. Requests are recorded."""
@@ -70,19 +85,12 @@ class DocsSite(_Served):
         self.widget_attributes = ""  # more of the script tag's attributes, e.g. ' data-search="replace"'
         site = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(StaticHandler):
             def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
                 html = (DOCS_PAGE.read_text(encoding="utf-8").replace("{{WIDGET_SRC}}", site.widget_src)
                         .replace("{{KEY}}", site.key).replace("{{BOOK}}", site.book)
                         .replace("{{WIDGET_ATTRS}}", site.widget_attributes)).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/html; charset=utf-8")
-                self.send_header("Content-Length", str(len(html)))
-                self.end_headers()
-                self.wfile.write(html)
-
-            def log_message(self, *args) -> None:
-                pass
+                send(self, html, "text/html; charset=utf-8")
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.origin = f"http://127.0.0.1:{self.httpd.server_port}"
@@ -103,7 +111,7 @@ class BuiltSite(_Served):
         self.attributes = ""
         site = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(StaticHandler):
             def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
                 path = self.path.split("?", 1)[0].split("#", 1)[0]
                 relative = path[len(base_path):] if path.startswith(base_path) else None
@@ -119,14 +127,7 @@ class BuiltSite(_Served):
                 if target.suffix == ".html":
                     tag = f'<script src="{widget_src}" {site.attributes} async></script></body>'
                     body = body.replace(b"</body>", tag.encode(), 1)
-                self.send_response(200)
-                self.send_header("Content-Type", site.TYPES.get(target.suffix, "application/octet-stream"))
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args) -> None:
-                pass
+                send(self, body, site.TYPES.get(target.suffix, "application/octet-stream"))
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.origin = f"http://127.0.0.1:{self.httpd.server_port}"
