@@ -6,7 +6,8 @@ raises domain errors (``bookchat.errors.BookchatError`` and its kinds) and tells
 
 In the order a question goes through it:
 
-- ``answering`` (``answer``) and ``searching`` (``search``): the two entry points, each one screen, top-down.
+- ``answering`` (``answer``), ``searching`` (``search``, an assistant's passages) and ``finding``
+  (``find_sections``, the search box as a reader types): the entry points, each one screen, top-down.
 - the question: ``questions`` (the request), ``editions`` (which book and edition), ``conversations``
   (follow-ups resolved against the session's last turns), ``deadline`` (the time budget).
 - retrieve and re-rank: ``retrieval`` (dense + lexical, fused), ``lexical`` (BM25), ``reranking`` (the fitted
