@@ -5,7 +5,7 @@ search keeps; "How do I" are stop words), three of them, the third cut to a pref
 (``chat.quality.search_evaluation``); every keystroke from the second character on is one search, sent as soon
 as the previous one is answered (no debouncing: the worst case a browser could send). Reported: the p50/p95 of
 every keystroke, and of the three-word prefixes alone (issue 35's target: p95 ≤ 50 ms on docusaurus-docs, over
-HTTP; ≤ 80 ms in-process at 50k passages, ``at_scale``).
+HTTP; ≤ 80 ms in-process at 50k passages, ``at_scale`` and ``scaled``).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from pathlib import Path
 
 import httpx
 
+from bench import scale
 from bench.latency import Gunicorn, warm_up
 from bench.stats import summary
 from chat.pipeline.editions import resolve_book
@@ -77,6 +78,22 @@ def at_scale(book: Book, texts: list[str]) -> dict:
         typed_search(book, text)
         latencies.append((time.perf_counter() - started) * 1000)
     return summary(latencies)
+
+
+def scaled(data: Path, sizes=(1000, 50_000), *, questions: int = 200, log) -> list[dict]:
+    """``at_scale`` on synthetic books of each size (``bench.scale``: squad2-dev's pages and real filler), with
+    squad2-dev's typed queries; each book is deleted afterwards."""
+    texts = typed_queries(data, "squad2-dev")[:questions]
+    out = []
+    for size in sizes:
+        book = scale.build_book(size, log=log)
+        try:
+            scale.hnsw_build_seconds(book)
+            at_scale(book, texts[:20])  # the first searches of a new book warm its indexes: not timed
+            out.append({"size": size, **at_scale(book, texts)})
+        finally:
+            Book.objects.filter(slug=book.slug).delete()
+    return out
 
 
 def describe(figures: dict) -> str:
