@@ -66,7 +66,7 @@ def read_typed(cursor, book_id: int, text: str) -> TypedQuery:
     tokens = [t.lower() for t in _TOKEN.findall(text)]
     stems = list(query_terms(cursor, book_id, text))
     expansions: list[str] = []
-    last = tokens[-1] if tokens and not text[-1:].isspace() else ""  # "ros2 lau " has its last word whole
+    last = tokens[-1] if tokens else ""  # the question comes stripped (the serializer), so never "ros2 lau "
     if len(last) >= MIN_PREFIX:
         pattern = last.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         cursor.execute("SELECT lexeme FROM ingestion_lexemecount WHERE book_id = %s AND lexeme LIKE %s "
