@@ -172,6 +172,12 @@ SETTINGS: list[Setting] = [
             "Sized for a search per keystroke.", rate=True),
     Setting("TRUSTED_PROXIES", 0, "Reverse proxies in front of bookchat: the client IP is taken that many hops "
             "from the right of `X-Forwarded-For` (0 → the socket address).", int, minimum=0),
+    # Staff logins (the admin)
+    Setting("LOGIN_FAILURES", 5, "Failed admin logins that lock out a user name, and apart from it a client "
+            "address (see `TRUSTED_PROXIES`), until the lockout ends; a successful login resets the count.", int,
+            minimum=1),
+    Setting("LOGIN_LOCKOUT_MINUTES", 15, "How long a lockout lasts, from the last failed login "
+            "(`manage.py lockouts --lift` ends one sooner).", int, minimum=1),
     # Audit trail
     Setting("AUDIT_RETENTION_DAYS", 365, "Audit records older than this are archived to `var/archive/` and "
             "deleted.", int),
@@ -202,7 +208,8 @@ SECTIONS = {"DEBUG": "Running", "HTTPS": "Serving over HTTPS", "BOOK_BASE_URL": 
             "EMBEDDING_BACKEND": "Embeddings", "DEFAULT_BOOK": "Answering: requests",
             "TOP_K": "Answering: retrieval", "LLM_BASE_URL": "Answering: generation, grounding, confidence",
             "HISTORY_TURNS": "Conversations and time", "RATE_ANONYMOUS": "Rate limits",
-            "AUDIT_RETENTION_DAYS": "Audit trail", "UPLOAD_MAX_BYTES": "Uploads and background indexing",
+            "LOGIN_FAILURES": "Staff logins", "AUDIT_RETENTION_DAYS": "Audit trail",
+            "UPLOAD_MAX_BYTES": "Uploads and background indexing",
             "QDRANT_URL": "Qdrant mirror"}
 UNPREFIXED = [("DATABASE_URL", "", "PostgreSQL with pgvector 0.8 or later (`postgresql://user:password@host:5432/db`); "
                "unset → the embedded server under `var/`."),

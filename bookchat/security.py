@@ -11,6 +11,8 @@ do there is the site's own policy (the manual, "Deploying and running"); our res
 
 from __future__ import annotations
 
+from bookchat.conf import setting
+
 # The probes a load balancer or an orchestrator sends: exempt from the HTTPS redirect, and answered whatever the
 # Host header (``ProbesByAddressMiddleware``).
 PROBE_PATHS = ("/api/v1/health", "/api/v1/ready")
@@ -95,3 +97,16 @@ class WithoutTraceback:
     def filter(self, record) -> bool:
         record.exc_info, record.exc_text = None, None
         return True
+
+
+def client_ip(request) -> str:
+    """The client's IP for rate limits, the audit trail's hashed address and login lockouts: the socket's peer,
+    or with ``TRUSTED_PROXIES`` = n the address the n-th proxy from the right of ``X-Forwarded-For`` saw
+    (addresses further left can be forged by the client)."""
+    proxies = setting("TRUSTED_PROXIES")
+    if proxies > 0:
+        forwarded = [part.strip() for part in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")]
+        forwarded = [part for part in forwarded if part]
+        if len(forwarded) >= proxies:
+            return forwarded[-proxies][:64]
+    return request.META.get("REMOTE_ADDR", "")[:64]

@@ -9,7 +9,7 @@ import os
 import secrets
 from pathlib import Path
 
-from bookchat import broker, conf, embedded_db, security
+from bookchat import broker, conf, embedded_db, logins, security
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # templates/ and static/ sit at the top of a checkout; a wheel carries them inside this package (pyproject.toml).
@@ -60,6 +60,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
+    "axes",  # failed admin logins counted and locked out (bookchat.logins)
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -81,7 +82,12 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: turns a locked-out login's answer into the lockout page
 ]
+
+# django-axes' backend first: it refuses a locked-out user name or address before a password is checked.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+globals().update(logins.axes_settings(BOOKCHAT))
 
 ROOT_URLCONF = "bookchat.urls"
 WSGI_APPLICATION = "bookchat.wsgi.application"
@@ -188,6 +194,8 @@ LOGGING = {
     "loggers": {
         **{name: {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False}
            for name in ("bookchat", "ingestion", "chat", "audit")},
+        # One WARNING line per failed admin login (name, address, browser), one per lockout.
+        "axes": {"handlers": ["console"], "level": "WARNING", "propagate": False},
         # One line per request for a host not in ALLOWED_HOSTS (it names the host), not a traceback each.
         "django.security.DisallowedHost": {"handlers": ["console"], "level": "WARNING", "propagate": False,
                                            "filters": ["without_traceback"]},

@@ -152,18 +152,6 @@ def _uuid_or_none(value) -> uuid.UUID | None:
         return None
 
 
-def client_ip(request) -> str:
-    """The client's IP: the socket's peer, or with ``TRUSTED_PROXIES`` = n the address the n-th proxy from the
-    right of ``X-Forwarded-For`` saw (addresses further left can be forged by the client)."""
-    proxies = setting("TRUSTED_PROXIES")
-    if proxies > 0:
-        forwarded = [part.strip() for part in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")]
-        forwarded = [part for part in forwarded if part]
-        if len(forwarded) >= proxies:
-            return forwarded[-proxies][:64]
-    return request.META.get("REMOTE_ADDR", "")[:64]
-
-
 def anonymous_allowed() -> bool:
     value = str(setting("ANONYMOUS_API")).strip().lower()
     if value in ("", "auto"):

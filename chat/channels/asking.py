@@ -14,7 +14,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 
-from chat.channels.access import Client, client_ip
+from bookchat.security import client_ip
+from chat.channels.access import Client
 from chat.channels.errors import error_reply
 from chat.channels.responses import answer_data, search_data
 from chat.channels.serializers import validate_ask, validate_search, validate_section_search

@@ -33,7 +33,8 @@ from rest_framework.exceptions import Throttled
 from rest_framework.throttling import BaseThrottle
 
 from bookchat.conf import Rate, parse_rate
-from chat.channels.access import Client, client_ip, client_of
+from bookchat.security import client_ip
+from chat.channels.access import Client, client_of
 from chat.models import RateCounter
 
 
