@@ -3,7 +3,8 @@ a dashboard with charts, coverage gaps, and CSV export.
 
 Nobody adds or deletes audit rows here: they are written by answering and removed only by
 retention (``audit_purge``). Reviewers (the "Reviewers" group) may view rows and change
-the review status and note; every other field is read-only for everyone.
+the review status and note; every other field is read-only for everyone. A reviewer restricted to
+some books (``ingestion.roles``) sees, marks, exports and charts only those books' rows.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import csv
 from urllib.parse import urlsplit
 
 from django.contrib import admin, messages
+from django.contrib.admin.models import CHANGE, LogEntry
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse
 from django.template.response import TemplateResponse
@@ -22,6 +24,7 @@ from django.utils.html import format_html, format_html_join
 from audit.gaps import coverage_gaps
 from audit.models import AuditLog, ReviewQueueItem
 from audit.reports import dashboard, review_queue_filter
+from ingestion.roles import BookScopedAdmin, allowed_slugs
 
 REVIEW_FIELDS = ("review_status", "reviewer_note")
 CSV_COLUMNS = ("created_at", "answer_id", "channel", "book_slug", "question", "selected_text", "answer",
@@ -70,7 +73,7 @@ class RefusedFilter(admin.SimpleListFilter):
 
 
 @admin.register(AuditLog)
-class AuditLogAdmin(admin.ModelAdmin):
+class AuditLogAdmin(BookScopedAdmin, admin.ModelAdmin):
     list_display = ("created_at", "short_question", "channel", "book_slug", "confidence_level", "status",
                     "feedback", "review_status")
     list_filter = (("created_at", admin.DateFieldListFilter), "channel", "confidence_level", RefusedFilter,
@@ -82,6 +85,7 @@ class AuditLogAdmin(admin.ModelAdmin):
     show_full_result_count = False
     actions = ["mark_ok", "mark_wrong", "mark_needs_doc_fix", "export_csv"]
     change_list_template = "admin/audit/auditlog/change_list.html"
+    book_lookup = "book_slug"  # rows copy the slug: they outlive the book
     exclude = ("question_vector", "sources", "suggestions", "grounding", "retrieval", "timings_ms")
     fieldsets = [
         ("Review", {"fields": ("review_status", "reviewer_note", "reviewed_by", "reviewed_at")}),
@@ -161,7 +165,9 @@ class AuditLogAdmin(admin.ModelAdmin):
     def _mark(self, request, queryset, status: str) -> None:
         if not self.has_change_permission(request):
             raise PermissionDenied
+        rows = list(queryset)
         count = queryset.update(review_status=status, reviewed_by=request.user, reviewed_at=timezone.now())
+        LogEntry.objects.log_actions(request.user.pk, rows, CHANGE, f"Marked {AuditLog.Review(status).label}.")
         messages.success(request, f"Marked {count} answer(s) {AuditLog.Review(status).label}.")
 
     @admin.action(description="Mark reviewed: ok", permissions=["change"])
@@ -206,24 +212,25 @@ class AuditLogAdmin(admin.ModelAdmin):
             return default
         return value if value in allowed else default
 
-    def _books(self) -> list[str]:
-        return list(AuditLog.objects.order_by().values_list("book_slug", flat=True).distinct())
+    def _books(self, request) -> list[str]:
+        return list(self.get_queryset(request).order_by().values_list("book_slug", flat=True).distinct())
 
     def dashboard_view(self, request):
         self._check_dashboard(request)
         days = self._choice(request, "days", (7, 30, 90), 30)
         book = request.GET.get("book") or None
         context = {**self.admin_site.each_context(request), "title": "Answers dashboard", "opts": self.model._meta,
-                   "data": dashboard(days=days, book=book), "books": self._books(), "day_choices": (7, 30, 90)}
+                   "data": dashboard(days=days, book=book, within=allowed_slugs(request.user)),
+                   "books": self._books(request), "day_choices": (7, 30, 90)}
         return TemplateResponse(request, "admin/audit/dashboard.html", context)
 
     def gaps_view(self, request):
         self._check_dashboard(request)
         days = self._choice(request, "days", (7, 30, 90, 365), 90)
         book = request.GET.get("book") or None
-        gaps = coverage_gaps(days=days, book=book)
+        gaps = coverage_gaps(days=days, book=book, within=allowed_slugs(request.user))
         context = {**self.admin_site.each_context(request), "title": "Coverage gaps", "opts": self.model._meta,
-                   "gaps": gaps, "days": days, "book": book or "", "books": self._books(),
+                   "gaps": gaps, "days": days, "book": book or "", "books": self._books(request),
                    "day_choices": (7, 30, 90, 365), "questions": sum(g.count for g in gaps)}
         return TemplateResponse(request, "admin/audit/gaps.html", context)
 

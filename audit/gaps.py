@@ -64,10 +64,12 @@ class Gap:
 UNFOUND = Q(status=S.SEARCHED) & (Q(retrieval__covered=False) | Q(retrieval__matched__in=["meaning", "none"]))
 
 
-def gap_questions(*, days: int, book: str | None = None):
+def gap_questions(*, days: int, book: str | None = None, within: list[str] | None = None):
     rows = AuditLog.objects.filter(created_at__gte=timezone.now() - timedelta(days=days)).filter(
         Q(status__in=[S.NOT_COVERED, S.UNSURE, S.WITHHELD]) | Q(status=S.ANSWERED, confidence_level="low")
         | UNFOUND)
+    if within is not None:  # a reviewer restricted to some books
+        rows = rows.filter(book_slug__in=within)
     return rows.filter(book_slug=book) if book else rows
 
 
@@ -88,9 +90,9 @@ def last_typed(rows: list[AuditLog]) -> list[AuditLog]:
     return kept
 
 
-def coverage_gaps(*, days: int = 90, book: str | None = None, threshold: float = DEFAULT_THRESHOLD,
-                  limit: int = MAX_QUESTIONS) -> list[Gap]:
-    rows = last_typed(list(gap_questions(days=days, book=book).order_by("-created_at")
+def coverage_gaps(*, days: int = 90, book: str | None = None, within: list[str] | None = None,
+                  threshold: float = DEFAULT_THRESHOLD, limit: int = MAX_QUESTIONS) -> list[Gap]:
+    rows = last_typed(list(gap_questions(days=days, book=book, within=within).order_by("-created_at")
                            .only("id", "question", "resolved_question", "book_slug", "status", "suggestions",
                                  "sources", "created_at", "question_vector", "client_ip_hash")[:limit]))
     if not rows:

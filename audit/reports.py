@@ -34,10 +34,13 @@ def mix_label(status: str, level: str) -> str:
             S.ERROR: "failed"}.get(status, level or "low")
 
 
-def dashboard(*, days: int = 30, book: str | None = None) -> dict:
+def dashboard(*, days: int = 30, book: str | None = None, within: list[str] | None = None) -> dict:
+    """The figures and charts of the last ``days``, of one ``book`` or of all; ``within``: only these books' rows
+    (a reviewer restricted to some books), the review-queue count included."""
     today = timezone.localdate()
     start = today - timedelta(days=days - 1)
-    rows = AuditLog.objects.filter(created_at__date__gte=start)
+    everything = AuditLog.objects.all() if within is None else AuditLog.objects.filter(book_slug__in=within)
+    rows = everything.filter(created_at__date__gte=start)
     if book:
         rows = rows.filter(book_slug=book)
     # An assistant's searches (MCP ``search_book``) are audited too, but they are not answers.
@@ -62,7 +65,7 @@ def dashboard(*, days: int = 30, book: str | None = None) -> dict:
         "days": days, "book": book or "", "total": total, "daily": daily, "mix": parts,
         "refusal_rate": round(100 * refused / total, 1) if total else 0.0, "up": up, "down": down,
         "searches": searches,
-        "queue": AuditLog.objects.filter(review_queue_filter()).count(),
+        "queue": everything.filter(review_queue_filter()).count(),
         "charts": {
             "answers": charts.stacked_bars(f"Answers per day, last {days} days", labels,
                                            {"answers": [d["total"] for d in daily]}),

@@ -1,7 +1,9 @@
-"""Read-only admin for what indexing stored: books, pages, passages and index runs (uploads: ``upload_admin``).
+"""Read-only admin for what indexing stored: books, pages, passages and index runs (uploads: ``upload_admin``),
+and on each user's page the books they are restricted to (``ingestion.roles``).
 
 Indexing is the only writer (``manage.py ingest`` or an upload), so every field here is
-read-only; deleting a book (and with it its pages and passages) is still allowed.
+read-only; deleting a book (and with it its pages and passages) is still allowed. A restricted
+staff member sees (and may delete) only their books' rows.
 """
 
 from __future__ import annotations
@@ -9,13 +11,18 @@ from __future__ import annotations
 import json
 
 from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
 from django.utils.html import format_html
 
-from ingestion.models import Book, Chunk, Document, IndexRun
+from ingestion.models import Book, BookAccess, Chunk, Document, IndexRun
+from ingestion.roles import BookScopedAdmin
 from ingestion.uploads import admin as upload_admin  # noqa: F401  (registers the upload jobs' admin)
 
+BY_BOOK = ("book", admin.RelatedOnlyFieldListFilter)  # lists only the books the user's rows are in
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+
+class ReadOnlyAdmin(BookScopedAdmin, admin.ModelAdmin):
     def has_add_permission(self, request, obj=None) -> bool:
         return False
 
@@ -32,6 +39,7 @@ def _pretty_json(value) -> str:
 
 @admin.register(Book)
 class BookAdmin(ReadOnlyAdmin):
+    book_lookup = "pk"
     list_display = ("slug", "title", "document_count", "chunk_count", "embedder_name", "updated_at")
     search_fields = ("slug", "title", "source_path")
     list_filter = ("embedder_name",)
@@ -51,7 +59,7 @@ class BookAdmin(ReadOnlyAdmin):
 @admin.register(Document)
 class DocumentAdmin(ReadOnlyAdmin):
     list_display = ("path", "title", "book", "category", "link", "indexed_at")
-    list_filter = ("book", "category")
+    list_filter = (BY_BOOK, "category")
     search_fields = ("path", "title", "slug")
     list_select_related = ("book",)
     exclude = ("front_matter", "links_to")
@@ -76,7 +84,7 @@ class DocumentAdmin(ReadOnlyAdmin):
 @admin.register(Chunk)
 class ChunkAdmin(ReadOnlyAdmin):
     list_display = ("heading_path", "document", "ordinal", "token_count", "continued")
-    list_filter = ("book", "continued", "document__category")
+    list_filter = (BY_BOOK, "continued", "document__category")
     search_fields = ("heading_path", "text", "id")
     list_select_related = ("document", "document__book")
     exclude = ("embedding", "search_vector")
@@ -89,7 +97,7 @@ class ChunkAdmin(ReadOnlyAdmin):
 @admin.register(IndexRun)
 class IndexRunAdmin(ReadOnlyAdmin):
     list_display = ("book", "status", "trigger", "started_at", "total_seconds", "chunks_embedded", "files_failed")
-    list_filter = ("status", "trigger", "book")
+    list_filter = ("status", "trigger", BY_BOOK)
     search_fields = ("source", "book__slug")
     date_hierarchy = "started_at"
     exclude = ("report",)
@@ -100,3 +108,27 @@ class IndexRunAdmin(ReadOnlyAdmin):
     @admin.display(description="report")
     def report_json(self, obj: IndexRun) -> str:
         return _pretty_json(obj.report)
+
+
+# -- who may see which books: on each user's page ------------------------------------------------------------------
+class BookAccessInline(admin.StackedInline):
+    model = BookAccess
+    can_delete = True
+    verbose_name = "restricted to books"
+    verbose_name_plural = "restricted to books (none: every book)"
+    filter_horizontal = ("books",)
+    extra = 0
+
+    def formfield_for_manytomany(self, db_field, request, **kwargs):
+        if db_field.name == "books":
+            kwargs["queryset"] = Book.objects.roots().order_by("slug")  # editions come with their book
+        return super().formfield_for_manytomany(db_field, request, **kwargs)
+
+
+User = get_user_model()
+admin.site.unregister(User)
+
+
+@admin.register(User)
+class StaffUserAdmin(UserAdmin):
+    inlines = [*UserAdmin.inlines, BookAccessInline]

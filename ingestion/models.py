@@ -114,6 +114,22 @@ class Book(models.Model):
         return self.edition_of if self.edition_of_id else self
 
 
+class BookAccess(models.Model):
+    """The books one staff member may see and act on in the admin (``ingestion.roles``). A user without a row
+    sees every book, as do superusers whatever their row says; a row with no book sees none. A book given
+    brings its editions (versions, translations) with it."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="book_access")
+    books = models.ManyToManyField(Book, blank=True, related_name="+", help_text="Only these books (and their "
+                                   "editions) in the admin: audit rows, review queue, dashboard, uploads, pages.")
+
+    class Meta:
+        verbose_name = "book restriction"
+
+    def __str__(self) -> str:
+        return f"{self.user}: {', '.join(self.books.values_list('slug', flat=True)) or 'no book'}"
+
+
 class Document(models.Model):
     book = models.ForeignKey(Book, on_delete=models.CASCADE, related_name="documents")
     path = models.CharField(max_length=1000, help_text="Source file, relative to the book's folder.")

@@ -2,6 +2,8 @@
 
 Uploading (and Retry) needs the ``ingestion.add_ingestionjob`` permission; seeing jobs needs it or the
 view permission. Listing jobs or opening one first fails jobs whose worker stopped (``sweep_stale_jobs``).
+A staff member restricted to some books (``ingestion.roles``) sees their books' jobs only and uploads only
+into those books (not into a new one: an administrator creates it, or gives them the book).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from ingestion.models import IngestionJob
+from ingestion.roles import BookScopedAdmin, allowed_books
 from ingestion.uploads.forms import UploadForm
 from ingestion.uploads.intake import UploadError
 from ingestion.uploads.jobs import delete_job_files, job_folder, retry_job, start_job, sweep_stale_jobs
@@ -47,10 +50,10 @@ def _issue_table(items: list[dict]) -> str:
 
 
 @admin.register(IngestionJob)
-class IngestionJobAdmin(admin.ModelAdmin):
+class IngestionJobAdmin(BookScopedAdmin, admin.ModelAdmin):
     list_display = ("id", "book_column", "files_short", "status", "progress_short", "created", "duration", "who")
     list_display_links = ("id", "book_column")
-    list_filter = ("status", "book")
+    list_filter = ("status", ("book", admin.RelatedOnlyFieldListFilter))
     search_fields = ("book_slug", "files", "error")
     list_select_related = ("created_by",)
     date_hierarchy = "created_at"
@@ -59,6 +62,7 @@ class IngestionJobAdmin(admin.ModelAdmin):
         ("Book", {"fields": ["book", "new_book_slug", "new_book_title"]}),
         ("Files", {"fields": ["upload", "folder", "prune"]}),
     )
+    book_lookup = "book_slug"  # a job for a new book has no book yet
     view_fieldsets = (
         ("Status", {"fields": ["status", "progress", "stage", "error_message", "index_run_link"]}),
         ("Upload", {"fields": ["book_link", "files_list", "folder", "prune", "ignored_list", "created_by",
@@ -87,7 +91,7 @@ class IngestionJobAdmin(admin.ModelAdmin):
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         if obj is None:
-            kwargs["form"] = UploadForm
+            kwargs["form"] = UploadForm.within(allowed_books(request.user))
         return super().get_form(request, obj, change=change, **kwargs)
 
     def formfield_for_dbfield(self, db_field, request, **kwargs):
@@ -130,6 +134,7 @@ class IngestionJobAdmin(admin.ModelAdmin):
         for job in queryset.order_by("pk"):
             try:
                 retry_job(job)
+                self.log_change(request, job, "Retried.")
                 retried.append(job)
             except UploadError as exc:
                 self.message_user(request, exc.message, messages.WARNING)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django import forms
 from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
 
 from ingestion.models import Book, IngestionJob, book_slug_validator
 from ingestion.uploads.intake import ZIP_SUFFIX, Intake, UploadError, clean_folder, receive_upload
@@ -52,12 +53,23 @@ class UploadForm(forms.ModelForm):
         }
 
     intake: Intake | None = None
+    allowed: QuerySet[Book] | None = None  # the uploader's books (``ingestion.roles``); None: every book, or a new one
+
+    @classmethod
+    def within(cls, books: QuerySet[Book] | None) -> type[UploadForm]:
+        """The form for an uploader restricted to ``books`` (None: not restricted)."""
+        return cls if books is None else type("RestrictedUploadForm", (cls,), {"allowed": books})
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["book"].required = False
         self.fields["book"].queryset = Book.objects.roots().order_by("slug")
         self.fields["book"].empty_label = "— choose a book, or create one below —"
+        if self.allowed is not None:
+            self.fields["book"].queryset = self.fields["book"].queryset.filter(pk__in=self.allowed)
+            self.fields["book"].empty_label = "— choose one of your books —"
+            self.fields["new_book_slug"].help_text = "You may upload only into your books: ask an administrator " \
+                                                     "for a new one."
 
     def clean_folder(self) -> str:
         try:
@@ -68,7 +80,10 @@ class UploadForm(forms.ModelForm):
     def clean(self):
         data = super().clean()
         book, slug = data.get("book"), data.get("new_book_slug", "")
-        if book and slug:
+        if slug and self.allowed is not None:
+            self.add_error("new_book_slug", "You may upload only into your books: choose one above, or ask an "
+                                            "administrator to create the new book for you.")
+        elif book and slug:
             self.add_error("new_book_slug", "Choose an existing book or give a new slug, not both.")
         elif not book and not slug and "new_book_slug" not in self.errors:
             self.add_error("book", "Choose the book to upload into, or give a slug for a new book.")

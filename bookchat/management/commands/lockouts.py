@@ -13,6 +13,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from bookchat.logins import current_lockouts, lift, lockout_minutes
+from bookchat.models import StaffCommand
 
 
 class Command(BaseCommand):
@@ -51,6 +52,9 @@ class Command(BaseCommand):
             raise CommandError("Give the user name or address whose lockout to lift.", returncode=2)
         cleared = lift(username=name, address=address)
         target = f"user {name}" if name is not None else f"address {address}" if address is not None else "everyone"
+        option = f"--lift {name}" if name is not None else f"--lift-address {address}" if address is not None \
+            else "--lift-all"
+        StaffCommand.record(f"lockouts {option}", "lifted lockout", f"{target}: {cleared} record(s)")
         if options["json"]:
             self.stdout.write(json.dumps({"lifted": target, "records": cleared}))
         elif cleared:

@@ -14,6 +14,7 @@ import sys
 from django.core.management.base import BaseCommand, CommandParser
 
 from bookchat.errors import BookchatError
+from bookchat.models import StaffCommand
 from chat.channels.keys import api_key_create, api_key_list, api_key_revoke, api_key_summary
 from chat.models import ApiKey
 
@@ -46,11 +47,15 @@ class Command(BaseCommand):
                                           book_slug=options["book"])
                 result = {"key": raw} | api_key_summary(key)
                 text = _created(result)
+                StaffCommand.record(f"apikey create --kind {key.kind}", "created API key",
+                                    f"{key.prefix}… ({key.name})")
             elif action == "list":
                 keys = [api_key_summary(key) for key in api_key_list()]
                 result, text = {"keys": keys}, _table(keys)
             else:
                 result = api_key_summary(api_key_revoke(prefix=options["prefix"]))
+                StaffCommand.record(f"apikey revoke {options['prefix']}", "revoked API key",
+                                    f"{result['prefix']}… ({result['name']})")
                 text = f"Revoked the {result['kind']} key {result['prefix']}… ({result['name']})."
         except BookchatError as exc:
             if as_json:
