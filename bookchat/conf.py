@@ -48,6 +48,10 @@ SETTINGS: list[Setting] = [
             "checkout)."),
     Setting("ADMIN_USER", "admin", "User name of the admin login `make run` creates when no superuser exists."),
     Setting("ADMIN_PASSWORD", "", "Its password; unset → a random one, printed once."),
+    Setting("ADMIN_2FA", "optional", "Second factor for staff in the admin: `optional` (a staff member may set up an "
+            "authenticator app on the admin's \"Two-factor authentication\" page; whoever has one gives its code at "
+            "every login) or `required` (a staff user without one is sent to set one up before anything else). A lost "
+            "phone: `manage.py twofactor --reset USERNAME`.", choices=("optional", "required")),
     Setting("WEB_WORKERS", 2, "gunicorn worker processes started by `make run`.", int, minimum=1),
     Setting("WEB_THREADS", 32, "Threads per gunicorn worker (gthread): requests, open answer streams included, "
             "that one worker serves at once. Each thread may hold a database connection.", int, minimum=1),

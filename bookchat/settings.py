@@ -60,6 +60,9 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
+    "django_otp",  # the admin's second factor (bookchat.twofactor): an authenticator app and recovery codes
+    "django_otp.plugins.otp_totp",
+    "django_otp.plugins.otp_static",
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -79,9 +82,13 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django_otp.middleware.OTPMiddleware",  # request.user.is_verified(): has this session given a code?
     "django.contrib.messages.middleware.MessageMiddleware",
+    "bookchat.twofactor.login.TwoFactorMiddleware",  # the admin: log in with the code, set up an app if required
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
+
+OTP_TOTP_ISSUER = "bookchat"  # the name authenticator apps show beside the user name
 
 ROOT_URLCONF = "bookchat.urls"
 WSGI_APPLICATION = "bookchat.wsgi.application"
