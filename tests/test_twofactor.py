@@ -74,7 +74,8 @@ def test_login_without_an_app_needs_only_the_password(client):
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("code, message", [("", NO_CODE), ("000000", WRONG_CODE), ("not-a-code", WRONG_CODE)])
+@pytest.mark.parametrize("code, message", [("", NO_CODE), ("000000", WRONG_CODE), ("not-a-code", WRONG_CODE)],
+                         ids=["no-code", "wrong-code", "wrong-recovery-code"])
 def test_login_with_an_app_is_refused_without_its_code_and_counts_as_a_failed_login(client, failed_logins, code,
                                                                                      message):
     device = with_app(staff())
