@@ -173,6 +173,10 @@ SETTINGS: list[Setting] = [
     Setting("TRUSTED_PROXIES", 0, "Reverse proxies in front of bookchat: the client IP is taken that many hops "
             "from the right of `X-Forwarded-For` (0 → the socket address).", int, minimum=0),
     # Staff logins (the admin)
+    Setting("ADMIN_2FA", "optional", "Second factor for staff in the admin: `optional` (a staff member may set up an "
+            "authenticator app on the admin's \"Two-factor authentication\" page; whoever has one gives its code at "
+            "every login) or `required` (a staff user without one is sent to set one up before anything else). A lost "
+            "phone: `manage.py twofactor --reset USERNAME`.", choices=("optional", "required")),
     Setting("LOGIN_FAILURES", 5, "Failed admin logins that lock out a user name, and apart from it a client "
             "address (see `TRUSTED_PROXIES`), until the lockout ends; a successful login resets the count.", int,
             minimum=1),
@@ -208,7 +212,7 @@ SECTIONS = {"DEBUG": "Running", "HTTPS": "Serving over HTTPS", "BOOK_BASE_URL": 
             "EMBEDDING_BACKEND": "Embeddings", "DEFAULT_BOOK": "Answering: requests",
             "TOP_K": "Answering: retrieval", "LLM_BASE_URL": "Answering: generation, grounding, confidence",
             "HISTORY_TURNS": "Conversations and time", "RATE_ANONYMOUS": "Rate limits",
-            "LOGIN_FAILURES": "Staff logins", "AUDIT_RETENTION_DAYS": "Audit trail",
+            "ADMIN_2FA": "Staff logins", "AUDIT_RETENTION_DAYS": "Audit trail",
             "UPLOAD_MAX_BYTES": "Uploads and background indexing",
             "QDRANT_URL": "Qdrant mirror"}
 UNPREFIXED = [("DATABASE_URL", "", "PostgreSQL with pgvector 0.8 or later (`postgresql://user:password@host:5432/db`); "

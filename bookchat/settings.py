@@ -61,6 +61,9 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "axes",  # failed admin logins counted and locked out (bookchat.logins)
+    "django_otp",  # the admin's second factor (bookchat.twofactor): an authenticator app and recovery codes
+    "django_otp.plugins.otp_totp",
+    "django_otp.plugins.otp_static",
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -80,7 +83,9 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django_otp.middleware.OTPMiddleware",  # request.user.is_verified(): has this session given a code?
     "django.contrib.messages.middleware.MessageMiddleware",
+    "bookchat.twofactor.login.TwoFactorMiddleware",  # the admin: log in with the code, set up an app if required
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "axes.middleware.AxesMiddleware",  # last: turns a locked-out login's answer into the lockout page
 ]
@@ -88,6 +93,7 @@ MIDDLEWARE = [
 # django-axes' backend first: it refuses a locked-out user name or address before a password is checked.
 AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
 globals().update(logins.axes_settings(BOOKCHAT))
+OTP_TOTP_ISSUER = "bookchat"  # the name authenticator apps show beside the user name
 
 ROOT_URLCONF = "bookchat.urls"
 WSGI_APPLICATION = "bookchat.wsgi.application"

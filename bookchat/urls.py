@@ -1,4 +1,5 @@
-"""URL routes: the chat page, the REST API under /api/v1/, the MCP server at /mcp, and the admin."""
+"""URL routes: the chat page, the REST API under /api/v1/, the MCP server at /mcp, and the admin (with its
+two-factor pages and login, ``bookchat.twofactor``)."""
 
 from django.contrib import admin
 from django.templatetags.static import static
@@ -6,12 +7,16 @@ from django.urls import include, path, re_path
 from django.views.decorators.csrf import csrf_exempt
 from django.views.generic import RedirectView
 
+from bookchat.twofactor import pages as twofactor_pages
+from bookchat.twofactor.login import TwoFactorAuthenticationForm
 from bookchat.views import api_not_found
 from chat.channels import page
 from chat.channels.mcp_http import McpView
 
 admin.site.site_header = "bookchat"
 admin.site.site_title = "bookchat admin"
+admin.site.login_form = TwoFactorAuthenticationForm  # asks for the authenticator code too
+admin.site.login_template = "admin/twofactor/login.html"
 
 urlpatterns = [
     path("", page.chat_page, name="chat"),
@@ -21,6 +26,7 @@ urlpatterns = [
     path("api/v1/", include("chat.urls")),
     re_path(r"^api/", csrf_exempt(api_not_found)),  # a JSON 404 for any other path under /api/, any method
     path("mcp", McpView.as_view(), name="mcp"),
+    path("admin/twofactor/", include(twofactor_pages.urlpatterns)),  # before the admin's own catch-all
     path("admin/", admin.site.urls),
     # Browsers ask for /favicon.ico on pages that name none (the admin's): point them at ours, not a 404.
     path("favicon.ico", RedirectView.as_view(url=static("bookchat/favicon.svg"), permanent=True)),

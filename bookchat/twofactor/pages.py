@@ -1,0 +1,109 @@
+"""The admin's "Two-factor authentication" pages for the logged-in staff user: its state, setting up an
+authenticator app (QR code and key, then its first code), new recovery codes, and turning it off (optional mode
+only). Served under ``/admin/twofactor/`` by ``urlpatterns`` (``bookchat.urls``), through ``admin_view``: staff
+only, CSRF-protected, never cached. Recovery codes are shown once, in the response that made them."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin, messages
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import path
+from django.utils.safestring import mark_safe
+from django.views.decorators.http import require_POST
+from django_otp import login as otp_login
+
+from bookchat.twofactor.devices import (
+    CodeThrottled,
+    app_qr_svg,
+    app_secret,
+    code_check,
+    recovery_codes_left,
+    recovery_codes_new,
+    required,
+    twofactor_confirm,
+    twofactor_off,
+    twofactor_on,
+    twofactor_start,
+    unconfirmed_app,
+)
+
+TITLE = "Two-factor authentication"
+
+
+class CodeForm(forms.Form):
+    code = forms.CharField(label="Authenticator code", max_length=40,
+                           widget=forms.TextInput(attrs={"autocomplete": "one-time-code", "autocapitalize": "none",
+                                                         "spellcheck": "false"}))
+
+
+def _render(request, template: str, **context) -> TemplateResponse:
+    return TemplateResponse(request, f"admin/twofactor/{template}",
+                            {**admin.site.each_context(request), "title": TITLE, "required": required(), **context})
+
+
+def status(request, off_form: CodeForm | None = None) -> TemplateResponse:
+    user = request.user
+    return _render(request, "status.html", on=twofactor_on(user), recovery_codes_left=recovery_codes_left(user),
+                   off_form=off_form or CodeForm())
+
+
+@require_POST
+def start(request):
+    if not twofactor_on(request.user):
+        twofactor_start(user=request.user)
+    return redirect("twofactor-setup")
+
+
+def setup(request):
+    device = unconfirmed_app(request.user)
+    if device is None or twofactor_on(request.user):
+        return redirect("twofactor")
+    form = CodeForm(request.POST or None)
+    if form.is_valid():
+        codes = twofactor_confirm(device=device, code=form.cleaned_data["code"])
+        if codes is not None:
+            device.refresh_from_db()
+            otp_login(request, device)
+            messages.success(request, "Two-factor authentication is on.")
+            return _render(request, "recovery_codes.html", codes=codes)
+        form.add_error("code", "That code is not right: check that your phone's clock is set automatically and "
+                               "enter the code the app shows now.")
+    return _render(request, "setup.html", form=form, secret=app_secret(device), qr=mark_safe(app_qr_svg(device)))
+
+
+@require_POST
+def new_recovery_codes(request):
+    if not twofactor_on(request.user):
+        return redirect("twofactor")
+    return _render(request, "recovery_codes.html", codes=recovery_codes_new(user=request.user))
+
+
+@require_POST
+def turn_off(request):
+    if required():
+        messages.error(request, "This site requires two-factor authentication: it can't be turned off.")
+        return redirect("twofactor")
+    form = CodeForm(request.POST)
+    if form.is_valid():
+        try:
+            device = code_check(user=request.user, code=form.cleaned_data["code"])
+        except CodeThrottled as exc:
+            form.add_error("code", exc.message)
+        else:
+            if device is not None:
+                twofactor_off(user=request.user)
+                messages.success(request, "Two-factor authentication is off.")
+                return redirect("twofactor")
+            form.add_error("code", "That code is not right: enter the code your app shows now, or a recovery code.")
+    return status(request, off_form=form)
+
+
+urlpatterns = [
+    path("", admin.site.admin_view(status), name="twofactor"),
+    path("start", admin.site.admin_view(start), name="twofactor-start"),
+    path("setup", admin.site.admin_view(setup), name="twofactor-setup"),
+    path("recovery-codes", admin.site.admin_view(new_recovery_codes), name="twofactor-recovery-codes"),
+    path("off", admin.site.admin_view(turn_off), name="twofactor-off"),
+]
