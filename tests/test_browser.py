@@ -642,6 +642,41 @@ def test_reviewer_marks_an_answer_in_the_review_queue_wrong(servers, open_page, 
     assert errors == []
 
 
+def test_a_reviewer_restricted_to_one_book_sees_exports_and_opens_only_its_rows(servers, open_page, admin_user):
+    import csv
+    import uuid
+
+    from audit.models import AuditLog
+    from ingestion.models import Book, BookAccess
+
+    bookchat, _ = servers
+    rhea = admin_user("rhea", groups=["Reviewers"])
+    committed(lambda: BookAccess.objects.create(user=rhea).books.set(Book.objects.filter(slug=BOOK)))
+    mine, theirs = uuid.uuid4(), uuid.uuid4()
+    committed(lambda: [AuditLog.objects.create(answer_id=answer_id, channel="page", book_slug=slug, question=question,
+                                               answer="…", status="unsure", confidence_level="low")
+                       for answer_id, slug, question in ((mine, BOOK, "Where do uploads go?"),
+                                                         (theirs, "another-course", "When is the exam?"))])
+    other = committed(lambda: AuditLog.objects.get(answer_id=theirs).pk)
+    page, errors = open_page(f"{bookchat.url}/admin/login/")
+    log_in(page, bookchat.url, "rhea")
+    page.goto(f"{bookchat.url}/admin/audit/auditlog/")
+    assert page.locator("text=Where do uploads go?").count() == 1
+    assert page.locator("text=When is the exam?").count() == 0 and "another-course" not in page.content()
+
+    page.check("#action-toggle")  # every row on the page, then the export action
+    page.select_option("select[name=action]", "export_csv")
+    with page.expect_download() as download:
+        page.click("button[name=index]")
+    rows = list(csv.reader(open(download.value.path(), encoding="utf-8-sig")))
+    exported = {(row[3], row[4]) for row in rows[1:]}
+    assert (BOOK, "Where do uploads go?") in exported and {book for book, _ in exported} == {BOOK}
+
+    response = page.goto(f"{bookchat.url}/admin/audit/auditlog/{other}/change/")
+    assert response.status == 404 and "When is the exam?" not in page.content()
+    assert all("404" in error for error in errors), errors
+
+
 def test_api_docs_and_the_dashboard_work_under_the_content_security_policy(servers, open_page, admin_user):
     # Swagger UI and Django's admin are templates we don't own: they may use inline styles, never inline script.
     bookchat, _ = servers
