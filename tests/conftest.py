@@ -184,6 +184,9 @@ def anonymous_api():
     settings.BOOKCHAT["SENTENCE_VECTORS"] = "off"
     os.environ["BOOKCHAT_SENTENCE_VECTORS"] = "off"
     conf._cache = None
+    # Passwords of the users tests make in this process (and its live servers) hash in microseconds, not the
+    # ~0.3 s of the real hasher each: the login tests alone try hundreds. Servers run as subprocesses keep theirs.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     yield
 
 

@@ -668,7 +668,7 @@ def test_a_reviewer_restricted_to_one_book_sees_exports_and_opens_only_its_rows(
     page.select_option("select[name=action]", "export_csv")
     with page.expect_download() as download:
         page.click("button[name=index]")
-    rows = list(csv.reader(open(download.value.path(), encoding="utf-8-sig")))
+    rows = list(csv.reader(Path(download.value.path()).read_text(encoding="utf-8-sig").splitlines()))
     exported = {(row[3], row[4]) for row in rows[1:]}
     assert (BOOK, "Where do uploads go?") in exported and {book for book, _ in exported} == {BOOK}
 

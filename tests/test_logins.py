@@ -126,6 +126,15 @@ def test_failures_are_recorded_without_the_password(client, staff):
     assert "not-my-password" not in json.dumps([str(v) for v in vars(failure).values()])
 
 
+def test_an_operator_reads_failures_and_lockouts_in_the_admin(client, staff, admin_client):
+    for n in range(LIMIT):
+        attempt(client, "lena", f"guess-{n}", address="198.51.100.6")
+    failures = admin_client.get("/admin/axes/accessfailurelog/")
+    assert failures.status_code == 200 and failures.content.decode().count("198.51.100.6") >= LIMIT
+    attempts = admin_client.get("/admin/axes/accessattempt/")
+    assert "lena" in attempts.content.decode()
+
+
 def test_the_admin_login_make_run_creates_still_works(client, settings):
     settings.BOOKCHAT = {**settings.BOOKCHAT, "ADMIN_PASSWORD": "first-login-pw"}
     assert run_command("ensure_admin")[0] == 0
