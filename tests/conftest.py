@@ -206,6 +206,7 @@ class BackgroundBooks:
         self.done = {name: threading.Event() for name, _ in books}
         self.processes: list = []
         self.stopped = False
+        self.waited: dict[str, float] = {}  # seconds the tests spent waiting for each book
 
     def start(self) -> None:
         threading.Thread(target=self._run_all, name="background-books", daemon=True).start()
@@ -231,8 +232,14 @@ class BackgroundBooks:
     def result(self, name: str) -> CorpusRun | None:
         if name not in self.done:
             return None
+        started = time.monotonic()
         self.done[name].wait()
+        self.waited[name] = self.waited.get(name, 0.0) + time.monotonic() - started
         return self.runs.get(name)
+
+    def summary(self) -> str:
+        return "; ".join(f"{name} ingested in {run.seconds:.0f} s, tests waited {self.waited.get(name, 0.0):.0f} s"
+                         for name, run in self.runs.items())
 
     def stop(self) -> None:
         self.stopped = True
@@ -303,8 +310,20 @@ def books_in_background(request):
     request.getfixturevalue("django_db_setup")
     background = BackgroundBooks(books)
     background.start()
+    request.config.stash[BACKGROUND] = background
     yield background
     background.stop()
+
+
+BACKGROUND = pytest.StashKey[BackgroundBooks]()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    """Where the session's time went besides the tests' own (``--durations`` lists those): the books ingested
+    beside them, and how long tests sat waiting for one (time the suite could not overlap)."""
+    background = config.stash.get(BACKGROUND, None)
+    if background is not None and background.runs:
+        terminalreporter.write_line(f"background books: {background.summary()}")
 
 
 def ingested(name: str, path: Path, background: BackgroundBooks | None, django_db_blocker) -> CorpusRun:
