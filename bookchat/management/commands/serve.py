@@ -199,7 +199,14 @@ class Command(BaseCommand):
     def _stop(self, children: list[subprocess.Popen]) -> None:
         self.stdout.write("\nStopping …")
         for child in children:
-            _signal_group(child, signal.SIGTERM)
+            if child.args == task_command():
+                # django-q2's own stop: its main process tells the sentinel, which stops the workers once their
+                # tasks end. SIGTERM to the whole group would kill the sentinel outright (it keeps the default
+                # action), maybe holding a lock the main process then waits on until the SIGKILL below.
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(child.pid, signal.SIGTERM)
+            else:
+                _signal_group(child, signal.SIGTERM)
         deadline = time.monotonic() + graceful_timeout() + 10
         for child in children:
             with contextlib.suppress(subprocess.TimeoutExpired):
