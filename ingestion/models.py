@@ -86,6 +86,8 @@ class Book(models.Model):
     source_path = models.CharField(max_length=1000, blank=True, help_text="Where the book was last indexed from.")
     embedder_name = models.CharField(max_length=200)
     embedder_dimension = models.PositiveIntegerField()
+    generator = models.CharField(max_length=16, default="docusaurus", help_text="Whose conventions its URLs, anchors "
+                                 "and pages follow: docusaurus (also a plain folder), mdbook or mkdocs.")
     edition_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="editions",
                                    help_text="The book this is a version or translation of.")
     version = models.CharField(max_length=100, blank=True, help_text="Docusaurus version name: current, 1.0, …")

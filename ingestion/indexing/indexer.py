@@ -30,11 +30,11 @@ from ingestion.indexing.reports import IndexingError, IndexReport, ProgressCallb
 from ingestion.indexing.storing import PageStore, PreparedPage
 from ingestion.indexing.vector_index import sync_book_index
 from ingestion.models import Book, Chunk, Document, IndexRun, SearchStats, book_slug_validator
+from ingestion.reading.conventions import Conventions
 from ingestion.reading.documents import Issue
-from ingestion.reading.docusaurus import category_entry, document_url
+from ingestion.reading.docusaurus import category_entry
 from ingestion.reading.links import BookLinks, book_links
 from ingestion.reading.parsing import parse_document
-from ingestion.reading.partials import PartialResolver
 from ingestion.reading.site import Edition
 from ingestion.reading.sources import Discovery, SourceFile, read_source
 
@@ -64,10 +64,12 @@ class BookIndexer:
     def __init__(self, *, book_slug: str, discovery: Discovery, embedder: Embedder, base_url: str | None,
                  title: str | None, prune: bool, dry_run: bool, reindex: bool, trigger: str,
                  progress: ProgressCallback | None, edition: Edition | None = None, root_book: Book | None = None,
-                 site_root: Path | None = None):
+                 site_root: Path | None = None, conventions: Conventions | None = None):
         """``edition``: a site's version or locale (``ingestion.reading.site``); ``root_book`` the book it is an edition
-        of (None for the root itself)."""
+        of (None for the root itself); ``conventions``: the generator's (``ingestion.reading.conventions``),
+        Docusaurus's by default."""
         self.slug = book_slug
+        self.conventions = conventions or Conventions()
         self.edition = edition
         self.root_book = root_book
         self.discovery = discovery
@@ -92,8 +94,9 @@ class BookIndexer:
         self._categories: dict[str, tuple[str, float | None]] = {}
         self.links = BookLinks({})
         self._pending: list[PreparedPage] = []
-        self.partials = PartialResolver(discovery.root, max_bytes=setting("MAX_FILE_BYTES"), site_root=site_root,
-                                        pages={f.rel_path: f.path for f in discovery.files})
+        self.partials = self.conventions.resolver(discovery.root, max_bytes=setting("MAX_FILE_BYTES"),
+                                                  site_root=site_root,
+                                                  pages={f.rel_path: f.path for f in discovery.files})
         self.store = PageStore(slug=book_slug, embedder=embedder, report=self.report, dry_run=dry_run)
 
     # -- the run -------------------------------------------------------------------------
@@ -164,6 +167,7 @@ class BookIndexer:
                 book.source_path = str(self.discovery.root)
             book.embedder_name = self.embedder.name
             book.embedder_dimension = self.embedder.dimension
+            book.generator = self.conventions.generator
             config = book.search_config
             if self.edition is not None:
                 for name, value in self.edition.fields.items():
@@ -192,7 +196,7 @@ class BookIndexer:
         self.links = book_links(files, base_url=self.book.base_url,
                                 stored_slugs={path: d.slug for path, d in existing.items()},
                                 whole_book=not self.discovery.single_file, max_bytes=setting("MAX_FILE_BYTES"),
-                                trailing_slash=self.book.trailing_slash)
+                                trailing_slash=self.book.trailing_slash, conventions=self.conventions)
         self.progress("files", 0, len(files))
         for done, file in enumerate(files, 1):
             self.report.files_seen += 1
@@ -221,14 +225,14 @@ class BookIndexer:
             self._skip(file, "empty file; skipped", stored)
             return
         parsed = parse_document(source.text, rel_path=file.rel_path, category=self._category(file.rel_path),
-                                partials=self.partials)
+                                partials=self.partials, conventions=self.conventions)
         for issue in parsed.warnings:
             self.report.warn(issue)
         drafts = self.chunker.chunk(parsed)
         if not drafts:
             self._skip(file, "no text besides front matter, imports or components; skipped", stored)
             return
-        url = document_url(self.book.base_url, parsed.slug, self.book.trailing_slash)
+        url = self.conventions.page_url(self.book.base_url, parsed.slug, self.book.trailing_slash)
         _check_fits(file.rel_path, path=file.rel_path, slug=parsed.slug, url=url)
         links = self.links.page(rel_path=file.rel_path, url=url, definitions=parsed.link_definitions)
         texts = [links.rewrite(draft.text) for draft in drafts]
@@ -243,7 +247,7 @@ class BookIndexer:
 
     def _unchanged(self, stored: Document, content_hash: str) -> bool:
         return (stored.content_hash == content_hash and stored.chunker_version == self.fingerprint
-                and stored.url == document_url(self.book.base_url, stored.slug, self.book.trailing_slash)
+                and stored.url == self.conventions.page_url(self.book.base_url, stored.slug, self.book.trailing_slash)
                 and self.links.still_resolve(stored.links_to))
 
     def _skip(self, file: SourceFile, message: str, stored: Document | None) -> None:
@@ -253,9 +257,14 @@ class BookIndexer:
             self.store.remove_documents([stored])
 
     def _store_folders(self) -> None:
-        """Record every folder's sidebar label and position (``ingestion.reading.outline`` orders the pages by them); a
-        single page's run leaves them as they were."""
+        """Record every folder's sidebar label and position (``ingestion.reading.outline`` orders the pages by them),
+        and where the generator has a navigation (SUMMARY.md, ``nav``) each page's place and label in it and each
+        folder's at its first page; a single page's run leaves them as they were."""
         if self.dry_run or self.discovery.single_file or not self.book.pk:
+            return
+        navigation = self.conventions.navigation()
+        if navigation is not None:
+            self._store_navigation(navigation)
             return
         folders = {}
         for file in self.discovery.files:
@@ -268,6 +277,17 @@ class BookIndexer:
         if folders != self.book.folders:
             self.book.folders = folders
             Book.objects.filter(pk=self.book.pk).update(folders=folders)
+
+    def _store_navigation(self, navigation: list[tuple[str, str]]) -> None:
+        places: dict[str, dict] = {}
+        for position, (path, label) in enumerate(navigation):
+            places[path] = {"label": label, "position": position, "page": True}
+            parts = path.split("/")[:-1]
+            for depth in range(1, len(parts) + 1):
+                places.setdefault("/".join(parts[:depth]), {"label": parts[depth - 1], "position": position})
+        if places != self.book.folders:
+            self.book.folders = places
+            Book.objects.filter(pk=self.book.pk).update(folders=places)
 
     def _category(self, rel_path: str) -> str:
         return self._folder(rel_path.rpartition("/")[0])[0]

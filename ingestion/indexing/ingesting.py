@@ -16,10 +16,11 @@ from ingestion.indexing.embedders import get_embedder
 from ingestion.indexing.indexer import BookIndexer, validate_book_slug
 from ingestion.indexing.reports import SUMMED, IndexingError, IndexReport, ProgressCallback, SiteReport
 from ingestion.models import Book
+from ingestion.reading.conventions import Conventions, book_facts, config_file, detect, for_book
 from ingestion.reading.documents import Issue
 from ingestion.reading.site import plan_site
 from ingestion.reading.site_config import SiteConfig, find_config, read_site_config
-from ingestion.reading.sources import discover
+from ingestion.reading.sources import Discovery, discover
 from ingestion.signals import book_indexed
 
 
@@ -59,9 +60,12 @@ def index_book(*, path: Path | str, book_slug: str | None = None, base_url: str 
             root = candidate  # a single page of a book indexed from its folder keeps its place in it
     discovery = discover(path, root=root)
     embedder = get_embedder()
+    # Pages added to an mdBook or MkDocs book (an upload) get its URLs and anchors, not Docusaurus's.
+    conventions = for_book(existing.generator, Path(existing.source_path) if existing.source_path else None) \
+        if existing is not None else None
     indexer = BookIndexer(book_slug=book_slug, discovery=discovery, embedder=embedder, base_url=base_url,
                           title=title, prune=prune, dry_run=dry_run, reindex=reindex, trigger=trigger,
-                          progress=progress)
+                          progress=progress, conventions=conventions)
     return run_locked(indexer, book_slug)
 
 
@@ -132,11 +136,40 @@ def _stale_editions(root: Book | None, planned: set[str], *, prune: bool, report
             report.warn(Issue(None, None, f"edition {book.slug!r} is no longer in the site; --prune removes it"))
 
 
+def index_generated(conventions: Conventions, root: Path, *, book_slug: str | None = None, base_url: str | None = None,
+                    title: str | None = None, prune: bool = False, dry_run: bool = False, reindex: bool = False,
+                    trigger: str = "cli", progress: ProgressCallback | None = None) -> IndexReport:
+    """Index an mdBook or an MkDocs site from its root (``ingestion.reading.conventions``): its pages folder, title
+    and URL from its config, only the files the generator builds as pages, their URLs and anchors as it makes them."""
+    folder, config_title, config_url, warnings = book_facts(conventions)
+    if not folder.is_dir():
+        raise IndexingError(f"the pages folder {folder} named by {config_file(conventions)} does not exist",
+                            code="empty")
+    book_slug = book_slug or slugify(config_title or "").replace("_", "-")[:64].strip("-") or \
+        slugify(root.resolve().name).replace("_", "-")[:64].strip("-") or "book"
+    validate_book_slug(book_slug)
+    found = discover(folder)
+    discovery = Discovery(root=found.root, files=[f for f in found.files if conventions.is_page(f.rel_path)],
+                          warnings=found.warnings + [Issue(config_file(conventions), None, w) for w in warnings])
+    indexer = BookIndexer(book_slug=book_slug, discovery=discovery, embedder=get_embedder(),
+                          base_url=base_url if base_url is not None else config_url, title=title or config_title,
+                          prune=prune, dry_run=dry_run, reindex=reindex, trigger=trigger, progress=progress,
+                          site_root=root, conventions=conventions)
+    return run_locked(indexer, book_slug)
+
+
 def index_path(path: Path | str, **arguments) -> IndexReport | SiteReport:
     """Index what is at ``path``: a Docusaurus site (a folder with ``docusaurus.config.*``: every version and
-    locale), else a folder of pages or one page. ``arguments`` are ``index_book``'s and ``index_site``'s."""
+    locale), an mdBook (``book.toml``) or an MkDocs site (``mkdocs.yml``), else a folder of pages or one page.
+    ``arguments`` are ``index_book``'s and ``index_site``'s."""
     path = Path(path).expanduser()
     if path.is_dir() and find_config(path) is not None:
         return index_site(read_site_config(path), **arguments)
+    conventions = detect(path) if path.is_dir() else None
+    if conventions is not None:
+        return index_generated(conventions, path, **arguments)
+    above = detect(path.parent) if path.is_dir() else None  # pointed at an mdBook's src/ or MkDocs' docs/
+    if above is not None and book_facts(above)[0].resolve() == path.resolve():
+        return index_generated(above, path.parent, **arguments)
     return index_book(path=path, **arguments)
 

@@ -39,8 +39,9 @@ from urllib.parse import unquote
 from markdown_it.common.utils import normalizeReference
 
 from bookchat.errors import BookchatError
+from ingestion.reading.conventions import DOCUSAURUS, Conventions
 from ingestion.reading.documents import Issue
-from ingestion.reading.docusaurus import document_slug, document_url
+from ingestion.reading.docusaurus import document_slug
 from ingestion.reading.fences import code_ranges
 from ingestion.reading.parsing import read_front_matter
 from ingestion.reading.sources import SourceFile, read_source
@@ -69,8 +70,11 @@ _LINK = re.compile(
 _KEEP = object()  # a link target that is left as written
 
 
-def page_slug(text: str, rel_path: str) -> str:
+def page_slug(text: str, rel_path: str, conventions: Conventions | None = None) -> str:
     """The page's slug as ``parse_document`` computes it, reading no more of the page than it must."""
+    conventions = conventions or Conventions()
+    if conventions.generator != DOCUSAURUS:  # front matter names no slug outside Docusaurus
+        return conventions.page_slug(rel_path, {})
     front_matter = {}
     if text.startswith("---"):
         close = text.find("\n---", 3)
@@ -80,16 +84,18 @@ def page_slug(text: str, rel_path: str) -> str:
 
 
 def book_links(files: list[SourceFile], *, base_url: str, stored_slugs: dict[str, str], whole_book: bool,
-               max_bytes: int, trailing_slash: bool | None = None) -> BookLinks:
+               max_bytes: int, trailing_slash: bool | None = None,
+               conventions: Conventions | None = None) -> BookLinks:
     """The map of the book's pages to their URLs. ``files`` are the discovered ones; ``stored_slugs`` (source
     path → slug) the book's stored pages, which fill in when ``files`` are not the ``whole_book``."""
+    conventions = conventions or Conventions()
     slugs = {} if whole_book else dict(stored_slugs)
     for file in files:
         try:
-            slugs[file.rel_path] = page_slug(read_source(file, max_bytes=max_bytes).text, file.rel_path)
+            slugs[file.rel_path] = page_slug(read_source(file, max_bytes=max_bytes).text, file.rel_path, conventions)
         except BookchatError:  # unreadable, or bad front matter: the page fails on its own later
-            slugs[file.rel_path] = stored_slugs.get(file.rel_path, document_slug(file.rel_path, {}))
-    return BookLinks({path: document_url(base_url, slug, trailing_slash) for path, slug in slugs.items()})
+            slugs[file.rel_path] = stored_slugs.get(file.rel_path, conventions.page_slug(file.rel_path, {}))
+    return BookLinks({path: conventions.page_url(base_url, slug, trailing_slash) for path, slug in slugs.items()})
 
 
 @dataclass

@@ -483,7 +483,7 @@ def _walk(top: Path):
         yield Path(folder), dirnames, filenames
 
 
-def _file_sort_key(rel_path: str) -> tuple:
+def file_sort_key(rel_path: str) -> tuple:
     parts = PurePosixPath(rel_path).parts
     return (parts[:-1], _stem_name(rel_path) != "index", parts[-1])
 
@@ -497,7 +497,7 @@ def default_nav(site: MkDocsSite) -> list[NavEntry]:
     """The navigation MkDocs builds without ``nav``: pages sorted as ``file_sort_key``, nested in sections
     named by ``dirname_to_title`` (``nest_paths``); ``not_in_nav`` pages left out."""
     nested: list[NavEntry] = []
-    for rel in sorted(page_files(site), key=_file_sort_key):
+    for rel in sorted(page_files(site), key=file_sort_key):
         if matches_gitignore(site.not_in_nav, rel):
             continue
         branch = nested

@@ -35,8 +35,9 @@ from markdown_it.token import Token
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
 from bookchat.errors import ParseError
+from ingestion.reading.conventions import Conventions, HeadingAnchors
 from ingestion.reading.documents import Block, Heading, Issue, ParsedDocument, fence_for
-from ingestion.reading.docusaurus import document_slug, heading_anchor, split_explicit_id, title_from_path
+from ingestion.reading.docusaurus import title_from_path
 from ingestion.reading.fences import FENCE_LINE, decode_entities, fence_roles
 from ingestion.reading.mdx import CleanResult, Label, clean_mdx
 from ingestion.reading.partials import PartialResolver
@@ -73,11 +74,14 @@ class _Raw:
     headings: tuple[Heading, ...]
 
 
-def parse_document(text: str, *, rel_path: str, category: str = "",
-                   partials: PartialResolver | None = None) -> ParsedDocument:
+def parse_document(text: str, *, rel_path: str, category: str = "", partials: PartialResolver | None = None,
+                   conventions: Conventions | None = None) -> ParsedDocument:
     """Parse a page. Raises ParseError (with file and 1-based line) for content that can't be read.
 
-    With ``partials``, imported MDX partials are inlined where they are used (``ingestion.reading.partials``)."""
+    With ``partials``, imported MDX partials are inlined where they are used (``ingestion.reading.partials``);
+    ``conventions``: the generator's (slug, anchors, its own syntax; ``ingestion.reading.conventions``),
+    Docusaurus's by default."""
+    conventions = conventions or Conventions()
     lines = _LINE_BREAK.split(text)
     front_matter, body_start = _front_matter(lines, rel_path)
     body = [""] * body_start + lines[body_start:]
@@ -85,7 +89,9 @@ def parse_document(text: str, *, rel_path: str, category: str = "",
     inlined = partials.inline(body, rel_path=rel_path) if partials is not None else None
     origins = inlined.origins if inlined is not None else range(len(body))
     try:
-        cleaned = clean_mdx(inlined.lines if inlined is not None else body, rel_path=rel_path)
+        page_lines = list(inlined.lines if inlined is not None else body)
+        conventions.clean(page_lines)
+        cleaned = clean_mdx(page_lines, rel_path=rel_path)
         env: dict = {}
         tokens = _MD.parse("\n".join(cleaned.lines), env)
         _check_fences(tokens, cleaned.lines, rel_path)
@@ -93,7 +99,8 @@ def parse_document(text: str, *, rel_path: str, category: str = "",
         if exc.line is not None and exc.file == rel_path:
             exc.line = origins[exc.line - 1] + 1  # the page's line (of the <Partial /> when inside one)
         raise
-    raws, headings, h1_title = _walk(tokens, cleaned, origins)
+    sources = [tokens[i + 1].content for i, token in enumerate(tokens) if token.type == "heading_open"]
+    raws, headings, h1_title = _walk(tokens, cleaned, origins, conventions.anchors(sources))
     raws = _merge_labels(raws, cleaned.labels)
     spans = _line_spans(text)
     blocks = [
@@ -108,7 +115,7 @@ def parse_document(text: str, *, rel_path: str, category: str = "",
     return ParsedDocument(
         rel_path=rel_path,
         title=_title(front_matter, h1_title, rel_path),
-        slug=document_slug(rel_path, front_matter),
+        slug=conventions.page_slug(rel_path, front_matter),
         front_matter=front_matter,
         category=category,
         blocks=blocks,
@@ -190,13 +197,12 @@ def _check_fences(tokens: list[Token], lines: list[str], rel_path: str) -> None:
                          line=start + 1)
 
 
-def _walk(tokens: list[Token], cleaned: CleanResult,
-          origins: Sequence[int]) -> tuple[list[_Raw], list[Heading], str | None]:
+def _walk(tokens: list[Token], cleaned: CleanResult, origins: Sequence[int],
+          anchors: HeadingAnchors) -> tuple[list[_Raw], list[Heading], str | None]:
     """Top-level tokens → raw blocks, headings (at their page lines, ``origins``) and the first H1's title."""
     raws: list[_Raw] = []
     headings: list[Heading] = []
     chain: list[Heading] = []
-    seen: dict[str, int] = {}
     h1_title: str | None = None
     index = 0
     while index < len(tokens):
@@ -204,7 +210,7 @@ def _walk(tokens: list[Token], cleaned: CleanResult,
         raw = None
         if token.type == "heading_open":
             level, inline = int(token.tag[1]), tokens[index + 1]
-            title, anchor = _heading_title_anchor(inline, seen)
+            title, anchor = _heading_title_anchor(inline, anchors)
             if level <= 4:
                 heading = Heading(level, title, anchor, origins[token.map[0]] + 1)
                 headings.append(heading)
@@ -255,7 +261,7 @@ def _trim(raw: _Raw, lines: list[str]) -> _Raw:
     return raw
 
 
-def _heading_title_anchor(inline: Token, seen: dict[str, int]) -> tuple[str, str]:
+def _heading_title_anchor(inline: Token, anchors: HeadingAnchors) -> tuple[str, str]:
     """Plain title (markup removed, as Docusaurus' mdast toString) and anchor of a heading."""
     plain = []
     for child in _MD_INLINE.parseInline(inline.content)[0].children or []:
@@ -263,8 +269,7 @@ def _heading_title_anchor(inline: Token, seen: dict[str, int]) -> tuple[str, str
             plain.append(child.content)
         elif child.type in ("softbreak", "hardbreak"):
             plain.append(" ")
-    title, explicit = split_explicit_id(" ".join("".join(plain).split()))
-    return title, explicit if explicit is not None else heading_anchor(title, seen)
+    return anchors.anchor(inline.content, " ".join("".join(plain).split()))
 
 
 def _paragraph_text(lines: list[str], line_map: list[int]) -> str:
