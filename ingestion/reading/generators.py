@@ -72,7 +72,7 @@ def clean_generator_syntax(lines: list[str], code_lines: set[int], *, rel_path: 
         for match in _MDBOOK.finditer(line):
             warnings.append(Issue(rel_path, index + 1, f"mdBook {match.group()} is not inlined; its text is not "
                                                        "indexed"))
-        line = _outside_inline_code(line, lambda text: _OUTPUT.sub("", _TAG.sub("", _MDBOOK.sub("", text))))
+        line = outside_inline_code(line, lambda text: _OUTPUT.sub("", _TAG.sub("", _MDBOOK.sub("", text))))
         lines[index] = line if line.strip() or not lines[index].strip() else ""
     for index, line in enumerate(lines):
         if index in code_lines or not ("!!!" in line or "???" in line):
@@ -81,11 +81,11 @@ def clean_generator_syntax(lines: list[str], code_lines: set[int], *, rel_path: 
         if match:
             indent = match.group("indent")
             lines[index] = indent + admonition_label(match.group("kind"), match.group("title"))
-            _dedent_body(lines, index + 1, len(indent.expandtabs(4)) + 4)
+            dedent_body(lines, index + 1, len(indent.expandtabs(4)) + 4)
     return warnings
 
 
-def _outside_inline_code(line: str, rewrite) -> str:
+def outside_inline_code(line: str, rewrite) -> str:
     """``line`` with ``rewrite`` applied to its text outside inline code spans (a page about Liquid quotes it)."""
     out, pos = [], 0
     for span in _INLINE_CODE.finditer(line):
@@ -113,12 +113,15 @@ def _drop_comments(line: str, in_comment: bool) -> tuple[str, bool]:
     return "".join(kept), in_comment
 
 
-def _dedent_body(lines: list[str], start: int, width: int) -> None:
-    """Dedent the admonition body from ``start``: the following blank lines and lines indented ``width`` or more."""
+def dedent_body(lines: list[str], start: int, width: int, *, clear_blank: bool = False) -> None:
+    """Dedent by four a block's body from ``start`` (an admonition's, a content tab's): the following blank lines
+    (emptied with ``clear_blank``) and lines indented ``width`` or more."""
     index = start
     while index < len(lines):
         line = lines[index].expandtabs(4)
         if not line.strip():
+            if clear_blank:
+                lines[index] = ""
             index += 1
             continue
         if len(line) - len(line.lstrip(" ")) < width:

@@ -69,6 +69,7 @@ from urllib.parse import quote, urlsplit
 import yaml
 
 from ingestion.reading.documents import Issue
+from ingestion.reading.generators import dedent_body, outside_inline_code
 from ingestion.reading.partials import InlinedLines
 
 CONFIG_NAMES = ("mkdocs.yml", "mkdocs.yaml")
@@ -709,7 +710,6 @@ _ATTRS = r"\{:?[ ]*[^}\n ][^}\n]*\}"
 _BLOCK_ATTRS = re.compile(rf"^[ \t]*{_ATTRS}[ \t]*$")
 _INLINE_ATTRS = re.compile(rf"(?P<el>\]\([^()\n]*\)|\]\[[^\]\n]*\]|\]|\*{{1,2}}|_{{1,2}}|~~|==|</[A-Za-z][\w-]*>)"
                            rf"{_ATTRS}")
-_CODE_SPAN = re.compile(r"(`+).+?\1")
 
 
 def clean_mkdocs(text: str, site: MkDocsSite | None = None) -> str:
@@ -745,7 +745,7 @@ def clean_mkdocs_lines(lines: list[str], site: MkDocsSite | None = None) -> None
             if match:
                 title = match.group("title").strip().replace("*", "")
                 lines[index] = match.group("indent") + (f"**{title}:**" if title else "")
-                _dedent_body(lines, index + 1, len(match.group("indent").expandtabs(4)) + 4)
+                dedent_body(lines, index + 1, len(match.group("indent").expandtabs(4)) + 4, clear_blank=True)
                 continue
         if abbr and _ABBR.match(line):
             lines[index] = ""
@@ -755,7 +755,7 @@ def clean_mkdocs_lines(lines: list[str], site: MkDocsSite | None = None) -> None
             if _BLOCK_ATTRS.match(line) and previous.strip() and not _FENCE.match(previous):
                 lines[index] = ""
             else:
-                lines[index] = _outside_code_spans(line, lambda part: _INLINE_ATTRS.sub(r"\g<el>", part))
+                lines[index] = outside_inline_code(line, lambda part: _INLINE_ATTRS.sub(r"\g<el>", part))
 
 
 def _is_heading(lines: list[str], index: int) -> bool:
@@ -763,29 +763,6 @@ def _is_heading(lines: list[str], index: int) -> bool:
         return True
     following = lines[index + 1] if index + 1 < len(lines) else ""
     return bool(lines[index].strip()) and bool(_SETEXT.match(following)) and not _ATX.match(following)
-
-
-def _outside_code_spans(line: str, rewrite) -> str:
-    out, pos = [], 0
-    for span in _CODE_SPAN.finditer(line):
-        out += [rewrite(line[pos:span.start()]), span.group()]
-        pos = span.end()
-    return "".join(out) + rewrite(line[pos:])
-
-
-def _dedent_body(lines: list[str], start: int, width: int) -> None:
-    """Dedent by four the blank lines and the lines indented ``width`` or more from ``start`` on."""
-    index = start
-    while index < len(lines):
-        line = lines[index].expandtabs(4)
-        if not line.strip():
-            lines[index] = ""
-            index += 1
-            continue
-        if len(line) - len(line.lstrip(" ")) < width:
-            break
-        lines[index] = line[4:]
-        index += 1
 
 
 # -- snippets ------------------------------------------------------------------------------------------
