@@ -195,29 +195,35 @@ MANUAL = "bookchat-manual"
 
 class BackgroundBooks:
     """Books ingested while the rest of the suite runs: the bundled manual and the embedded corpora, one
-    ``manage.py ingest`` process per book, one after the other, at the lowest CPU priority (``nice 19``, OpenMP
-    threads that sleep when idle), so that they take only the cores the tests leave idle and never slow a test
-    down. The tests that need none of them run first, those that use a corpus last
+    ``manage.py ingest`` process per book, at a low CPU priority (OpenMP threads that sleep when idle), so that
+    they take only the cores the tests leave idle and never slow a test down. Two lanes from the session's start:
+    the manual, then squad2-dev, at ``nice 15`` (the first tests need the manual soonest); docusaurus-docs, the
+    longest, at ``nice 19`` on what the tests and the first lane leave idle (it used to wait its turn and was the
+    last thing the suite waited for). The tests that need none of them run first, those that use a corpus last
     (``pytest_collection_modifyitems``), and each waits for its book (``result``)."""
 
-    def __init__(self, books: list[tuple[str, Path]]):
-        self.books = books
+    def __init__(self, lanes: list[list[tuple[str, Path, int]]]):
+        """``lanes``: each a list of (book, folder, niceness), ingested one after the other."""
+        self.lanes = lanes
         self.runs: dict[str, CorpusRun] = {}
-        self.done = {name: threading.Event() for name, _ in books}
+        self.done = {name: threading.Event() for lane in lanes for name, _, _ in lane}
         self.processes: list = []
         self.stopped = False
         self.waited: dict[str, float] = {}  # seconds the tests spent waiting for each book
 
     def start(self) -> None:
-        threading.Thread(target=self._run_all, name="background-books", daemon=True).start()
+        for number, lane in enumerate(self.lanes):
+            threading.Thread(target=self._run_lane, args=(lane,), name=f"background-books-{number}",
+                             daemon=True).start()
 
-    def _run_all(self) -> None:
-        for name, path in self.books:
+    def _run_lane(self, lane: list[tuple[str, Path, int]]) -> None:
+        for name, path, niceness in lane:
             started = time.monotonic()
             if not self.stopped:
                 # nice(1), not a preexec_fn: this thread forks while the tests' threads run.
                 process = subprocess.Popen(
-                    ["nice", "-n", "19", sys.executable, "manage.py", "ingest", str(path), "--book", name, "--json"],
+                    ["nice", "-n", str(niceness), sys.executable, "manage.py", "ingest", str(path), "--book", name,
+                     "--json"],
                     cwd=REPO, env=server_environment() | {"OMP_WAIT_POLICY": "PASSIVE"}, stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE, text=True)
                 self.processes.append(process)
@@ -298,17 +304,19 @@ def build_docusaurus_site_in_background() -> None:
 
 @pytest.fixture(scope="session", autouse=True)
 def books_in_background(request):
-    """Starts ``BackgroundBooks`` with the books the selected tests use (the manual first; squad2-dev before
-    docusaurus-docs: it is small)."""
+    """Starts ``BackgroundBooks`` with the books the selected tests use (see its lanes)."""
     wanted = request.config.stash.get(BOOKS_WANTED, ())
-    books = [(MANUAL, REPO / "docs")] if MANUAL in wanted else []
+    first = [(MANUAL, REPO / "docs", 15)] if MANUAL in wanted else []
+    longest = []
     if set(EMBEDDED_CORPORA) <= set(wanted) and all_present(EMBEDDED_CORPORA):
-        books += [(name, SHARED_DATA / name / "docs") for name in ("squad2-dev", "docusaurus-docs")]
-    if not books:
+        first.append(("squad2-dev", SHARED_DATA / "squad2-dev" / "docs", 15))
+        longest.append(("docusaurus-docs", SHARED_DATA / "docusaurus-docs" / "docs", 19))
+    lanes = [lane for lane in (first, longest) if lane]
+    if not lanes:
         yield None
         return
     request.getfixturevalue("django_db_setup")
-    background = BackgroundBooks(books)
+    background = BackgroundBooks(lanes)
     background.start()
     request.config.stash[BACKGROUND] = background
     yield background
