@@ -195,15 +195,16 @@ MANUAL = "bookchat-manual"
 
 class BackgroundBooks:
     """Books ingested while the rest of the suite runs: the bundled manual and the embedded corpora, one
-    ``manage.py ingest`` process per book, at a low CPU priority (OpenMP threads that sleep when idle), so that
-    they take only the cores the tests leave idle and never slow a test down. Two lanes from the session's start:
-    the manual, then squad2-dev, at ``nice 15`` (the first tests need the manual soonest); docusaurus-docs, the
-    longest, at ``nice 19`` on what the tests and the first lane leave idle (it used to wait its turn and was the
-    last thing the suite waited for). The tests that need none of them run first, those that use a corpus last
-    (``pytest_collection_modifyitems``), and each waits for its book (``result``)."""
+    ``manage.py ingest`` process per book, at the lowest CPU priority (``nice 19``, OpenMP threads that sleep when
+    idle), so that they take only the cores the tests leave idle and never slow a test down. The manual first,
+    alone (the first tests need it soonest); then two lanes at once: squad2-dev, and docusaurus-docs, the longest
+    (one after the other, it was the last thing the suite waited for; beside the manual from the start, it made
+    the first tests wait for the manual instead). The tests that need none of them run first, those that use a
+    corpus last (``pytest_collection_modifyitems``), and each waits for its book (``result``)."""
 
-    def __init__(self, lanes: list[list[tuple[str, Path, int]]]):
-        """``lanes``: each a list of (book, folder, niceness), ingested one after the other."""
+    def __init__(self, lanes: list[list[tuple[str, Path, str | None]]]):
+        """``lanes``: each a list of (book, folder, the book whose ingest it waits for or None), ingested one after
+        the other."""
         self.lanes = lanes
         self.runs: dict[str, CorpusRun] = {}
         self.done = {name: threading.Event() for lane in lanes for name, _, _ in lane}
@@ -216,14 +217,15 @@ class BackgroundBooks:
             threading.Thread(target=self._run_lane, args=(lane,), name=f"background-books-{number}",
                              daemon=True).start()
 
-    def _run_lane(self, lane: list[tuple[str, Path, int]]) -> None:
-        for name, path, niceness in lane:
+    def _run_lane(self, lane: list[tuple[str, Path, str | None]]) -> None:
+        for name, path, after in lane:
+            if after is not None:
+                self.done[after].wait()
             started = time.monotonic()
             if not self.stopped:
                 # nice(1), not a preexec_fn: this thread forks while the tests' threads run.
                 process = subprocess.Popen(
-                    ["nice", "-n", str(niceness), sys.executable, "manage.py", "ingest", str(path), "--book", name,
-                     "--json"],
+                    ["nice", "-n", "19", sys.executable, "manage.py", "ingest", str(path), "--book", name, "--json"],
                     cwd=REPO, env=server_environment() | {"OMP_WAIT_POLICY": "PASSIVE"}, stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE, text=True)
                 self.processes.append(process)
@@ -306,11 +308,12 @@ def build_docusaurus_site_in_background() -> None:
 def books_in_background(request):
     """Starts ``BackgroundBooks`` with the books the selected tests use (see its lanes)."""
     wanted = request.config.stash.get(BOOKS_WANTED, ())
-    first = [(MANUAL, REPO / "docs", 15)] if MANUAL in wanted else []
+    first = [(MANUAL, REPO / "docs", None)] if MANUAL in wanted else []
     longest = []
     if set(EMBEDDED_CORPORA) <= set(wanted) and all_present(EMBEDDED_CORPORA):
-        first.append(("squad2-dev", SHARED_DATA / "squad2-dev" / "docs", 15))
-        longest.append(("docusaurus-docs", SHARED_DATA / "docusaurus-docs" / "docs", 19))
+        after = MANUAL if first else None
+        first.append(("squad2-dev", SHARED_DATA / "squad2-dev" / "docs", None))
+        longest.append(("docusaurus-docs", SHARED_DATA / "docusaurus-docs" / "docs", after))
     lanes = [lane for lane in (first, longest) if lane]
     if not lanes:
         yield None
