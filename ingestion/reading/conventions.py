@@ -16,7 +16,6 @@ run, never stored.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 from ingestion.reading import mdbook, mkdocs
@@ -103,12 +102,10 @@ class MdBookConventions(Conventions):
         _hide_code_lines(lines, self.book.hidelines)
 
     def navigation(self) -> list[tuple[str, str]]:
-        seen, order = set(), []
-        for chapter in self.book.chapters:
-            if chapter.path in self._pages and chapter.path not in seen:
-                seen.add(chapter.path)
-                order.append((chapter.path, chapter.title))
-        return order
+        titles: dict[str, str] = {}
+        for chapter in self.book.chapters:  # a chapter listed twice keeps its first title, as its first place
+            titles.setdefault(chapter.path, chapter.title)
+        return [(page, titles[page]) for page in self.book.pages]
 
     def resolver(self, root: Path, *, max_bytes: int, site_root: Path | None,
                  pages: dict[str, Path]) -> PartialResolver:
@@ -139,7 +136,8 @@ class MkDocsAnchors(HeadingAnchors):
 
 
 class SnippetResolver(PartialResolver):
-    """An MkDocs page's includes are ``pymdownx.snippets`` (not MDX partials); a page's hash covers them."""
+    """An MkDocs page's includes are ``pymdownx.snippets`` (not MDX partials); ``page_hash`` (inherited) covers
+    them through ``inline``."""
 
     def __init__(self, site: mkdocs.MkDocsSite, root: Path, *, max_bytes: int, pages: dict[str, Path]):
         super().__init__(root, max_bytes=max_bytes, pages=pages)
@@ -147,12 +145,6 @@ class SnippetResolver(PartialResolver):
 
     def inline(self, lines: list[str], *, rel_path: str) -> InlinedLines:
         return mkdocs.expand_snippets(lines, self.site, rel_path=rel_path)
-
-    def page_hash(self, text: str, content_hash: str, *, rel_path: str) -> str:
-        digests = self.inline(text.split("\n"), rel_path=rel_path).digests
-        if not digests:
-            return content_hash
-        return hashlib.sha256("\x00".join([content_hash, *digests]).encode()).hexdigest()
 
 
 class MkDocsConventions(Conventions):
