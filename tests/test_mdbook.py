@@ -479,3 +479,36 @@ def test_playground_block():
     assert playground_block('fn main() {\n    println!("Hi");\n}', ["editable"]) == \
         '```rust,editable\nfn main() {\n    println!("Hi");\n}\n```\n'
     assert playground_block("fn main() {}\n") == "```rust\nfn main() {}\n```\n"
+
+
+def mdbook_page(tmp_path: Path, page: str, files: dict[str, str]) -> list[tuple[str, str]]:
+    """``page`` (src/chapter.md of a one-chapter mdBook with ``files`` beside it) as bookchat reads it."""
+    from ingestion.reading.conventions import detect
+    from ingestion.reading.parsing import parse_document
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "book.toml").write_text('[book]\ntitle = "Playground"\n')
+    (tmp_path / "src" / "SUMMARY.md").write_text("# Summary\n\n- [Chapter](chapter.md)\n")
+    (tmp_path / "src" / "chapter.md").write_text(page)
+    for name, text in files.items():
+        (tmp_path / "src" / name).write_text(text)
+    conventions = detect(tmp_path)
+    resolver = conventions.resolver(tmp_path / "src", max_bytes=1_000_000, site_root=None, pages={})
+    doc = parse_document(page, rel_path="chapter.md", partials=resolver, conventions=conventions)
+    return [(block.kind, block.text) for block in doc.blocks]
+
+
+def test_a_playground_is_its_file_in_a_rust_block_with_the_directives_words(tmp_path):
+    page = "# Chapter\n\nBefore.\n\n{{#playground example.rs editable}}\n\nAfter.\n"
+    blocks = mdbook_page(tmp_path, page, {"example.rs": 'fn main() {\n    println!("Hi");\n}\n'})
+    code = [text for kind, text in blocks if kind == "code"]
+    assert code == ['```rust,editable\nfn main() {\n    println!("Hi");\n}\n```'], blocks
+
+
+def test_an_escaped_directive_is_shown_as_text_in_code_spans_and_blocks(tmp_path):
+    page = ("# Chapter\n\nWrite `\\{{#playground file.rs}}` to embed a file.\n\n```hbs\n\\{{#include file.rs}}\n```\n\n"
+            "Escaped in prose: \\{{#include other.rs}} stays.\n")
+    blocks = mdbook_page(tmp_path, page, {})
+    text = "\n".join(text for _, text in blocks)
+    assert "`{{#playground file.rs}}`" in text and "```hbs\n{{#include file.rs}}\n```" in text, blocks
+    assert "\\{{#include other.rs}} stays" in text, "not removed as a directive (Markdown drops the backslash)"

@@ -21,6 +21,7 @@ from pathlib import Path
 from ingestion.reading import mdbook, mkdocs
 from ingestion.reading.docusaurus import document_slug, document_url, heading_anchor, split_explicit_id
 from ingestion.reading.fences import fenced_blocks
+from ingestion.reading.generators import outside_inline_code
 from ingestion.reading.partials import InlinedLines, PartialResolver
 
 DOCUSAURUS, MDBOOK, MKDOCS = "docusaurus", "mdbook", "mkdocs"
@@ -100,6 +101,7 @@ class MdBookConventions(Conventions):
         text, _ = mdbook.title_directive("\n".join(lines))
         lines[:] = text.split("\n")
         _hide_code_lines(lines, self.book.hidelines)
+        _unescape_directives(lines)
 
     def navigation(self) -> list[tuple[str, str]]:
         titles: dict[str, str] = {}
@@ -121,6 +123,24 @@ def _hide_code_lines(lines: list[str], hidelines: dict[str, str]) -> None:
             visible = mdbook.visible_code("\n".join(body), block.info, hidelines, blank=True).split("\n")
             if len(visible) == len(body):
                 lines[block.start + 1:block.start + 1 + len(body)] = visible
+
+
+_ESCAPED_DIRECTIVE = "\\{{#"
+
+
+def _unescape_directives(lines: list[str]) -> None:
+    """mdBook shows an escaped ``\\{{#include …}}`` as the text ``{{#include …}}``. Outside code Markdown drops
+    the backslash itself; in a code block or span it would stay, so it is dropped here."""
+    if not any(_ESCAPED_DIRECTIVE in line for line in lines):
+        return
+    code = {index for block in fenced_blocks(lines) for index in range(block.start + 1, block.end)}
+
+    def unescape(text: str) -> str:
+        return text.replace(_ESCAPED_DIRECTIVE, "{{#")
+
+    for index, line in enumerate(lines):
+        if _ESCAPED_DIRECTIVE in line:
+            lines[index] = unescape(line) if index in code else outside_inline_code(line, str, code=unescape)
 
 
 # -- MkDocs -----------------------------------------------------------------------------------------------------------

@@ -14,7 +14,8 @@ Decisions:
   anything else reads the page), so their content is read, and shown in answers, as the code block the site
   renders; ``linenos`` and the like are dropped. An opening tag never closed stays a tag (removed as one).
 - mdBook's ``{{#include file}}`` (and ``#rustdoc_include``, ``#playground``) on a line of its own is inlined
-  before this runs (``ingestion.reading.partials``); one left mid-line is removed with a warning naming it.
+  before this runs (``ingestion.reading.partials``); one left mid-line is removed with a warning naming it. An
+  escaped ``\\{{#include …}}`` is text (mdBook shows it without the backslash, ``MdBookConventions.clean``).
 - MkDocs admonitions (``!!! note "Title"``, and collapsible ``???``/``???+``) become a label line like
   Docusaurus's (``Note (Title):``) and their content, indented four spaces, is dedented so that it is
   read as the paragraphs, lists and code it is rather than as one indented code block.
@@ -29,9 +30,9 @@ from ingestion.reading.documents import Issue, admonition_label, fence_for
 _COMMENT_OPEN = re.compile(r"\{%-?\s*comment\s*-?%\}")
 _COMMENT_CLOSE = re.compile(r"\{%-?\s*endcomment\s*-?%\}")
 _TAG = re.compile(r"\{%-?.*?-?%\}")
-_MDBOOK = re.compile(r"\{\{\s*#(include|rustdoc_include|playground)\b[^}]*\}\}")
+_MDBOOK = re.compile(r"(?<!\\)\{\{\s*#(include|rustdoc_include|playground)\b[^}]*\}\}")  # ``\{{#`` is text
 # Not JSX's ``style={{…}}`` object literals nor GitHub Actions' ``${{ … }}``.
-_OUTPUT = re.compile(r"(?<![=$])\{\{(?!\s*[\w$]+\s*:).*?\}\}")
+_OUTPUT = re.compile(r"(?<![=$\\])\{\{(?!\s*[\w$]+\s*:).*?\}\}")
 _INLINE_CODE = re.compile(r"(`+).*?\1")
 _TEMPLATE_SUFFIXES = (".md", ".markdown")
 _MKDOCS_ADMONITION = re.compile(r"^(?P<indent>[ \t]*)(?:!!!|\?\?\?\+?)[ \t]+(?P<kind>[A-Za-z][\w-]*)"
@@ -69,7 +70,7 @@ def clean_generator_syntax(lines: list[str], code_lines: set[int], *, rel_path: 
         if not templates or index in code_lines or not ("{" in line or in_comment):
             continue
         line, in_comment = _drop_comments(line, in_comment)
-        for match in _MDBOOK.finditer(line):
+        for match in _MDBOOK.finditer(outside_inline_code(line, lambda text: text, code=lambda span: "")):
             warnings.append(Issue(rel_path, index + 1, f"mdBook {match.group()} is not inlined; its text is not "
                                                        "indexed"))
         line = outside_inline_code(line, lambda text: _OUTPUT.sub("", _TAG.sub("", _MDBOOK.sub("", text))))
@@ -85,11 +86,12 @@ def clean_generator_syntax(lines: list[str], code_lines: set[int], *, rel_path: 
     return warnings
 
 
-def outside_inline_code(line: str, rewrite) -> str:
-    """``line`` with ``rewrite`` applied to its text outside inline code spans (a page about Liquid quotes it)."""
+def outside_inline_code(line: str, rewrite, *, code=lambda span: span) -> str:
+    """``line`` with ``rewrite`` applied to its text outside inline code spans (a page about Liquid quotes it), and
+    ``code`` to each span (kept as it is by default)."""
     out, pos = [], 0
     for span in _INLINE_CODE.finditer(line):
-        out += [rewrite(line[pos:span.start()]), span.group()]
+        out += [rewrite(line[pos:span.start()]), code(span.group())]
         pos = span.end()
     return "".join(out) + rewrite(line[pos:])
 

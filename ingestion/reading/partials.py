@@ -21,7 +21,9 @@ Decisions:
   ``.md`` page, in code blocks too: the file (relative to the page, inside the book or site) is inlined as
   mdBook renders it, with its line ranges (``:3``, ``:3:``, ``::9``, ``:3:9``) and ``:anchor`` sections
   (between ``ANCHOR: name`` and ``ANCHOR_END: name``; anchor marker lines are never shown). An included
-  ``.md`` file's own includes are inlined too. One that can't be read is a warning and a blank line.
+  ``.md`` file's own includes are inlined too. One that can't be read is a warning and a blank line. A
+  ``{{#playground file attr…}}`` is the file in a ```` ```rust,attr… ```` block, as mdBook's links preprocessor
+  writes it.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from pathlib import Path
 
 from bookchat.errors import BookchatError
 from ingestion.reading.documents import Issue
+from ingestion.reading.mdbook.rendering import playground_block
 from ingestion.reading.mdx import find_code_lines
 from ingestion.reading.sources import decode_source
 
@@ -45,8 +48,10 @@ _PARTIAL_IMPORT = re.compile(
 _ANY_PARTIAL_IMPORT = re.compile(r"""^import\s+[A-Za-z_$][\w$]*\s+from\s+['"][^'"\n]+\.mdx?['"]""", re.M)
 _USE = re.compile(r"^(?P<indent>[ \t]*)<(?P<name>[A-Za-z_$][\w$]*)(?:\s[^<>]*)?/>\s*$")
 _ESM_START = re.compile(r"^(?:import|export)\s")
-_MDBOOK_INCLUDE = re.compile(r"^(?P<indent>[ \t]*)\{\{\s*#(?:include|rustdoc_include|playground)\s+"
-                            r"(?P<path>[^\s:}]+)(?::(?P<range>[^\s}]*))?\s*\}\}\s*$", re.M)
+# ``{{#playground file attr…}}`` takes words after the file (``editable``, ``mdbook-runnable``): its code block's.
+_MDBOOK_INCLUDE = re.compile(r"^(?P<indent>[ \t]*)\{\{\s*#(?P<kind>include|rustdoc_include|playground)\s+"
+                            r"(?P<path>[^\s:}]+)(?::(?P<range>[^\s}]*))?(?P<words>(?:[ \t]+[^\s}]+)*)\s*\}\}\s*$",
+                            re.M)
 _STRING_PROP = re.compile(r"""\s(?P<name>[A-Za-z_$][\w$]*)=(?:"(?P<d>[^"]*)"|'(?P<s>[^']*)'|"""
                           r"""\{\s*(?:"(?P<jd>[^"]*)"|'(?P<js>[^']*)'|`(?P<t>[^`$]*)`)\s*\})""")
 _PROPS_USE = re.compile(r"\{\s*props\.([A-Za-z_$][\w$]*)\s*\}")
@@ -164,6 +169,11 @@ class PartialResolver:
             warn(f"no anchor {include.group('range')!r} in the file")
             return None
         lines = [text for text in lines if not _ANCHOR_MARK.search(text)]
+        if include.group("kind") == "playground":  # the file, as a Rust block the reader can run
+            return playground_block("\n".join(lines), include.group("words").split()).removesuffix("\n").split("\n")
+        if include.group("words"):
+            warn(f"{{{{#{include.group('kind')}}}}} takes a file and no more words")
+            return None
         if target.suffix.lower() in _MDBOOK_SUFFIXES:
             lines = [text for text, _ in self._expand(lines, page=target, chain=(*chain, target), rel_path=rel_path,
                                                       result=result, page_line=line)]
