@@ -92,6 +92,8 @@ def test_an_mkdocs_site_is_read_from_its_root_and_every_url_exists_in_its_real_b
     pages = dict(book.documents.values_list("path", "url"))
     assert "drafts/wip.md" not in pages and ".hidden.md" not in pages and "templates/page.md" not in pages
     assert pages["guide/install.md"] == "https://example.org/handbook/guide/install/"
+    assert pages["blog/posts/new-moorings.md"] == "https://example.org/handbook/blog/2025/03/07/new-moorings-for-pilot-boats/"
+    assert pages["blog/posts/tide-gauge.md"] == "https://example.org/handbook/blog/2024/11/20/gauge/"
 
     built = mkdocs_copy / "site"
     result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--quiet", "--site-dir", str(built)],

@@ -13,8 +13,10 @@ from pathlib import Path
 import pytest
 
 from ingestion.reading.mkdocs import (
+    BlogOptions,
     PythonRef,
     Slugify,
+    blog_options,
     clean_mkdocs,
     expand_snippets,
     heading_ids,
@@ -23,6 +25,7 @@ from ingestion.reading.mkdocs import (
     page_files,
     page_path,
     page_url,
+    post_rel_path,
     read_mkdocs,
     slugify,
     snippet_lines,
@@ -65,7 +68,8 @@ def test_fixture_config_with_inherit_and_env(site):
 def test_fixture_pages_order_and_urls_as_mkdocs_builds_them(site):
     assert "README.md" not in page_files(site)  # index.md wins; dot files, templates/ and exclude_docs left out
     assert not {".hidden.md", "templates/page.md", "drafts/wip.md"} & set(page_files(site))
-    order = nav_order(site)
+    order = [rel for rel in nav_order(site) if not rel.startswith("blog/")]
+    assert nav_order(site)[4:7] == ["blog/index.md", "blog/posts/new-moorings.md", "blog/posts/tide-gauge.md"]
     assert order == ["index.md", "Zeta.md", "about.md", "api/README.md", "guide/index.md", "guide/install.md",
                      "guide/z-last.md", "guide/advanced/tips.md"]
     assert [page_url(site, rel) for rel in order] == [
@@ -225,3 +229,45 @@ def test_material_for_mkdocs_site():
     ids = heading_ids(["Context <small>optional</small> { #context }", "Usage", "Usage",
                        "Adding a :simple-materialformkdocs: badge to your project"], site)
     assert ids == ["context", "usage", "usage_1", "adding-a-badge-to-your-project"]
+
+
+@pytest.mark.parametrize("plugins, expected", [
+    (["search", "blog"], BlogOptions()),
+    ({"material/blog": {"blog_dir": "news/", "post_url_format": "{categories}/{file}"}},
+     BlogOptions(blog_dir="news", post_dir="news/posts", post_url_format="{categories}/{file}")),
+    ([{"blog": {"blog_dir": ".", "post_dir": "{blog}/articles", "post_url_date_format": "yyyy"}}],
+     BlogOptions(blog_dir=".", post_dir="articles", post_url_date_format="yyyy")),
+    ([{"blog": {"enabled": False}}], None),
+    (["search"], None),
+    ("blog", None),  # not a list or mapping: MkDocs would refuse it
+])
+def test_blog_plugin_options(plugins, expected):
+    assert blog_options(plugins, []) == expected
+
+
+POST = "---\ndate: {date}\n{extra}---\n\n# {heading}\n\nText.\n"
+
+
+@pytest.mark.parametrize("options, rel_path, text, expected", [
+    # Material's defaults: the date, and the first heading's text slugified (code kept, emoji and tags dropped).
+    (BlogOptions(), "blog/posts/a.md", POST.format(date="2025-03-07", extra="", heading="New `pilot` boats :boat:"),
+     "blog/2025/03/07/new-pilot-boats.md"),
+    (BlogOptions(), "blog/posts/2024/b.md", POST.format(date="{created: 2024-11-20, updated: 2025-01-01}",
+                                                        extra="title: The gauge, again!\n", heading="Other"),
+     "blog/2024/11/20/the-gauge-again.md"),
+    (BlogOptions(), "blog/posts/c.md", POST.format(date="2024-01-02T10:00:00", extra="slug: my-slug\n", heading="X"),
+     "blog/2024/01/02/my-slug.md"),
+    (BlogOptions(post_url_format="{categories}/{slug}", post_url_max_categories=2), "blog/posts/d.md",
+     POST.format(date="2024-05-06", extra="categories: [Harbour Works, Tides, Third]\nslug: d\n", heading="X"),
+     "blog/harbour-works/tides/d.md"),
+    (BlogOptions(post_url_format="{date}/{file}", post_url_date_format="d MMMM yy"), "blog/posts/e.md",
+     POST.format(date="2024-05-06", extra="", heading="X"), "blog/6 May 24/e.md"),
+    (BlogOptions(blog_dir=".", post_dir="posts"), "blog/posts/f.md",
+     POST.format(date="2024-05-06", extra="", heading="F"), None),  # blog at the root: posts are under posts/
+    (BlogOptions(), "guide/g.md", POST.format(date="2024-05-06", extra="", heading="G"), None),  # not a post
+    (BlogOptions(), "blog/posts/h.md", "# No date\n", None),  # the plugin refuses it; kept at its file's URL
+    (BlogOptions(), "blog/posts/i.md", POST.format(date="not a date", extra="", heading="I"), None),
+    (BlogOptions(), "blog/posts/j.md", "---\ndate: [unclosed\n---\n# J\n", None),
+])
+def test_where_a_blog_post_is_published(options, rel_path, text, expected):
+    assert post_rel_path(options, rel_path, text, emoji=True) == expected

@@ -178,6 +178,14 @@ class MkDocsConventions(Conventions):
         return rel_path in self._pages
 
     def page_slug(self, rel_path: str, front_matter: dict) -> str:
+        blog = self.site.blog
+        if blog is not None and blog.is_post(rel_path):  # published at its date and slug, read from the file
+            try:
+                text = (self.site.docs_dir / rel_path).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                text = ""
+            rel_path = mkdocs.post_rel_path(blog, rel_path, text, emoji=self.site.has_extension("pymdownx.emoji")) \
+                or rel_path
         return mkdocs.page_path(rel_path, self.site.use_directory_urls)
 
     def page_url(self, base_url: str, slug: str, trailing_slash: bool | None = None) -> str:

@@ -38,6 +38,7 @@ Decisions:
   text being the heading's rendered text (markup, tags and images dropped, entities decoded). An explicit
   ``{#id}``/``{: #id }`` (attr_list) is used verbatim and reserved for the whole page before any other id is
   made; duplicates get ``_1``, ``_2``… (``toc.unique``: ``x_1`` taken → ``x_2``; an empty slug → ``_1``).
+- Material's blog plugin: posts (``blog/posts/``) are published at ``blog/<date>/<slug>/`` (``blog``).
 - ``clean_mkdocs`` rewrites a page in place, line for line, outside fenced code: content tabs
   (``=== "Title"``, ``===!``, ``===+``) become a ``**Title:**`` label line (as a Docusaurus ``TabItem``) and their
   four-space-indented content is dedented; abbreviation definitions (``*[HTML]: …``) are blanked (the site shows
@@ -53,9 +54,13 @@ Decisions:
   includes itself, directly or not, is skipped with a warning (pymdownx skips it silently).
 
 Modules: ``config`` (mkdocs.yml), ``pages`` (pages, nav, URLs; ``read_mkdocs``), ``headings`` (ids), ``cleanup``
-(tabs, abbreviations, attribute lists), ``snippets``.
+(tabs, abbreviations, attribute lists), ``snippets``, ``blog`` (posts' URLs).
 """
 
+from ingestion.reading.mkdocs.blog import (  # noqa: F401  (the package's API)
+    blog_options,
+    post_rel_path,
+)
 from ingestion.reading.mkdocs.cleanup import (  # noqa: F401  (the package's API)
     clean_mkdocs,
     clean_mkdocs_lines,
@@ -66,6 +71,7 @@ from ingestion.reading.mkdocs.config import (  # noqa: F401  (the package's API)
     MAX_CONFIG_BYTES,
     MAX_INHERIT_DEPTH,
     MAX_SNIPPET_DEPTH,
+    BlogOptions,
     MkDocsSite,
     NavEntry,
     PythonRef,

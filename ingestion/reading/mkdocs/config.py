@@ -73,6 +73,24 @@ class SnippetOptions:
     dedent_subsections: bool = False
 
 
+@dataclass(frozen=True)
+class BlogOptions:
+    """Material's blog plugin (``mkdocs.blog``): where posts are and how their URLs are made."""
+
+    blog_dir: str = "blog"
+    post_dir: str = "blog/posts"
+    post_url_format: str = "{date}/{slug}"
+    post_url_date_format: str = "yyyy/MM/dd"
+    post_url_max_categories: int = 1
+    post_slugify_separator: str = "-"
+    categories_slugify_separator: str = "-"
+
+    def is_post(self, rel_path: str) -> bool:
+        folder = self.post_dir.strip("/")
+        return rel_path.lower().endswith((".md", ".markdown")) and \
+            (not folder or folder == "." or rel_path.startswith(folder + "/"))
+
+
 @dataclass
 class MkDocsSite:
     root: Path
@@ -85,6 +103,7 @@ class MkDocsSite:
     markdown_extensions: dict[str, dict] = field(default_factory=dict)  # short name → options
     toc: TocOptions = TocOptions()
     snippets: SnippetOptions | None = None  # None: pymdownx.snippets is not enabled
+    blog: BlogOptions | None = None  # None: no blog plugin
     exclude_docs: list[str] = field(default_factory=list)
     draft_docs: list[str] = field(default_factory=list)
     not_in_nav: list[str] = field(default_factory=list)

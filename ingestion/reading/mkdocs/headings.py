@@ -51,10 +51,11 @@ def heading_text(markdown: str, *, emoji: bool = False) -> str:
 def slugify(text: str, site: MkDocsSite | None = None) -> str:
     """The site's ``toc`` slug of plain text (without duplicate counting)."""
     options = site.toc if site else TocOptions()
-    return _slug(text, options.slugify, options.separator)
+    return slug_as(text, options.slugify, options.separator)
 
 
-def _slug(value: str, how: Slugify, separator: str) -> str:
+def slug_as(value: str, how: Slugify, separator: str) -> str:
+    """``value`` slugified by ``how`` with ``separator`` (the toc extension's slugify functions)."""
     if how.kind == "pymdownx":
         slug = re.sub(r"</?[^>]*>", "", unicodedata.normalize(how.normalize, value)).strip()
         if how.case == "lower":

@@ -9,6 +9,7 @@ import re
 from pathlib import Path, PurePosixPath
 from urllib.parse import quote, urlsplit
 
+from ingestion.reading.mkdocs.blog import blog_options
 from ingestion.reading.mkdocs.config import _DEFAULT_EXCLUDE, MARKDOWN_SUFFIXES, MkDocsSite, NavEntry, load_site
 
 # -- pages and navigation ------------------------------------------------------------------------------
@@ -212,4 +213,6 @@ def read_mkdocs(root: Path) -> MkDocsSite | None:
     site = load_site(root)
     if site is not None and site.config.get("nav") is not None:
         site.nav = _nav(site.config["nav"], site, site.warnings)
+    if site is not None:
+        site.blog = blog_options(site.config.get("plugins"), site.warnings)
     return site
