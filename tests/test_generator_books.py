@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ingestion.models import Book, Chunk
+from ingestion.models import Book, Chunk, Document
 from tests.conftest import REPO, run_command
 
 pytestmark = pytest.mark.django_db
@@ -124,3 +124,18 @@ def test_reingesting_an_mkdocs_site_embeds_nothing_and_an_edited_snippet_reindex
     notice.write_text(notice.read_text() + "\nA new sentence in the shared notice.\n")
     edited = ingest(mkdocs_copy)
     assert edited["files_indexed"] == 1, "only the page that includes the notice"
+
+
+def test_a_page_stored_at_an_older_url_moves_to_its_url_on_the_next_ingest_without_embedding(mkdocs_copy):
+    """A page's URL rules can change with a newer bookchat (posts of Material's blog were once linked at their
+    file's path): the next ingest re-stores such a page at its URL, and its passages keep their vectors."""
+    report = ingest(mkdocs_copy)
+    post = Document.objects.get(book__slug=report["book"], path="blog/posts/tide-gauge.md")
+    right = post.url
+    old = "https://example.org/handbook/blog/posts/tide-gauge/"
+    Document.objects.filter(pk=post.pk).update(url=old, slug="blog/posts/tide-gauge/")
+    Chunk.objects.filter(document=post).update(url=old)
+    again = ingest(mkdocs_copy)
+    assert (again["files_indexed"], again["chunks_embedded"]) == (1, 0)
+    post.refresh_from_db()
+    assert post.url == right and set(Chunk.objects.filter(document=post).values_list("url", flat=True)) == {right}

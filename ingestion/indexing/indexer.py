@@ -246,9 +246,11 @@ class BookIndexer:
             self._flush()
 
     def _unchanged(self, stored: Document, content_hash: str) -> bool:
+        # The URL the page gets now (its slug is read again: a newer bookchat may place it elsewhere).
+        url = self.links.urls.get(stored.path) or \
+            self.conventions.page_url(self.book.base_url, stored.slug, self.book.trailing_slash)
         return (stored.content_hash == content_hash and stored.chunker_version == self.fingerprint
-                and stored.url == self.conventions.page_url(self.book.base_url, stored.slug, self.book.trailing_slash)
-                and self.links.still_resolve(stored.links_to))
+                and stored.url == url and self.links.still_resolve(stored.links_to))
 
     def _skip(self, file: SourceFile, message: str, stored: Document | None) -> None:
         self.report.files_skipped += 1
