@@ -134,6 +134,15 @@ def test_searches_have_their_own_limit_and_never_use_up_questions(client, settin
     assert asked.status_code == 200, "the reader's question allowance is untouched"
 
 
+def test_the_pages_search_box_over_its_limit_says_so_and_when_to_retry(client, settings):
+    settings.BOOKCHAT = {**settings.BOOKCHAT, "RATE_SEARCH": "1/minute"}
+    client.get("/", {"book": BOOK})  # the reader's page session: its searches are counted per session
+    assert client.get("/", {"q": "widget", "book": BOOK}).status_code == 200
+    limited = client.get("/", {"q": "widget key", "book": BOOK})
+    assert limited.status_code == 429 and "too many searches" in limited.content.decode()
+    assert 1 <= int(limited["Retry-After"]) <= 60
+
+
 def test_every_search_is_audited_as_a_lighter_row(client):
     before = AuditLog.objects.count()
     body = search(client, "review que").json()

@@ -87,7 +87,7 @@ def _search(request, book: Book) -> dict:
                                                                                       "book": book.slug}))}
     except (RequestError, BookchatError, RateLimited) as exc:
         reply = error_reply(exc)
-        return {"query": query, "error": reply.body["message"], "status": reply.status}
+        return {"query": query, "error": reply.body["message"], "status": reply.status, "headers": reply.headers}
 
 
 def _page(request, *, book: Book | None, books: list[Book], status: int = 200, error: RequestError | None = None,
@@ -112,7 +112,10 @@ def _page(request, *, book: Book | None, books: list[Book], status: int = 200, e
         "session_id": str(conversation.id) if conversation else "",
         "max_question_chars": setting("MAX_QUESTION_CHARS"), "max_selected_chars": setting("MAX_SELECTED_CHARS"),
     }
-    return render(request, "bookchat/chat.html", context, status=status)
+    page = render(request, "bookchat/chat.html", context, status=status)
+    for header, value in (search or {}).get("headers", {}).items():  # a refused search's Retry-After
+        page[header] = value
+    return page
 
 
 def votes_on(turns: list[Turn]) -> dict:
