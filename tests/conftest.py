@@ -226,7 +226,7 @@ class BackgroundBooks:
                 # nice(1), not a preexec_fn: this thread forks while the tests' threads run.
                 process = subprocess.Popen(
                     ["nice", "-n", "19", sys.executable, "manage.py", "ingest", str(path), "--book", name, "--json"],
-                    cwd=REPO, env=server_environment() | {"OMP_WAIT_POLICY": "PASSIVE"}, stdout=subprocess.PIPE,
+                    cwd=REPO, env=server_environment(), stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE, text=True)
                 self.processes.append(process)
                 out, err = process.communicate()

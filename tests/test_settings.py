@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -73,3 +76,18 @@ def test_every_bookchat_variable_the_docs_name_exists():
     unknown = sorted({f"{path.name}: {name}" for path in docs for name in variable.findall(path.read_text())
                       if name not in known and not any(env.startswith(name + "_") for env in known)})
     assert not unknown, unknown
+
+
+def test_bookchat_processes_let_idle_native_threads_sleep_unless_told_otherwise():
+    """OpenMP (the embedder) and OpenBLAS (numpy) threads spinning while they wait cost a core each beside any
+    other busy process: every process that imports bookchat sets both pools' defaults, which the environment
+    overrides."""
+    script = ("import bookchat, numpy, os; "
+              "print(os.environ['OMP_WAIT_POLICY'], os.environ['OPENBLAS_NUM_THREADS'])")
+    clean = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "OPENBLAS_NUM_THREADS")}
+    plain = subprocess.run([sys.executable, "-c", script], env=clean, capture_output=True, text=True, check=True)
+    assert plain.stdout.split() == ["PASSIVE", "1"]
+    told = subprocess.run([sys.executable, "-c", script], env=clean | {"OMP_WAIT_POLICY": "ACTIVE",
+                                                                     "OPENBLAS_NUM_THREADS": "2"},
+                          capture_output=True, text=True, check=True)
+    assert told.stdout.split() == ["ACTIVE", "2"]

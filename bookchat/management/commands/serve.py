@@ -254,9 +254,9 @@ def connections_needed(role: str = "all") -> int:
 
 
 def gunicorn_environment(env: dict[str, str]) -> dict[str, str]:
-    """``env`` as gunicorn gets it. The embedder's OpenMP threads spin while they wait: fastest for bulk
-    indexing (the task worker), but a web worker spinning beside a busy task worker turned 16 ms queries
-    into seconds. Sleeping threads keep web queries at tens of ms under load (BENCHMARKS.md, Speed)."""
+    """``env`` as gunicorn gets it: with sleeping OpenMP threads even where ``env`` was made before ``bookchat``
+    set that default (``bookchat/__init__.py``). A web worker whose threads spin beside a busy task worker turned
+    16 ms queries into seconds (BENCHMARKS.md, Speed)."""
     return {"OMP_WAIT_POLICY": "PASSIVE"} | env
 
 
