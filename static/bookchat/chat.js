@@ -52,6 +52,8 @@
   }
 
   function addCopyButtons(root) {
+    // A code block scrolls sideways when its lines are long: focusable, so the keyboard can scroll it too.
+    root.querySelectorAll(".answer-text pre").forEach(function (pre) { pre.tabIndex = 0; });
     root.querySelectorAll(".bookchat-code").forEach(function (block) {
       if (block.querySelector(".code-copy")) return;
       var code = block.querySelector("pre code") || block.querySelector("pre");

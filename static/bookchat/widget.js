@@ -598,8 +598,10 @@
     modes.hidden = options.search === 'off';
     header.append(heading, modes, newButton, closeButton);
 
-    var log = el('div', 'bc-log', null, { role: 'log', 'aria-live': 'polite' });
-    var status = el('span', 'bc-sr', null, { role: 'status' });  // what a copy button did
+    // The conversation is no live region: a screen reader would read every streamed token. The answer is announced
+    // once, when it is final, by the status region below (which also says what a copy button did).
+    var log = el('div', 'bc-log');
+    var status = el('span', 'bc-sr', null, { role: 'status' });
 
     var form = el('form', 'bc-form', null, { novalidate: '' });
     var chip = el('div', 'bc-selection', null, { hidden: '' });
@@ -710,6 +712,7 @@
       addToLog(renderQuestion(question, selection));
       var view = renderPendingAnswer();
       addToLog(view.node);
+      say('Looking in the book…');
       var payload = { question: question, book: options.book };
       if (state.sessionId) payload.session_id = state.sessionId;
       if (selection) payload.selected_text = selection;
@@ -809,6 +812,7 @@
       if (final.sources && final.sources.length) node.append(renderSources(final.sources));
       if (final.answer_id) node.append(renderFeedback(String(final.answer_id), final.session_id));
       scrollToAnswer(node);
+      say(final.answer || view.text.textContent);
     }
 
     function scrollToAnswer(node) {
@@ -818,6 +822,8 @@
     }
 
     function addCopyButtons(container) {
+      // A code block scrolls sideways when its lines are long: focusable, so the keyboard can scroll it too.
+      container.querySelectorAll('pre').forEach(function (pre) { pre.tabIndex = 0; });
       container.querySelectorAll('.bookchat-code').forEach(function (block) {
         var code = block.querySelector('pre');
         if (!code) return;
