@@ -182,16 +182,19 @@
       var rendered = await fetchTurn(final.answer_id);
       if (rendered) {
         turn.replaceWith(rendered);
-        addCopyButtons(rendered);
+        body = rendered.querySelector(".answer-text");
       } else {
         body.innerHTML = final.answer_html;  // sanitised by the server
         body.classList.remove("streaming");
         body.removeAttribute("aria-busy");
-        addCopyButtons(body);
       }
+      // The answer is read once, now that it is final, as it is shown (no Markdown marks); the streamed text was
+      // in no live region.
+      var spoken = body.textContent.trim();
+      addCopyButtons(body);
       question.value = "";
       if (selected) selected.value = "";
-      announce(final.answer);
+      announce(spoken);
     } catch (error) {
       var message = error instanceof AskError ? error.message
         : "Couldn't reach bookchat. Check your connection and try again.";
