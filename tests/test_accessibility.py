@@ -173,7 +173,8 @@ def audit_rows() -> list[int]:
     return [row.pk for row in rows]
 
 
-def test_admin_pages_reviewers_and_staff_use_meet_wcag_21_aa(servers, open_page, admin_user):
+@pytest.mark.parametrize("theme", ["light", "dark"])  # Django's admin follows prefers-color-scheme
+def test_admin_pages_reviewers_and_staff_use_meet_wcag_21_aa(servers, open_page, admin_user, theme):
     from audit.models import AuditLog
     from ingestion.models import IngestionJob
 
@@ -187,7 +188,7 @@ def test_admin_pages_reviewers_and_staff_use_meet_wcag_21_aa(servers, open_page,
     try:
         admin_user("ruth", groups=["Reviewers"])
         admin_user("stan", perms=["ingestion.add_ingestionjob", "ingestion.view_ingestionjob"])
-        page, errors = open_page(f"{base}/login/")
+        page, errors = open_page(f"{base}/login/", color_scheme=theme)
         found = {"the admin's login": wcag_violations(page)}
         log_in(page, bookchat.url, "ruth")
         for path, state in (("/", "the admin's index (a reviewer)"),
