@@ -5,7 +5,8 @@
   the chat page empty, answering, answered (a code block, a refusal, a low-confidence answer), light and dark; the
   widget closed, open, searching, with "Ask about this" on a selection, and answered, light and dark, on a page of
   another origin (axe reads the widget's open shadow root; the host page is the site's, not ours); the admin
-  pages reviewers and staff use. Any violation fails the test with its rule, impact, element and summary.
+  pages reviewers and staff use, light and dark. Any violation fails the test with its rule, impact, element and
+  summary; no rule is disabled.
 - What axe can't judge: the answer is announced once, when it is final, not token by token (a recorder on the
   live regions while an LLM streams); focus moves in document order and every stop shows a ring; 320 px and
   200 % zoom show everything without sideways scrolling; prefers-reduced-motion stops every animation.
