@@ -72,12 +72,21 @@ class RefusedFilter(admin.SimpleListFilter):
         return queryset
 
 
+class ValuesFilter(admin.AllValuesFieldListFilter):
+    """Django's filter by a field's values, with a name for the empty value: Django shows "" as a link with no
+    text, which a screen reader can't name (WCAG 2.4.4; axe: link-name). An answer that failed has no level."""
+
+    def choices(self, changelist):
+        for choice in super().choices(changelist):
+            yield {**choice, "display": choice["display"] or "(none)"}
+
+
 @admin.register(AuditLog)
 class AuditLogAdmin(BookScopedAdmin, admin.ModelAdmin):
     list_display = ("created_at", "short_question", "channel", "book_slug", "confidence_level", "status",
                     "feedback", "review_status")
-    list_filter = (("created_at", admin.DateFieldListFilter), "channel", "confidence_level", RefusedFilter,
-                   "status", FeedbackFilter, "review_status", "book_slug")
+    list_filter = (("created_at", admin.DateFieldListFilter), "channel", ("confidence_level", ValuesFilter),
+                   RefusedFilter, "status", FeedbackFilter, "review_status", ("book_slug", ValuesFilter))
     list_display_links = ("created_at", "short_question")
     search_fields = ("question", "answer", "=answer_id")
     date_hierarchy = "created_at"
@@ -239,8 +248,8 @@ class AuditLogAdmin(BookScopedAdmin, admin.ModelAdmin):
 class ReviewQueueAdmin(AuditLogAdmin):
     """The same rows and tools, narrowed to what still needs a reviewer (see ``review_queue_filter``)."""
 
-    list_filter = ("status", FeedbackFilter, "confidence_level", "channel", "book_slug",
-                   ("created_at", admin.DateFieldListFilter))
+    list_filter = ("status", FeedbackFilter, ("confidence_level", ValuesFilter), "channel",
+                   ("book_slug", ValuesFilter), ("created_at", admin.DateFieldListFilter))
 
     def get_queryset(self, request):
         return super().get_queryset(request).filter(review_queue_filter())

@@ -52,6 +52,8 @@
   }
 
   function addCopyButtons(root) {
+    // A code block scrolls sideways when its lines are long: focusable, so the keyboard can scroll it too.
+    root.querySelectorAll(".answer-text pre").forEach(function (pre) { pre.tabIndex = 0; });
     root.querySelectorAll(".bookchat-code").forEach(function (block) {
       if (block.querySelector(".code-copy")) return;
       var code = block.querySelector("pre code") || block.querySelector("pre");
@@ -180,16 +182,19 @@
       var rendered = await fetchTurn(final.answer_id);
       if (rendered) {
         turn.replaceWith(rendered);
-        addCopyButtons(rendered);
+        body = rendered.querySelector(".answer-text");
       } else {
         body.innerHTML = final.answer_html;  // sanitised by the server
         body.classList.remove("streaming");
         body.removeAttribute("aria-busy");
-        addCopyButtons(body);
       }
+      // The answer is read once, now that it is final, as it is shown (no Markdown marks); the streamed text was
+      // in no live region.
+      var spoken = body.textContent.trim();
+      addCopyButtons(body);
       question.value = "";
       if (selected) selected.value = "";
-      announce(final.answer);
+      announce(spoken);
     } catch (error) {
       var message = error instanceof AskError ? error.message
         : "Couldn't reach bookchat. Check your connection and try again.";

@@ -369,7 +369,8 @@
 
   // ---------------------------------------------------------------- styles
 
-  var DARK_VARS = '--bc-bg:#1c1d21;--bc-fg:#e8e9ec;--bc-muted:#a3a7b0;--bc-border:#33363d;' +
+  // The focus ring is the accent in light; in dark, the accent is under 3:1 on the surfaces, so it is the links' blue.
+  var DARK_VARS = '--bc-focus:#8ab4ff;--bc-bg:#1c1d21;--bc-fg:#e8e9ec;--bc-muted:#a3a7b0;--bc-border:#33363d;' +
     '--bc-surface:#25272c;--bc-shadow:0 12px 40px rgba(0,0,0,.55);--bc-link:#8ab4ff;' +
     '--bc-code-comment:#8b949e;--bc-code-keyword:#ff7b72;--bc-code-string:#a5d6ff;--bc-code-number:#79c0ff;' +
     '--bc-code-function:#d2a8ff;--bc-code-tag:#7ee787;--bc-code-builtin:#ffa657;' +
@@ -378,7 +379,7 @@
   var CSS_TEXT = [
     ':host{all:initial !important;display:block !important;position:static !important;}',
     '[hidden]{display:none !important;}',
-    '.bc-root{--bc-on-accent:#fff;--bc-bg:#fff;--bc-fg:#1c1e21;--bc-muted:#5f6470;--bc-border:#e2e4e8;--bc-surface:#f5f6f8;',
+    '.bc-root{--bc-focus:var(--bc-accent);--bc-on-accent:#fff;--bc-bg:#fff;--bc-fg:#1c1e21;--bc-muted:#5f6470;--bc-border:#e2e4e8;--bc-surface:#f5f6f8;',
     '--bc-shadow:0 12px 40px rgba(20,24,40,.18);--bc-link:var(--bc-accent);--bc-high:#146c3a;--bc-high-bg:#e3f5ea;',
     '--bc-medium:#7a5500;--bc-medium-bg:#fdf1d6;--bc-low:#a3281b;--bc-low-bg:#fde6e3;--bc-note-bg:#fbf7ea;',
     '--bc-code-comment:#59636e;--bc-code-keyword:#cf222e;--bc-code-string:#0a3069;--bc-code-number:#0550ae;',
@@ -391,7 +392,7 @@
     '*,*::before,*::after{box-sizing:border-box;}',
     'button,textarea{margin:0;font:inherit;color:inherit;}',
     'button{cursor:pointer;background:none;border:0;padding:0;}',
-    ':focus-visible{outline:2px solid var(--bc-accent);outline-offset:2px;}',
+    ':focus-visible{outline:2px solid var(--bc-focus);outline-offset:2px;}',
     'a{color:var(--bc-link);text-decoration:underline;text-underline-offset:2px;}',
     '.bc-sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap;}',
     // launcher
@@ -507,7 +508,7 @@
     'textarea{display:block;width:100%;border:1px solid var(--bc-border);border-radius:10px;padding:9px 11px;',
     'background:var(--bc-bg);color:var(--bc-fg);resize:none;line-height:1.4;}',
     'textarea::placeholder{color:var(--bc-muted);opacity:1;}',
-    'textarea:focus-visible{outline:2px solid var(--bc-accent);outline-offset:0;border-color:transparent;}',
+    'textarea:focus-visible{outline:2px solid var(--bc-focus);outline-offset:0;border-color:transparent;}',
     '.bc-input{flex:1;min-height:40px;max-height:140px;}',
     '.bc-send{height:40px;padding:0 16px;border-radius:10px;background:var(--bc-accent);color:var(--bc-on-accent);font-weight:600;}',
     '.bc-send:disabled{opacity:.55;cursor:default;}',
@@ -521,7 +522,7 @@
     '.bc-search-input{display:block;width:100%;border:1px solid var(--bc-border);border-radius:10px;padding:9px 11px;',
     'background:var(--bc-bg);color:var(--bc-fg);font:inherit;}',
     '.bc-search-input::placeholder{color:var(--bc-muted);opacity:1;}',
-    '.bc-search-input:focus-visible{outline:2px solid var(--bc-accent);outline-offset:0;border-color:transparent;}',
+    '.bc-search-input:focus-visible{outline:2px solid var(--bc-focus);outline-offset:0;border-color:transparent;}',
     '.bc-search-status{margin:0;padding:0 14px 6px;font-size:12px;color:var(--bc-muted);}',
     '.bc-results{list-style:none;margin:0;padding:0 8px 8px;overflow-y:auto;flex:1;overscroll-behavior:contain;',
     'position:relative;}',
@@ -598,8 +599,10 @@
     modes.hidden = options.search === 'off';
     header.append(heading, modes, newButton, closeButton);
 
-    var log = el('div', 'bc-log', null, { role: 'log', 'aria-live': 'polite' });
-    var status = el('span', 'bc-sr', null, { role: 'status' });  // what a copy button did
+    // The conversation is no live region: a screen reader would read every streamed token. The answer is announced
+    // once, when it is final, by the status region below (which also says what a copy button did).
+    var log = el('div', 'bc-log');
+    var status = el('span', 'bc-sr', null, { role: 'status' });
 
     var form = el('form', 'bc-form', null, { novalidate: '' });
     var chip = el('div', 'bc-selection', null, { hidden: '' });
@@ -710,6 +713,7 @@
       addToLog(renderQuestion(question, selection));
       var view = renderPendingAnswer();
       addToLog(view.node);
+      say('Looking in the book…');
       var payload = { question: question, book: options.book };
       if (state.sessionId) payload.session_id = state.sessionId;
       if (selection) payload.selected_text = selection;
@@ -786,11 +790,12 @@
       if (typeof final.answer_html === 'string') {
         view.text.innerHTML = final.answer_html;  // sanitised by the server; the only HTML we insert
         fixLinks(view.text, final.sources);
-        addCopyButtons(view.text);
       } else {
         view.text.textContent = final.answer || '';
         view.text.style.whiteSpace = 'pre-wrap';
       }
+      var spoken = view.text.textContent.trim();  // as shown (no Markdown marks), before the Copy buttons
+      addCopyButtons(view.text);
       var meta = el('div', 'bc-meta');
       var level = LEVELS[final.confidence_level] ? final.confidence_level : 'low';
       var badge = final.refused
@@ -809,6 +814,7 @@
       if (final.sources && final.sources.length) node.append(renderSources(final.sources));
       if (final.answer_id) node.append(renderFeedback(String(final.answer_id), final.session_id));
       scrollToAnswer(node);
+      say(spoken);
     }
 
     function scrollToAnswer(node) {
@@ -818,6 +824,8 @@
     }
 
     function addCopyButtons(container) {
+      // A code block scrolls sideways when its lines are long: focusable, so the keyboard can scroll it too.
+      container.querySelectorAll('pre').forEach(function (pre) { pre.tabIndex = 0; });
       container.querySelectorAll('.bookchat-code').forEach(function (block) {
         var code = block.querySelector('pre');
         if (!code) return;
