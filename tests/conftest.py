@@ -28,7 +28,7 @@ from tests.support.browser import CHROMIUM
 from tests.support.nodes import REDIS_SERVER
 from tests.support.openai_server import FakeOpenAIServer
 from tests.support.served import forget_answers_since
-from tests.support.shared_data import SHARED_DATA, all_present, shared_corpus
+from tests.support.shared_data import SHARED_DATA, all_present, session_corpus
 
 REPO = Path(__file__).resolve().parent.parent
 CORPORA = ("docusaurus-docs", "physical-ai-book", "physical-ai-book-2", "squad2-dev")
@@ -151,6 +151,7 @@ class CorpusRun:
     exit_code: int
     report: dict
     seconds: float
+    path: Path  # the folder ingested (``session_corpus``)
 
 
 @pytest.fixture(scope="session")
@@ -234,7 +235,7 @@ class BackgroundBooks:
                     report = json.loads(out)
                 except ValueError:
                     report = {"errors": [f"ingest printed no report (exit {process.returncode}): {err[-2000:]}"]}
-                self.runs[name] = CorpusRun(name, process.returncode, report, time.monotonic() - started)
+                self.runs[name] = CorpusRun(name, process.returncode, report, time.monotonic() - started, path)
             self.done[name].set()
 
     def result(self, name: str) -> CorpusRun | None:
@@ -304,6 +305,13 @@ def build_docusaurus_site_in_background() -> None:
                          stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
 
 
+@pytest.fixture(scope="session")
+def corpus_folder(tmp_path_factory) -> Callable[[str], Path]:
+    """``corpus_folder(name)``: the folder the session ingests for a shared corpus (``session_corpus``)."""
+    base = tmp_path_factory.mktemp("corpora")
+    return lambda name: session_corpus(name, base)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def books_in_background(request):
     """Starts ``BackgroundBooks`` with the books the selected tests use (see its lanes)."""
@@ -312,8 +320,9 @@ def books_in_background(request):
     longest = []
     if set(EMBEDDED_CORPORA) <= set(wanted) and all_present(EMBEDDED_CORPORA):
         after = MANUAL if first else None
-        first.append(("squad2-dev", SHARED_DATA / "squad2-dev" / "docs", None))
-        longest.append(("docusaurus-docs", SHARED_DATA / "docusaurus-docs" / "docs", after))
+        folder = request.getfixturevalue("corpus_folder")
+        first.append(("squad2-dev", folder("squad2-dev"), None))
+        longest.append(("docusaurus-docs", folder("docusaurus-docs"), after))
     lanes = [lane for lane in (first, longest) if lane]
     if not lanes:
         yield None
@@ -345,18 +354,19 @@ def ingested(name: str, path: Path, background: BackgroundBooks | None, django_d
         started = time.monotonic()
         with django_db_blocker.unblock():
             code, out, _ = committed(lambda: run_command("ingest", str(path), "--book", name, "--json"))
-        run = CorpusRun(name, code, json.loads(out), time.monotonic() - started)
+        run = CorpusRun(name, code, json.loads(out), time.monotonic() - started, path)
     return run
 
 
 @pytest.fixture(scope="session")
-def ingest_corpus(django_db_setup, django_db_blocker, books_in_background):
-    """``ingest_corpus(name)`` ingests ../shared/data/<name>/docs into book <name> once per session (the embedded
-    corpora in the background, ``BackgroundBooks``)."""
+def ingest_corpus(django_db_setup, django_db_blocker, books_in_background, corpus_folder):
+    """``ingest_corpus(name)`` ingests ../shared/data/<name>/docs (``session_corpus``: for docusaurus-docs, the pages
+    its questions cite) into book <name> once per session (the embedded corpora in the background,
+    ``BackgroundBooks``)."""
     runs: dict[str, CorpusRun] = {}
 
     def ingest(name: str) -> CorpusRun:
-        path = shared_corpus(name)
+        path = corpus_folder(name)
         if name not in runs:
             runs[name] = ingested(name, path, books_in_background, django_db_blocker)
         return runs[name]
