@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import docusaurus_site
+from tests.support import docusaurus_site, packaging
 from tests.support.browser import CHROMIUM
 from tests.support.nodes import REDIS_SERVER
 from tests.support.openai_server import FakeOpenAIServer
@@ -283,11 +283,23 @@ def pytest_collection_modifyitems(session, config, items) -> None:
     items[:] = sorted(items, key=stage)  # stable: the order within a stage is kept
     if "node" in check_needs(items):
         build_docusaurus_site_in_background()
+    if any(item.path.name == "test_packaging.py" for item in items):
+        config.stash[WHEEL] = packaging.start()
     config.stash[BOOKS_WANTED] = ((MANUAL,) if any(needs(item, "manual_book") for item in items) else ()) + \
         (EMBEDDED_CORPORA if any(needs(item, "ingest_corpus") for item in items) else ())
 
 
 BOOKS_WANTED = pytest.StashKey[tuple]()
+WHEEL = pytest.StashKey[tuple]()  # test_packaging's wheel: (its future, the folder it is made in)
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    started = session.config.stash.get(WHEEL, None)
+    if started is not None:
+        future, folder = started
+        if not future.cancel():
+            future.exception()  # a build still running: let it end before its folder goes
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def build_docusaurus_site_in_background() -> None:

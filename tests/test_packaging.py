@@ -1,35 +1,27 @@
 """The wheel is the app: built from the checkout, installed with its dependencies into a fresh virtualenv, it
 holds every template, static file, data file and migration, and passes `check` outside the checkout.
 
-Slow (~30 s here, most of it pip installing the dependencies from its wheel cache into the new virtualenv).
+Slow (~30 s here, most of it pip installing the dependencies from its wheel cache into the new virtualenv): the
+wheel is built and installed on a thread from the session's start (``tests/support/packaging.py``).
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import zipfile
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, WHEEL
+from tests.support.packaging import Installed, run
 
 pytestmark = pytest.mark.slow
 
 PACKAGES = ("bookchat", "ingestion", "chat", "audit", "bench")
 # The top-level folders of the checkout that the wheel carries inside the bookchat package (pyproject.toml).
 SITE_FOLDERS = ("templates", "static")
-NOT_SOURCE = ("var", ".venv", ".git", "build", "*.egg-info", "__pycache__", ".pytest_cache", ".ruff_cache",
-              ".hypothesis")
-
-
-def run(*args, **kwargs) -> subprocess.CompletedProcess:
-    result = subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=600, **kwargs)
-    assert result.returncode == 0, f"{args}:\n{result.stdout}\n{result.stderr}"
-    return result
 
 
 def files_the_apps_read() -> set[str]:
@@ -45,18 +37,13 @@ def files_the_apps_read() -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    """Built from a copy of the checkout, so the build's own folders (build/, *.egg-info) stay out of it."""
-    tmp = tmp_path_factory.mktemp("wheel")
-    source = tmp / "source"
-    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(*NOT_SOURCE))
-    run(sys.executable, "-m", "build", "--wheel", "--outdir", tmp / "dist", source)
-    (built,) = (tmp / "dist").glob("bookchat-*.whl")
-    return built
+def installed(pytestconfig) -> Installed:
+    """The wheel and the virtualenv it is installed in, made on a thread since the session's start (conftest)."""
+    return pytestconfig.stash[WHEEL][0].result()
 
 
-def test_the_wheel_holds_every_module_template_static_file_data_file_and_migration(wheel):
-    names = set(zipfile.ZipFile(wheel).namelist())
+def test_the_wheel_holds_every_module_template_static_file_data_file_and_migration(installed):
+    names = set(zipfile.ZipFile(installed.wheel).namelist())
     expected = files_the_apps_read()
     assert {"bookchat/static/bookchat/widget.js", "bookchat/templates/bookchat/chat.html",
             "chat/data/off_topic_questions.txt", "ingestion/templates/admin/ingestion/ingestionjob/change_form.html",
@@ -66,12 +53,8 @@ def test_the_wheel_holds_every_module_template_static_file_data_file_and_migrati
     assert not any(name.startswith(("tests/", "docs/")) for name in names)
 
 
-def test_the_installed_wheel_passes_check_outside_the_checkout(wheel, tmp_path):
-    venv = tmp_path / "venv"
-    run(sys.executable, "-m", "venv", venv)
-    python = venv / "bin" / "python"
-    # --no-compile: Python compiles what the checks import; pip would byte-compile every dependency first.
-    run(python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile", wheel)
+def test_the_installed_wheel_passes_check_outside_the_checkout(installed, tmp_path):
+    venv, python = installed.venv, installed.python
 
     # Outside the checkout, with a data folder of its own, and a database that isn't there: settings never
     # start the embedded server when DATABASE_URL is set, and `check` doesn't connect.
