@@ -40,10 +40,7 @@ _SLUGIFY = Slugify("pymdownx", case="lower")
 def blog_options(plugins: object, warnings: list[str]) -> BlogOptions | None:
     """The blog plugin's options from ``plugins`` (a list of names or one-key mappings, or a mapping), or None
     when it is not there (or ``enabled: false``)."""
-    entries = plugins.items() if isinstance(plugins, dict) else \
-        [next(iter(item.items())) if isinstance(item, dict) and len(item) == 1 else (item, {})
-         for item in plugins] if isinstance(plugins, list) else []
-    for name, options in entries:
+    for name, options in _plugin_entries(plugins):
         if name not in ("blog", "material/blog"):
             continue
         options = options if isinstance(options, dict) else {}
@@ -65,6 +62,15 @@ def blog_options(plugins: object, warnings: list[str]) -> BlogOptions | None:
                            post_slugify_separator=text.get("post_slugify_separator", "-"),
                            categories_slugify_separator=text.get("categories_slugify_separator", "-"))
     return None
+
+
+def _plugin_entries(plugins: object) -> list[tuple[object, object]]:
+    """``plugins`` as (name, options) pairs: MkDocs takes a mapping, or a list of names and one-key mappings."""
+    if isinstance(plugins, dict):
+        return list(plugins.items())
+    if not isinstance(plugins, list):
+        return []
+    return [next(iter(item.items())) if isinstance(item, dict) and len(item) == 1 else (item, {}) for item in plugins]
 
 
 def post_rel_path(options: BlogOptions, rel_path: str, text: str, *, emoji: bool = False) -> str | None:
