@@ -52,7 +52,7 @@ from audit.models import AuditLog
 from audit.recording import write_failures
 from chat.models import Conversation, Feedback, Turn
 from ingestion.models import Book, Chunk, Document, IndexRun, IngestionJob
-from tests.conftest import EMBEDDED_CORPORA, run_command
+from tests.conftest import EMBEDDED_CORPORA, MANUAL, run_command
 
 pytestmark = pytest.mark.django_db
 
@@ -188,12 +188,12 @@ class Rows:
         self.before = self.now()
         self.failures = write_failures()
 
-    # The corpora are ingested beside the tests (``tests.conftest.BackgroundBooks``): their rows are nobody's
-    # request's, and may be added while a test runs.
+    # The manual and the corpora are ingested beside the tests (``tests.conftest.BackgroundBooks``): their rows
+    # are nobody's request's, and may be added while a test runs.
     BACKGROUND = {"books": "slug", "documents": "book__slug", "chunks": "book__slug", "runs": "book__slug"}
 
     def now(self) -> dict:
-        return {name: model.objects.exclude(**({f"{self.BACKGROUND[name]}__in": EMBEDDED_CORPORA}
+        return {name: model.objects.exclude(**({f"{self.BACKGROUND[name]}__in": (MANUAL, *EMBEDDED_CORPORA)}
                                                if name in self.BACKGROUND else {})).count()
                 for name, model in self.MODELS.items()}
 

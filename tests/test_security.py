@@ -351,7 +351,7 @@ def test_reviewers_can_neither_upload_nor_delete(client, reviewer):
     add = reverse("admin:ingestion_ingestionjob_add")
     assert client.get(add).status_code == 403
     assert client.post(add, {"new_book_slug": "drill", "folder": ""}).status_code == 403
-    assert not IngestionJob.objects.exists()
+    assert not IngestionJob.objects.filter(book_slug="drill").exists()
     job = IngestionJob.objects.create(book_slug="drill", status=IngestionJob.Status.FAILED)
     key = ApiKey.objects.create(name="k", kind=ApiKey.SECRET, hashed="0" * 64)
     vote = Feedback.objects.create(answer_id=uuid.uuid4(), conversation_id=uuid.uuid4(), rating="up", channel="api")
@@ -405,11 +405,12 @@ def test_every_form_refuses_a_post_without_its_csrf_token(reviewer, settings, ma
     settings.BOOKCHAT = {**settings.BOOKCHAT, "ANONYMOUS_API": "false", "LLM_BASE_URL": ""}
     superuser = User.objects.create_superuser("drill-admin", password="pw-admin")
     row = audit_row()
+    voted = uuid.uuid4()
     forms = [  # (who is signed in, path, fields)
         (None, reverse("admin:login"), {"username": "drill-admin", "password": "pw-admin"}),
         (None, reverse("chat"), {"question": "How do I ingest a folder?", "book": BOOK}),
         (None, reverse("chat-new"), {"book": BOOK}),
-        (None, reverse("chat-feedback", args=[uuid.uuid4()]), {"rating": "down"}),
+        (None, reverse("chat-feedback", args=[voted]), {"rating": "down"}),
         (superuser, reverse("admin:ingestion_ingestionjob_add"), {"new_book_slug": "drill", "folder": ""}),
         (reviewer, reverse("admin:audit_auditlog_change", args=[row.pk]), {"review_status": "wrong"}),
         (reviewer, reverse("admin:audit_auditlog_changelist"), {"action": "mark_wrong", "_selected_action": [row.pk]}),
@@ -426,8 +427,9 @@ def test_every_form_refuses_a_post_without_its_csrf_token(reviewer, settings, ma
         assert b"CSRF" in response.content, path
     row.refresh_from_db()
     assert row.review_status != "wrong"
-    assert not IngestionJob.objects.exists() and not ApiKey.objects.filter(name="csrf").exists()
-    assert not Feedback.objects.exists()
+    # Only this test's rows: other tests' jobs and votes may be stored already.
+    assert not IngestionJob.objects.filter(book_slug="drill").exists()
+    assert not ApiKey.objects.filter(name="csrf").exists() and not Feedback.objects.filter(answer_id=voted).exists()
 
     strict = Client(enforce_csrf_checks=True)
     strict.get(reverse("admin:login"))
