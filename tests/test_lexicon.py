@@ -98,11 +98,11 @@ def test_lexeme_counts_stem_like_the_search_vector_and_count_absent_words_as_zer
     assert "the" not in counts and "and" not in counts  # stop words
 
 
-def test_rarest_lexemes_select_within_the_scan_budget(monkeypatch):
-    monkeypatch.setattr(lexical, "SCAN_BUDGET", 100)
+def test_rarest_lexemes_select_within_the_scan_budget():
     df = {"rare": 3, "uncommon": 40, "middling": 80, "common": 900}
-    assert _selecting(df, total=2_000) == ["rare", "uncommon"]  # 3 + 40 fit; + 80 would pass 100
-    assert _selecting({"frequent": 700, "often": 800}, total=2_000) == ["frequent"]  # the rarest always selects
+    assert _selecting(df, total=2_000, budget=100) == ["rare", "uncommon"]  # 3 + 40 fit; + 80 would pass 100
+    assert _selecting(df, total=2_000) == ["rare", "uncommon", "middling", "common"]  # 1,023 within SCAN_BUDGET
+    assert _selecting({"frequent": 700, "often": 800}, total=2_000, budget=100) == ["frequent"]  # the rarest always
     # Words in most passages select only when every word is that common.
     assert _selecting({"the-product": 1_900, "page": 1_500}, total=2_000) == ["page"]
 

@@ -8,10 +8,13 @@ import html
 import re
 
 import pytest
+from django.db import connection
 
 from audit.models import AuditLog
 from chat.models import ApiKey
-from chat.pipeline.finding import marked_html, snippet
+from chat.pipeline.finding import _vectors, marked_html, read_typed, snippet
+from ingestion.indexing.lexicon import query_terms
+from ingestion.models import Book
 
 pytestmark = pytest.mark.django_db
 
@@ -40,6 +43,31 @@ def test_a_half_written_word_finds_the_sections_that_use_the_whole_one(client):
     # "covered" is the book's scope check, calibrated on questions: a two-word fragment sits near its threshold
     # (on which side moves with the manual's pages); the words typed out are well inside.
     assert search(client, "publishable widget key").json()["covered"]
+
+
+def test_a_word_still_being_typed_is_not_embedded_until_it_stands_alone(client):
+    """The meaning (what is embedded) leaves out a last word the book lacks, or one that begins a word the book
+    uses in more passages ("cat" while "category" is typed), so the vector of the words before it is reused."""
+    book = Book.objects.get(slug=BOOK)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT a.lexeme, b.lexeme FROM ingestion_lexemecount a JOIN ingestion_lexemecount b "
+                       "ON b.book_id = a.book_id AND b.lexeme LIKE a.lexeme || '_%%' AND b.chunks > a.chunks "
+                       "WHERE a.book_id = %s AND length(a.lexeme) >= 4 AND a.lexeme ~ '^[a-z]+$' "
+                       "ORDER BY b.chunks DESC LIMIT 50", [book.pk])
+        # A pair whose shorter word, typed, is that word to the book (stemming leaves it as it is).
+        short, longer = next((a, b) for a, b in cursor.fetchall() if query_terms(cursor, book.pk, a).get(a, (0,))[0])
+        cursor.execute("SELECT lexeme FROM ingestion_lexemecount WHERE book_id = %s AND lexeme ~ '^[a-z]{4,}$' "
+                       "ORDER BY chunks DESC LIMIT 1", [book.pk])
+        (commonest,) = cursor.fetchone()
+        assert read_typed(cursor, book.pk, f"answers {short}").meaning == "answers", (short, longer)
+        assert read_typed(cursor, book.pk, "answers qwzx").meaning == "answers", "a word the book lacks"
+        assert read_typed(cursor, book.pk, f"answers {commonest}").meaning == f"answers {commonest}"
+        assert read_typed(cursor, book.pk, short).meaning == short, "a first word is embedded as it is"
+    # While the last word is typed, every keystroke's search reuses one vector: the words before it.
+    _vectors.clear()
+    for typed in ("publishable wid", "publishable widg", "publishable widge"):
+        assert search(client, typed).status_code == 200
+    assert [text for _, text in _vectors] == ["publishable"]
 
 
 def test_results_are_pages_best_first_each_with_its_sections_and_their_anchors(client):

@@ -12,6 +12,7 @@ import shutil
 
 import pytest
 
+from chat.pipeline.editions import resolve_book
 from ingestion.models import Book
 from tests.conftest import run_command
 from tests.support.versioned_site import SETUP_CURRENT, write_versioned_site
@@ -153,6 +154,15 @@ def test_a_question_in_french_is_answered_from_the_translation(client, indexed_s
     assert body["sources"][0]["url"].startswith("https://notes.example.org/notes/fr/guide/next/")
     # A locale the book has no translation for is answered in the default locale.
     assert ask(client, question="What is recorded at each visit?", locale="de").json()["locale"] == "en"
+
+
+def test_naming_a_site_reads_it_and_its_editions_in_one_query(indexed_site, django_assert_num_queries):
+    # A search resolves its book on every keystroke: one round trip, whichever edition is asked for.
+    for version, locale, wanted in ((None, None, "2.0"), ("next", "fr-FR", "current"), ("2.0", "de", "2.0")):
+        with django_assert_num_queries(1):
+            book = resolve_book("field-notes", version=version, locale=locale)
+        assert book.version == wanted and book.root.slug == "field-notes"
+    assert resolve_book("field-notes--fr").locale == "fr", "an edition named by its own slug"
 
 
 @pytest.mark.parametrize("version, status, error", [

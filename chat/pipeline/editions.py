@@ -3,6 +3,8 @@ or the only one there is), and for a Docusaurus site a version and a locale (``i
 
 from __future__ import annotations
 
+from django.db.models import Q
+
 from bookchat.conf import setting
 from bookchat.errors import NotFound, RequestError
 from ingestion.models import Book
@@ -13,13 +15,19 @@ def resolve_book(slug: str | None, *, version: str | None = None, locale: str | 
     ``version`` (default: the latest) and ``locale`` (default, or without a translation: the default locale)."""
     slug = slug or setting("DEFAULT_BOOK") or None
     if slug:
-        book = Book.objects.filter(slug=slug).select_related("edition_of").first()
+        # One round trip: the book and, when it is a root, its editions (a search runs this on every keystroke).
+        found = list(Book.objects.filter(Q(slug=slug) | Q(edition_of__slug=slug)).select_related("edition_of")
+                     .order_by("pk"))
+        book = next((b for b in found if b.slug == slug), None)
         if book is None:
             raise NotFound(f"there is no book {slug!r}; GET /api/v1/books lists them", code="unknown_book",
                            field="book")
-        if book.edition_of_id and not (version or locale):
-            return book  # an edition named by its own slug
-        return pick_edition(book.root, version=version, locale=locale)
+        if book.edition_of_id:
+            if not (version or locale):
+                return book  # an edition named by its own slug
+            return pick_edition(book.root, version=version, locale=locale)
+        return pick_edition(book, version=version, locale=locale,
+                            editions=[b for b in found if b.edition_of_id == book.pk])
     books = list(Book.objects.roots().order_by("slug")[:2])
     if not books:
         raise NotFound("no book has been indexed yet: run `manage.py ingest PATH` first", code="no_books")
@@ -29,10 +37,11 @@ def resolve_book(slug: str | None, *, version: str | None = None, locale: str | 
     return pick_edition(books[0], version=version, locale=locale)
 
 
-def pick_edition(root: Book, *, version: str | None, locale: str | None) -> Book:
+def pick_edition(root: Book, *, version: str | None, locale: str | None, editions: list[Book] | None = None) -> Book:
     """The edition of ``root`` in ``version`` (its name, label or URL path; default: the latest) and ``locale``
-    (or its language, else the default locale); a version not translated answers in the default locale."""
-    editions = [root, *root.editions.all()]
+    (or its language, else the default locale); a version not translated answers in the default locale.
+    ``editions``: ``root`` 's editions, when the caller has read them."""
+    editions = [root, *(root.editions.order_by("pk") if editions is None else editions)]
     if len(editions) == 1 and not version:
         return root
     default = root.locale.lower()

@@ -49,6 +49,9 @@ MORE_SECTIONS_FROM = 10  # a page's second and third sections come from the best
 DEFAULT_PAGES = 5
 SNIPPET_CHARS = 180
 VECTOR_CACHE = 256
+# Passages the lexical scan may read for a search (an answer's may read 2,000): a half-typed word's expansions are
+# the book's commonest words that begin with it, and the rarest words of a query select its candidates anyway.
+SCAN_BUDGET = 400
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 _LAST_WORD = re.compile(r"[^\W_]+\W*$", re.UNICODE)
 
@@ -67,19 +70,25 @@ def read_typed(cursor, book_id: int, text: str) -> TypedQuery:
     stems = list(query_terms(cursor, book_id, text))
     expansions: list[str] = []
     last = tokens[-1] if tokens else ""  # the question comes stripped (the serializer), so never "ros2 lau "
+    commonest = 0  # the passages that hold the last word's most widespread expansion
     if len(last) >= MIN_PREFIX:
         pattern = last.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        cursor.execute("SELECT lexeme FROM ingestion_lexemecount WHERE book_id = %s AND lexeme LIKE %s "
+        cursor.execute("SELECT lexeme, chunks FROM ingestion_lexemecount WHERE book_id = %s AND lexeme LIKE %s "
                        "AND lexeme <> ALL(%s::text[]) ORDER BY chunks DESC, lexeme LIMIT %s",
                        [book_id, pattern, stems, PREFIX_WORDS])
-        expansions = [row[0] for row in cursor.fetchall()]
+        found = cursor.fetchall()
+        expansions, commonest = [row[0] for row in found], max((row[1] for row in found), default=0)
     # Stop words make no stem, and are not marked ("do" would mark "docs").
     marks = tuple(dict.fromkeys(m for m in (*stems, *expansions, last) if len(m) >= 2))
-    # A half-typed word means nothing to the embedder ("lau" is not "launch"): the meaning is read from the words
-    # before it, which stay the same while it is typed, so their vector comes from the cache (``query_vector``).
+    # A word still being typed means nothing to the embedder ("lau" is not "launch"): the meaning is read from the
+    # words before it, which stay the same while it is typed, so their vector comes from the cache
+    # (``query_vector``). The last word counts as still being typed when the book lacks it, or has a word that
+    # begins with it in more passages ("cat" while "category" is typed); it is embedded once it stands alone.
     meaning = text
-    if last and len(tokens) > 1 and not any(n for n, _ in query_terms(cursor, book_id, last).values()):
-        meaning = _LAST_WORD.sub("", text).strip() or text
+    if last and len(tokens) > 1:
+        own = max((n for n, _ in query_terms(cursor, book_id, last).values()), default=0)
+        if not own or commonest > own:
+            meaning = _LAST_WORD.sub("", text).strip() or text
     return TypedQuery(text, " ".join([text, *expansions]), meaning, marks)
 
 
@@ -142,7 +151,7 @@ def typed_search(book: Book, text: str, *, chapter: str | None = None,
     with connection.cursor() as cursor:
         typed = read_typed(cursor, book.pk, text)
     retrieval = retrieve(book=book, question=typed.lexical, chapter=chapter, top_k=SECTIONS_SEARCHED,
-                         deadline=deadline, query_vector=query_vector(typed.meaning))
+                         deadline=deadline, query_vector=query_vector(typed.meaning), scan_budget=SCAN_BUDGET)
     return retrieval, typed
 
 

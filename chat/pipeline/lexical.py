@@ -86,14 +86,14 @@ def _count_live(cursor, book_id: int, lexemes: list[str], doc_filter: str,
     return total, avg_length, dict(cursor.fetchall())
 
 
-def _selecting(df: dict[str, int], total: int) -> list[str]:
-    """The lexemes whose passages become candidates: the rarest, within ``MAX_LEXEMES`` and ``SCAN_BUDGET``,
+def _selecting(df: dict[str, int], total: int, budget: int = SCAN_BUDGET) -> list[str]:
+    """The lexemes whose passages become candidates: the rarest, within ``MAX_LEXEMES`` and ``budget`` passages,
     leaving out words most passages share (unless every word is that common)."""
     by_rarity = sorted(df, key=lambda t: (df[t], t))
     rare = [t for t in by_rarity if df[t] <= max(1, COMMON_SHARE * total)][:MAX_LEXEMES] or by_rarity[:3]
     chosen, scanned = [], 0
     for lexeme in rare:
-        if chosen and scanned + df[lexeme] > SCAN_BUDGET:
+        if chosen and scanned + df[lexeme] > budget:
             break
         chosen.append(lexeme)
         scanned += df[lexeme]
@@ -101,9 +101,11 @@ def _selecting(df: dict[str, int], total: int) -> list[str]:
 
 
 def bm25_search(*, book_id: int, text: str, limit: int, document_ids: list[int] | None = None,
-                extra_ids: list[str] = (), stats: tuple[int, float] | None = None) -> LexicalResult:
+                extra_ids: list[str] = (), stats: tuple[int, float] | None = None,
+                scan_budget: int = SCAN_BUDGET) -> LexicalResult:
     """BM25 scores of the best ``limit`` chunks for ``text`` (and of ``extra_ids``, when they match at all).
-    ``stats``: the book's stored (passages, mean length), when the caller has read them."""
+    ``stats``: the book's stored (passages, mean length), when the caller has read them; ``scan_budget``: the
+    passages the candidate scan may read (``SCAN_BUDGET``)."""
     result = LexicalResult()
     doc_filter = " AND document_id = ANY(%s)" if document_ids is not None else ""
     doc_params = [document_ids] if document_ids is not None else []
@@ -133,7 +135,7 @@ def bm25_search(*, book_id: int, text: str, limit: int, document_ids: list[int] 
         if not df:
             return result
         idf = result.idf
-        query = " | ".join(_tsquery_literal(t) for t in _selecting(df, total))
+        query = " | ".join(_tsquery_literal(t) for t in _selecting(df, total, scan_budget))
         cursor.execute(
             "SELECT c.id, u.lexeme, coalesce(array_length(u.positions, 1), 1) "
             f"  + {HEADING_TF_WEIGHT - 1} * (SELECT count(*) FROM unnest(u.weights) w WHERE w = 'A'), "

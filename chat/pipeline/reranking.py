@@ -33,12 +33,14 @@ docusaurus-docs' (the rest are past the pool altogether).
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 from chat.pipeline.lexical import LexicalResult
 from chat.pipeline.terms import content_terms, split_sentences
 
 POOL = 30
 WINDOW = 12
+SENTENCE_CACHE = 4096  # passages whose sentences' terms are kept (a few MB)
 FEATURES = ("dense", "dense_gap", "bm25", "coverage", "heading", "phrase", "proximity", "dense_rank", "lexical_rank",
             "sentence")
 # Fitted by bench/fit_reranker.py (see its output in BENCHMARKS.md); the order of FEATURES.
@@ -89,6 +91,13 @@ def _proximity(positions: dict[str, tuple[int, ...]], idf: dict[str, float], tot
     return best / total
 
 
+@lru_cache(maxsize=SENTENCE_CACHE)
+def _sentence_terms(text: str) -> tuple[frozenset[str], ...]:
+    """The content terms of each sentence of a passage's ``text`` (kept for the passages read most: the same ones
+    come back question after question, and keystroke after keystroke in a search)."""
+    return tuple(frozenset(content_terms(s)) for line in text.splitlines() for s in split_sentences(line))
+
+
 def _sentence_coverage(question: str, candidates: list) -> list[float]:
     """Per candidate: the best single sentence's share of the question's words, weighted by their rarity in
     the candidates (our own light stemming; an answer usually stands in one sentence)."""
@@ -97,8 +106,7 @@ def _sentence_coverage(question: str, candidates: list) -> list[float]:
         return [0.0] * len(candidates)
     sentence_terms = []
     for c in candidates:
-        sentences = [set(content_terms(s)) for line in c.text.splitlines() for s in split_sentences(line)]
-        sentence_terms.append([s & asked for s in sentences if s & asked])
+        sentence_terms.append([s & asked for s in _sentence_terms(c.text) if s & asked])
     df = {t: sum(any(t in s for s in sentences) for sentences in sentence_terms) for t in asked}
     idf = {t: math.log(1 + len(candidates) / (1 + df[t])) for t in asked}
     total = sum(idf.values()) or 1.0

@@ -30,7 +30,7 @@ from django.db.models import Q
 from bookchat.conf import setting
 from bookchat.errors import BookchatError, DeadlineExceeded, NotFound, RequestError
 from chat.pipeline.deadline import Deadline
-from chat.pipeline.lexical import LexicalResult, bm25_search
+from chat.pipeline.lexical import SCAN_BUDGET, LexicalResult, bm25_search
 from chat.pipeline.reranking import rerank
 from chat.pipeline.sentences import RESORT, attach, resort
 from chat.pipeline.terms import words
@@ -256,10 +256,11 @@ def fuse(dense: dict[str, float], lexical: dict[str, float], *, mode: str | None
 
 def retrieve(*, book: Book, question: str, selected_text: str = "", chapter: str | None = None,
              top_k: int | None = None, deadline: Deadline | None = None, query_vector=None,
-             stage_seconds: float | None = None) -> Retrieval:
+             stage_seconds: float | None = None, scan_budget: int = SCAN_BUDGET) -> Retrieval:
     """The ``top_k`` chunks of ``book`` that best answer ``question`` (about ``selected_text``, if given).
     ``query_vector`` skips embedding the query when the caller already has its vector; ``stage_seconds``
-    replaces ``RETRIEVAL_SECONDS`` as this stage's share of the deadline (for batch callers like calibration)."""
+    replaces ``RETRIEVAL_SECONDS`` as this stage's share of the deadline (for batch callers like calibration);
+    ``scan_budget`` bounds the lexical candidate scan (``lexical.SCAN_BUDGET``)."""
     started = time.monotonic()
     deadline = deadline or Deadline()
     top_k = top_k or setting("TOP_K")
@@ -288,7 +289,7 @@ def retrieve(*, book: Book, question: str, selected_text: str = "", chapter: str
                                             passages=stats[0] if stats else None)
             marks.append(time.monotonic())
             lexical_result = bm25_search(book_id=book.pk, text=query, limit=pool, document_ids=document_ids,
-                                         extra_ids=list(dense), stats=stats)
+                                         extra_ids=list(dense), stats=stats, scan_budget=scan_budget)
             lexical = lexical_result.scores
             marks.append(time.monotonic())
             rows = _candidate_rows(cursor, ids=list(set(dense) | set(lexical)), vector=vector,
