@@ -46,8 +46,9 @@ def test_a_half_written_word_finds_the_sections_that_use_the_whole_one(client):
 
 
 def test_a_word_still_being_typed_is_not_embedded_until_it_stands_alone(client):
-    """The meaning (what is embedded) leaves out a last word the book lacks, or one that begins a word the book
-    uses in more passages ("cat" while "category" is typed), so the vector of the words before it is reused."""
+    """The meaning (what is embedded) leaves out a last word of two letters, one the book lacks, or one that begins a
+    word the book uses in more passages ("cat" while "category" is typed), so the vector of the words before it is
+    reused."""
     book = Book.objects.get(slug=BOOK)
     with connection.cursor() as cursor:
         cursor.execute("SELECT a.lexeme, b.lexeme FROM ingestion_lexemecount a JOIN ingestion_lexemecount b "
@@ -61,6 +62,7 @@ def test_a_word_still_being_typed_is_not_embedded_until_it_stands_alone(client):
         (commonest,) = cursor.fetchone()
         assert read_typed(cursor, book.pk, f"answers {short}").meaning == "answers", (short, longer)
         assert read_typed(cursor, book.pk, "answers qwzx").meaning == "answers", "a word the book lacks"
+        assert read_typed(cursor, book.pk, "answers to").meaning == "answers", "two letters begin too many words"
         assert read_typed(cursor, book.pk, f"answers {commonest}").meaning == f"answers {commonest}"
         assert read_typed(cursor, book.pk, short).meaning == short, "a first word is embedded as it is"
     # While the last word is typed, every keystroke's search reuses one vector: the words before it.

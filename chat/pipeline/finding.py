@@ -4,11 +4,11 @@ the chat page's search form), from the same index and retrieval as the answers.
 A query is read as typed: every word but the last is whole, and the last may be half-written, so it also stands
 for the book's words that begin with it (``PREFIX_WORDS`` of them, the most widespread first, from the book's
 lexicon, ``ingestion_lexemecount``): "ros2 lau" searches "ros2", "lau" and "launch". The whole words and those
-expansions go to the lexical side of the hybrid search; the query is embedded for the dense side, so a query
-whose words the book never uses still finds what is nearest in meaning (``matched: "meaning"``), without a
-half-typed last word the book doesn't have (the embedder would read "lau" as something else than "launch"). Query
-vectors are kept in a small LRU (``VECTOR_CACHE``): while the last word is typed ("ros2 la", "ros2 lau") the words
-before it are embedded once.
+expansions go to the lexical side of the hybrid search (which reads at most ``SCAN_BUDGET`` passages); the query
+is embedded for the dense side, so a query whose words the book never uses still finds what is nearest in meaning
+(``matched: "meaning"``), without a last word still being typed (the embedder would read "lau" as something else
+than "launch"; ``read_typed`` says when a word counts as typed). Query vectors are kept in a small LRU
+(``VECTOR_CACHE``): while the last word is typed ("ros2 la", "ros2 lau") the words before it are embedded once.
 
 Results are sections grouped by page, best first (the pages in the order of their best section), each with
 its URL and anchor and a snippet of its text around the words matched, the matches marked twice: as offsets
@@ -82,11 +82,12 @@ def read_typed(cursor, book_id: int, text: str) -> TypedQuery:
     marks = tuple(dict.fromkeys(m for m in (*stems, *expansions, last) if len(m) >= 2))
     # A word still being typed means nothing to the embedder ("lau" is not "launch"): the meaning is read from the
     # words before it, which stay the same while it is typed, so their vector comes from the cache
-    # (``query_vector``). The last word counts as still being typed when the book lacks it, or has a word that
-    # begins with it in more passages ("cat" while "category" is typed); it is embedded once it stands alone.
+    # (``query_vector``). The last word counts as still being typed when it is shorter than ``MIN_PREFIX``, when
+    # the book lacks it, or when the book has a word that begins with it in more passages ("cat" while "category"
+    # is typed); it is embedded once it stands alone.
     meaning = text
     if last and len(tokens) > 1:
-        own = max((n for n, _ in query_terms(cursor, book_id, last).values()), default=0)
+        own = len(last) >= MIN_PREFIX and max((n for n, _ in query_terms(cursor, book_id, last).values()), default=0)
         if not own or commonest > own:
             meaning = _LAST_WORD.sub("", text).strip() or text
     return TypedQuery(text, " ".join([text, *expansions]), meaning, marks)
