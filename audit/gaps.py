@@ -1,11 +1,13 @@
 """Coverage gaps: questions the book could not answer well, grouped by meaning, so authors see what is missing.
 
 The questions are the refused ("not covered" or unsure), withheld and low-confidence answers of the
-period, and the searches that found nothing: none of their words is in the book (``matched``
-"meaning" or "none") or the best match is off the book's topic (not ``covered``), the classic
-search-analytics signal. A search box searches on every keystroke, so of one reader's searches in a
-row only the last is kept: a search is dropped when the same client searched a longer text that
-begins with it within ``TYPING_SECONDS`` after it ("kuber" before "kubernetes").
+period, and the searches that found nothing or led nowhere, the classic search-analytics signals: none of
+their words is in the book (``matched`` "meaning" or "none") or the best match is off the book's topic (not
+``covered``); or, from the widget (the one search box that reports which section a reader opens,
+``OPENS_REPORTED``), sections were shown and the reader opened none ("no-click"; counted once the reader has
+had ``TYPING_SECONDS`` to choose). A search box searches on every keystroke, so of one reader's searches in a
+row only the last is kept: a search is dropped when the same client searched a longer text that begins with it
+within ``TYPING_SECONDS`` after it ("kuber" before "kubernetes"), whatever either found.
 
 Each is embedded once (as a query, with the book's embedder; the vector is kept on
 its audit row) and grouped greedily: a question joins the group whose centre is closest if
@@ -17,7 +19,7 @@ the sections that came closest.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -33,7 +35,9 @@ S = AuditLog.Status
 # ~0.9 and up, questions on neighbouring topics ~0.85, unrelated ones ~0.75.
 DEFAULT_THRESHOLD = 0.88
 MAX_QUESTIONS = 2000
+MAX_SEARCHES = 20_000  # searches of the period read to find the last of each reader's typing (newest first)
 TYPING_SECONDS = 60
+OPENS_REPORTED = ("widget",)
 EXAMPLES = 5
 
 
@@ -41,7 +45,8 @@ EXAMPLES = 5
 class Gap:
     count: int = 0
     refused: int = 0
-    searched: int = 0  # of ``count``, searches that found nothing
+    searched: int = 0  # of ``count``, searches (that found nothing, or whose sections nobody opened)
+    unopened: int = 0  # of ``searched``, those whose sections were shown and none was opened
     books: Counter = field(default_factory=Counter)
     examples: list[str] = field(default_factory=list)
     sections: Counter = field(default_factory=Counter)
@@ -61,29 +66,52 @@ class Gap:
         return [name for name, _ in self.sections.most_common(3)]
 
 
-UNFOUND = Q(status=S.SEARCHED) & (Q(retrieval__covered=False) | Q(retrieval__matched__in=["meaning", "none"]))
-
-
-def gap_questions(*, days: int, book: str | None = None, within: list[str] | None = None):
-    rows = AuditLog.objects.filter(created_at__gte=timezone.now() - timedelta(days=days)).filter(
-        Q(status__in=[S.NOT_COVERED, S.UNSURE, S.WITHHELD]) | Q(status=S.ANSWERED, confidence_level="low")
-        | UNFOUND)
+def _period(*, days: int, book: str | None, within: list[str] | None):
+    rows = AuditLog.objects.filter(created_at__gte=timezone.now() - timedelta(days=days))
     if within is not None:  # a reviewer restricted to some books
         rows = rows.filter(book_slug__in=within)
     return rows.filter(book_slug=book) if book else rows
 
 
+def gap_questions(*, days: int, book: str | None = None, within: list[str] | None = None):
+    """The questions of the period the book answered badly or not at all (searches: ``gap_searches``)."""
+    return _period(days=days, book=book, within=within).filter(
+        Q(status__in=[S.NOT_COVERED, S.UNSURE, S.WITHHELD]) | Q(status=S.ANSWERED, confidence_level="low"))
+
+
+def found_nothing(row: AuditLog) -> bool:
+    retrieval = row.retrieval or {}
+    return retrieval.get("covered") is False or retrieval.get("matched") in ("meaning", "none")
+
+
+def opened_nothing(row: AuditLog, now: datetime) -> bool:
+    """A search from a box that reports opened sections, whose reader has had time to choose and opened none."""
+    return (row.channel in OPENS_REPORTED and not (row.retrieval or {}).get("opened")
+            and (now - row.created_at).total_seconds() > TYPING_SECONDS)
+
+
+def gap_searches(*, days: int, book: str | None = None, within: list[str] | None = None) -> list[int]:
+    """The ids of the period's searches that are gaps: the last of each reader's typing (``last_typed``) that
+    found nothing or whose sections nobody opened."""
+    now = timezone.now()
+    searches = list(_period(days=days, book=book, within=within).filter(status=S.SEARCHED).order_by("-created_at")
+                    .only("id", "question", "status", "channel", "retrieval", "created_at", "client_ip_hash")
+                    [:MAX_SEARCHES])
+    return [row.id for row in last_typed(searches) if found_nothing(row) or opened_nothing(row, now)]
+
+
 def last_typed(rows: list[AuditLog]) -> list[AuditLog]:
     """``rows`` (newest first) without the searches a reader went on typing: a search is dropped when a later one
     from the same client, within ``TYPING_SECONDS``, begins with its text and is longer."""
-    kept, later = [], {}  # client → the newer searches seen so far (newest first)
+    kept, later = [], {}  # client → its newer searches within TYPING_SECONDS of the row at hand (newest first)
     for row in rows:
         if row.status != S.SEARCHED:
             kept.append(row)
             continue
-        newer = later.setdefault(row.client_ip_hash or row.id, [])
-        typed_on = any((n.created_at - row.created_at).total_seconds() <= TYPING_SECONDS
-                       and len(n.question) > len(row.question) and n.question.startswith(row.question) for n in newer)
+        newer = later.setdefault(row.client_ip_hash or row.id, deque())
+        while newer and (newer[0].created_at - row.created_at).total_seconds() > TYPING_SECONDS:
+            newer.popleft()  # too late for this row, and for every older one
+        typed_on = any(len(n.question) > len(row.question) and n.question.startswith(row.question) for n in newer)
         newer.append(row)
         if not typed_on:
             kept.append(row)
@@ -92,9 +120,11 @@ def last_typed(rows: list[AuditLog]) -> list[AuditLog]:
 
 def coverage_gaps(*, days: int = 90, book: str | None = None, within: list[str] | None = None,
                   threshold: float = DEFAULT_THRESHOLD, limit: int = MAX_QUESTIONS) -> list[Gap]:
-    rows = last_typed(list(gap_questions(days=days, book=book, within=within).order_by("-created_at")
-                           .only("id", "question", "resolved_question", "book_slug", "status", "suggestions",
-                                 "sources", "created_at", "question_vector", "client_ip_hash")[:limit]))
+    searches = gap_searches(days=days, book=book, within=within)
+    rows = list(AuditLog.objects.filter(Q(id__in=gap_questions(days=days, book=book, within=within).values("id"))
+                                        | Q(id__in=searches)).order_by("-created_at")
+                .only("id", "question", "resolved_question", "book_slug", "status", "channel", "suggestions",
+                      "sources", "retrieval", "created_at", "question_vector")[:limit])
     if not rows:
         return []
     vectors = _vectors(rows)
@@ -124,6 +154,7 @@ def _add(gap: Gap, row: AuditLog) -> None:
     gap.count += 1
     gap.refused += row.status in (S.NOT_COVERED, S.UNSURE)
     gap.searched += row.status == S.SEARCHED
+    gap.unopened += row.status == S.SEARCHED and not found_nothing(row)
     gap.books[row.book_slug] += 1
     gap.ids.append(row.id)
     if row.question not in gap.examples:

@@ -14,6 +14,7 @@ import logging
 import threading
 
 from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
@@ -97,6 +98,27 @@ def write(record: dict) -> AuditLog | None:
         _count_failure(exc)
         logger.exception("writing the audit record of answer %s failed; the answer was served",
                          record.get("answer_id"))
+        return None
+
+
+def on_search_opened(sender, *, search_id, n: int, book_slug: str | None = None, **kwargs) -> bool | None:
+    """Mark section ``n`` of search ``search_id`` opened on the search's row (``retrieval["opened"]``: the numbers
+    of the sections opened); True when recorded, False when no such search (of ``book_slug`` or one of its
+    editions, when given) has a section ``n``. A failure is logged and counted (None)."""
+    try:
+        with transaction.atomic():
+            rows = AuditLog.objects.select_for_update().filter(answer_id=search_id, status=AuditLog.Status.SEARCHED)
+            if book_slug:
+                rows = rows.filter(Q(book_slug=book_slug) | Q(book_slug__startswith=f"{book_slug}--"))
+            row = rows.first()
+            if row is None or not 1 <= n <= len(row.sources or []):
+                return False
+            row.retrieval = {**(row.retrieval or {}), "opened": sorted({*(row.retrieval or {}).get("opened", ()), n})}
+            row.save(update_fields=["retrieval"])
+            return True
+    except Exception as exc:
+        _count_failure(exc)
+        logger.exception("recording that a section of search %s was opened failed", search_id)
         return None
 
 

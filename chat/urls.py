@@ -10,6 +10,7 @@ urlpatterns = [
     path("ask", api.AskView.as_view(), name="api-ask"),
     path("ask/stream", api.AskStreamView.as_view(), name="api-ask-stream"),
     path("search", api.SearchView.as_view(), name="api-search"),
+    path("search/<uuid:search_id>/opened", api.SearchOpenedView.as_view(), name="api-search-opened"),
     path("answers/<uuid:answer_id>/feedback", api.FeedbackView.as_view(), name="api-feedback"),
     path("books", api.BooksView.as_view(), name="api-books"),
     path("books/<str:slug>", api.BookView.as_view(), name="api-book"),

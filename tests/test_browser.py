@@ -24,6 +24,7 @@ import contextlib
 import json
 import os
 import re
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -421,10 +422,21 @@ def test_widget_search_keyboard_only_opens_a_section_at_its_anchor(servers, open
     chosen = first.get_attribute("data-url")
     assert "#" in chosen, "a section's link has its anchor"
     screenshot(page, "widget-search")
-    with page.expect_navigation():
+    with page.expect_request(lambda r: r.method == "POST" and "/opened?" in r.url) as report, \
+            page.expect_navigation():
         page.keyboard.press("Enter")
     assert page.url == chosen, "Enter opens the chosen section"
     assert errors == []
+    # The section opened is recorded on the search's audit row (the coverage gaps count searches with none).
+    search_id = re.search(r"/search/([0-9a-f-]{36})/opened\?.*\bn=1\b", report.value.url).group(1)
+    from audit.models import AuditLog
+
+    deadline = time.monotonic() + 10
+    while (row := committed(lambda: AuditLog.objects.filter(answer_id=search_id).first())) is None or \
+            "opened" not in row.retrieval:
+        assert time.monotonic() < deadline, "the opened section was not recorded"
+        time.sleep(0.2)
+    assert row.status == "searched" and row.channel == "widget" and row.retrieval["opened"] == [1]
 
 
 def test_widget_search_drops_a_stale_response(servers, open_page, widget_key):

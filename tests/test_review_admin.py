@@ -197,3 +197,23 @@ def test_coverage_gaps_list_searches_that_found_nothing_once_per_reader_typing(c
     assert searched == ["kubernetes helm", "kubernetes helm chart"], [g.examples for g in gaps]
     assert sum(g.searched for g in gaps) == 2 and sum(g.count for g in gaps) == 3
     assert "searches" in response.content.decode()
+
+
+def test_coverage_gaps_list_widget_searches_whose_sections_nobody_opened(client, reviewer):
+    found = {"covered": True, "matched": "words"}
+    sources = [{"n": 1, "heading_path": "Widget > Search", "url": "/widget#search"}]
+    old = timezone.now() - timedelta(minutes=5)
+    for n, typed in enumerate(["offline sea", "offline search"]):  # typed, shown sections, none opened
+        row(typed, status="searched", channel="widget", client_ip_hash="reader-a",
+            created_at=old + timedelta(seconds=n), retrieval=found, sources=sources)
+    for n, typed in enumerate(["publishable ke", "publishable key"]):  # typed, and the last one's section opened
+        row(typed, status="searched", channel="widget", client_ip_hash="reader-b",
+            created_at=old + timedelta(seconds=n), retrieval=found | ({"opened": [1]} if n else {}), sources=sources)
+    row("search api", status="searched", channel="api", created_at=old, retrieval=found, sources=sources)  # can't say
+    row("offline mode", status="searched", channel="widget", client_ip_hash="reader-c", retrieval=found,
+        sources=sources)  # just now: the reader may still choose
+    response = client.get(reverse("admin:audit_gaps"))
+    gaps = response.context["gaps"]
+    assert [q for g in gaps for q in g.examples] == ["offline search"], [g.examples for g in gaps]
+    assert gaps[0].searched == gaps[0].unopened == 1 and gaps[0].nearest_sections == ["Widget > Search"]
+    assert "none opened" in response.content.decode()

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import html
 import re
+import uuid
+from urllib.parse import urlencode
 
 import pytest
 from django.db import connection
@@ -185,6 +187,72 @@ def test_every_search_is_audited_as_a_lighter_row(client):
     shown = [s["url"] for page in body["pages"] for s in page["sections"]]
     assert [s["url"] for s in row.sources] == shown
     assert row.retrieval["matched"] == body["matched"]
+
+
+def opened(client, search_id, **params):
+    return client.post(f"{SEARCH}/{search_id}/opened?" + urlencode(params))
+
+
+def test_the_section_a_reader_opens_is_recorded_on_the_searchs_audit_row(client):
+    found = search(client, "ingest a folder").json()
+    shown = sum(len(page["sections"]) for page in found["pages"])
+    assert shown >= 2
+    for n in (2, 1, 2):
+        response = opened(client, found["search_id"], n=str(n))
+        assert response.status_code == 204, response.content
+    row = AuditLog.objects.get(answer_id=found["search_id"])
+    assert row.status == "searched" and row.retrieval["opened"] == [1, 2]
+    assert row.sources[0]["url"] == found["pages"][0]["sections"][0]["url"], "n counts sections as shown"
+    # Nothing but that row changes; a section past the result's end is no section of it.
+    assert opened(client, found["search_id"], n=str(shown + 1)).json()["error"] == "unknown_search"
+
+
+@pytest.mark.parametrize(("path", "params", "status", "error"), [
+    (None, {}, 400, "required"),
+    (None, {"n": "0"}, 400, "out_of_range"),
+    (None, {"n": "31"}, 400, "out_of_range"),
+    (None, {"n": "one"}, 400, "invalid_type"),
+    (None, {"n": "1.5"}, 400, "invalid_type"),
+    (None, {"n": "-1"}, 400, "invalid_type"),
+    (None, {"n": "1", "url": "https://evil.example"}, 400, "unknown_field"),
+    ("unknown", {"n": "1"}, 404, "unknown_search"),
+    ("answer", {"n": "1"}, 404, "unknown_search"),
+    ("not-a-uuid", {"n": "1"}, 404, None),
+], ids=["missing", "zero", "past-30", "word", "float", "negative", "unknown-field", "unknown-search",
+        "an-answer", "bad-id"])
+def test_bad_opened_reports_get_clear_errors_and_change_nothing(client, path, params, status, error):
+    found = search(client, "ingest a folder").json()
+    search_id = {None: found["search_id"], "unknown": uuid.uuid4(), "not-a-uuid": "1; DROP TABLE x"}.get(path)
+    if path == "answer":
+        search_id = client.post("/api/v1/ask", {"question": "How do I ingest a folder?", "book": BOOK},
+                                content_type="application/json").json()["answer_id"]
+    response = opened(client, search_id, **params)
+    assert response.status_code == status, response.content
+    assert response["Content-Type"].startswith("application/json")
+    if error:
+        assert response.json()["error"] == error
+    assert "opened" not in AuditLog.objects.get(answer_id=found["search_id"]).retrieval
+    assert client.get(f"{SEARCH}/{found['search_id']}/opened?n=1").status_code == 405
+
+
+def test_the_widgets_key_records_opens_of_its_own_books_searches_only(client):
+    """As the widget reports it: a POST with no body from the site's origin, the publishable key in the URL."""
+    found = search(client, "ingest a folder").json()
+
+    def key_for(book: Book) -> str:
+        key = ApiKey(name=f"site-{book.slug}", kind=ApiKey.PUBLISHABLE, allowed_origins=SITE, book=book)
+        raw = key.issue()
+        key.save()
+        return raw
+
+    other = key_for(Book.objects.create(slug="another-book", title="Another", embedder_dimension=384))
+    refused = client.post(f"{SEARCH}/{found['search_id']}/opened?n=1&key={other}", headers={"Origin": SITE})
+    assert refused.status_code == 404 and refused.json()["error"] == "unknown_search"
+    assert "opened" not in AuditLog.objects.get(answer_id=found["search_id"]).retrieval
+    own = key_for(Book.objects.get(slug=BOOK))
+    recorded = client.post(f"{SEARCH}/{found['search_id']}/opened?n=1&key={own}", headers={"Origin": SITE})
+    assert recorded.status_code == 204 and recorded["Access-Control-Allow-Origin"] == SITE
+    assert AuditLog.objects.get(answer_id=found["search_id"]).retrieval["opened"] == [1]
 
 
 def test_the_schema_states_the_search(client):

@@ -1,4 +1,5 @@
-"""The REST API under ``/api/v1/``: ask, ask/stream (Server-Sent Events), search, feedback, books, health.
+"""The REST API under ``/api/v1/``: ask, ask/stream (Server-Sent Events), search (and the sections opened from it),
+feedback, books, health.
 
 Views only translate: they read the body (``chat.channels.parsers``: strict JSON through DRF's
 parser hook, so that a wrong content type is 415, a body over ``MAX_REQUEST_BYTES`` is 413, bad
@@ -32,7 +33,7 @@ from chat.channels.access import ALLOWED_HEADERS, Client, client_of
 from chat.channels.asking import Asking
 from chat.channels.books import book_list
 from chat.channels.errors import error_reply
-from chat.channels.feedback import record_feedback
+from chat.channels.feedback import record_feedback, record_opened
 from chat.channels.openapi import ERRORS, STREAM_EVENT
 from chat.channels.parsers import json_body, refuse_a_large_body
 from chat.channels.responses import (
@@ -46,6 +47,7 @@ from chat.channels.serializers import (
     AskRequestSerializer,
     BookQuerySerializer,
     FeedbackRequestSerializer,
+    OpenedSectionSerializer,
     SectionSearchSerializer,
     validate_feedback,
 )
@@ -143,6 +145,23 @@ class SearchView(ClientView):
         asking = Asking(client_of(request), request)
         params = {name: request.query_params[name] for name in request.query_params if name != "key"}
         return Response(asking.find(asking.validate_section_search(params)))
+
+
+class SearchOpenedView(ClientView):
+    throttle_classes = [SearchThrottle]
+
+    @extend_schema(operation_id="search_opened", parameters=[OpenedSectionSerializer], request=None,
+                   responses={204: None, **ERRORS}, description=(
+                       "The reader opened the `n`-th section of a search's result (1 for the first page's first "
+                       "section, on through each page's sections, as shown). Sent as the widget opens a result "
+                       "(no body, so a browser sends it without a preflight and while the page is left); a search "
+                       "whose sections nobody opened shows in the coverage gaps."))
+    def post(self, request, search_id):
+        client = client_of(request)
+        params = {name: request.query_params[name] for name in request.query_params if name != "key"}
+        n = OpenedSectionSerializer(data=params).checked()["n"]
+        record_opened(search_id, n, book_slug=client.key_book())
+        return Response(status=204)
 
 
 class FeedbackView(ClientView):

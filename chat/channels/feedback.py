@@ -1,8 +1,13 @@
-"""Thumbs up or down on an answer, from the session that got it (the chat page, the widget, the API).
+"""What readers tell us back: thumbs up or down on an answer, from the session that got it (the chat page, the
+widget, the API), and which section of a search's result they opened (the widget).
 
 One vote per answer: voting again replaces the earlier vote and comment. Feedback is
 accepted only from the conversation the answer was given in, and only while that
 conversation lives (turns are purged with it); the audit trail keeps it for longer.
+
+An opened section is kept only on the search's audit row (``search_opened``): a search a reader typed and opened
+nothing from is what the coverage gaps count as a "no-click" search. The search id is the row's, unguessable, so
+who knows it is who was shown the result; a key bound to a book records opens of that book's searches only.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ import uuid
 
 from bookchat.errors import NotFound, RequestError
 from chat.models import Feedback, Turn
-from chat.pipeline.signals import feedback_given
+from chat.pipeline.signals import feedback_given, search_opened
 
 
 def record_feedback(answer_id: uuid.UUID, *, rating: str, comment: str, session_ids: list[uuid.UUID],
@@ -32,3 +37,11 @@ def record_feedback(answer_id: uuid.UUID, *, rating: str, comment: str, session_
     )
     feedback_given.send_robust(sender=Feedback, answer_id=answer_id, rating=rating, comment=comment)
     return feedback, created
+
+
+def record_opened(search_id: uuid.UUID, n: int, *, book_slug: str | None = None) -> None:
+    """Record that the ``n``-th section of search ``search_id`` was opened, or ``NotFound`` when no search of
+    that id (of ``book_slug``, when given) is on record."""
+    replies = search_opened.send_robust(sender=None, search_id=search_id, n=n, book_slug=book_slug)
+    if not any(reply is True for _, reply in replies):
+        raise NotFound("there is no search with this id, or it has no section n", code="unknown_search")

@@ -182,6 +182,8 @@ class SearchResultSerializer(serializers.Serializer):
                                       "`none`: nothing found.")
     covered = serializers.BooleanField(help_text="Whether the best match clears the book's scope threshold.")
     pages = FoundPageSerializer(many=True)
+    search_id = serializers.UUIDField(help_text="This search, for `POST /search/{search_id}/opened` when the reader "
+                                      "opens one of its sections.")
 
 
 class ErrorSerializer(serializers.Serializer):

@@ -47,6 +47,9 @@ ASK_FIELDS = ("question", "selected_text", "max_results", "session_id", "book", 
 SEARCH_FIELDS = ("query", "limit", "book", "version", "locale")
 SECTION_SEARCH_FIELDS = ("q", "limit", "book", "version", "locale", "chapter")
 FEEDBACK_FIELDS = ("rating", "comment", "session_id")
+OPENED_FIELDS = ("n",)
+# The sections a search shows at most: 10 pages of 3 (``chat.pipeline.finding``).
+MAX_SECTIONS_SHOWN = 30
 
 
 def has_lone_surrogate(value: object) -> bool:
@@ -291,6 +294,35 @@ class SectionSearchSerializer(StrictSerializer):
         return AskRequest(question=data["q"], book=data.get("book") or None, version=data.get("version") or None,
                           locale=data.get("locale") or None, chapter=data.get("chapter") or None,
                           max_results=data.get("limit"), channel=channel)
+
+
+class SectionNumberField(serializers.IntegerField):
+    """``n`` of ``POST /search/{search_id}/opened``: which section was opened, a query string's whole number."""
+
+    def __init__(self, **kwargs):
+        super().__init__(min_value=1, max_value=MAX_SECTIONS_SHOWN, help_text="The section opened: its place in the "
+                         "search's result, 1 for the first page's first section, counting on through each page's "
+                         "sections.", **kwargs)
+
+    def run_validation(self, data=empty):
+        if data is empty:
+            raise invalid("n is required: the place of the section opened, from 1", "required")
+        text = data.strip() if isinstance(data, str) else ""
+        if not (text.isascii() and text.isdigit()):
+            raise invalid(f"n must be a whole number from 1 to {MAX_SECTIONS_SHOWN}", "invalid_type")
+        if not 1 <= int(text) <= MAX_SECTIONS_SHOWN:
+            raise invalid(f"n must be from 1 to {MAX_SECTIONS_SHOWN}, not {int(text)}", "out_of_range")
+        return int(text)
+
+
+class OpenedSectionSerializer(StrictSerializer):
+    """The query of ``POST /search/{search_id}/opened``: ``?n=`` (``key``, a publishable key's, is read
+    elsewhere)."""
+
+    order = OPENED_FIELDS
+
+    def get_fields(self):
+        return {"n": SectionNumberField()}
 
 
 class FeedbackRequestSerializer(StrictSerializer):

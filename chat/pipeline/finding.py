@@ -184,12 +184,13 @@ def find_sections(request: AskRequest) -> dict:
     matched = "words" if any(s["marks"] for page in pages for s in page["sections"]) else (
         "meaning" if pages else "none")
     covered = check_scope(book, retrieval).covered
+    search_id = uuid.uuid4()
     result = {"book": book.root.slug, "version": book.version, "locale": book.locale, "query": request.question,
-              "matched": matched, "covered": covered, "pages": pages}
+              "matched": matched, "covered": covered, "pages": pages, "search_id": search_id}
     sources = [audited_source({**s, "n": n, "document": page["document"], "chapter": page["chapter"],
                                "section": s["title"], "cited": False})
                for n, (page, s) in enumerate(((p, s) for p in pages for s in p["sections"]), 1)]
-    send_audit(request, answer_id=uuid.uuid4(), book_slug=book.slug, status="searched",
+    send_audit(request, answer_id=search_id, book_slug=book.slug, status="searched",
                resolved_question=typed.lexical, sources=sources,
                retrieval={"best_cosine": round(retrieval.best_cosine, 4), "covered": covered, "matched": matched,
                           "candidates": retrieval.candidates},

@@ -29,6 +29,10 @@ answered = Signal()
 # A reader voted on an answer: ``answer_id`` (UUID), ``rating`` ("up"/"down"), ``comment``.
 feedback_given = Signal()
 
+# A reader opened the ``n``-th section (1-based, in the order shown) of search ``search_id`` (UUID): a receiver that
+# recorded it returns True (the audit trail, when that search is one of its rows, of ``book_slug`` when given).
+search_opened = Signal()
+
 # ``/api/v1/health`` asks the other parts how they are: each receiver returns ``{name: report}`` (the audit
 # trail: ``{"audit": {"write_failures": …}}``), shown beside the database and embedder checks.
 health_requested = Signal()

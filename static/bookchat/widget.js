@@ -20,6 +20,7 @@
  *
  * API used (every call carries ?key=pk_…, cross-origin, without cookies):
  *   GET  /api/v1/search                     sections as the reader types (the search mode)
+ *   POST /api/v1/search/{id}/opened?n=      which section of it the reader opened
  *   POST /api/v1/ask/stream                 Server-Sent Events: token…, then final (or error)
  *   POST /api/v1/ask                        the same answer as one JSON object (fallback without streams)
  *   POST /api/v1/answers/<id>/feedback      thumbs up/down and an optional comment
@@ -257,13 +258,23 @@
       try { return await response.json(); } catch (e) { throw userError(MESSAGES.unreadable); }
     }
 
+    /** Tell bookchat which section of a search the reader opened (the coverage gaps count searches whose
+     *  sections nobody opened). No body and no header, so no preflight; keepalive, so it is sent while the page
+     *  is left; the answer is not read, and a failure costs the reader nothing. */
+    function opened(searchId, n) {
+      try {
+        fetch(endpoint('/api/v1/search/' + encodeURIComponent(searchId) + '/opened') + '&n=' + n,
+          { method: 'POST', mode: 'no-cors', credentials: 'omit', keepalive: true }).catch(function () {});
+      } catch (e) { /* an old browser without keepalive: nothing recorded */ }
+    }
+
     async function books() {
       var response = await fetch(endpoint('/api/v1/books'), { mode: 'cors', credentials: 'omit' });
       if (!response.ok) throw await failure(response);
       return response.json();
     }
 
-    return { ask: ask, feedback: feedback, books: books, search: search };
+    return { ask: ask, feedback: feedback, books: books, search: search, opened: opened };
   }
 
   // ---------------------------------------------------------------- the page's version and language
@@ -968,7 +979,7 @@
 
     // ---- searching: the mode, the combobox, the results
 
-    var searchState = { seq: 0, controller: null, items: [], active: -1 };
+    var searchState = { seq: 0, controller: null, items: [], active: -1, searchId: '' };
 
     function setMode(mode) {
       var searching = mode === 'search';
@@ -1020,8 +1031,11 @@
       results.replaceChildren();
       searchInput.removeAttribute('aria-activedescendant');
       results.dataset.query = result ? String(result.query || '') : '';
+      searchState.searchId = result && typeof result.search_id === 'string' ? result.search_id : '';
+      var shown = 0;  // each section's place in the result (the n the server counts), shown or not
       (result && Array.isArray(result.pages) ? result.pages : []).forEach(function (page) {
         (Array.isArray(page.sections) ? page.sections : []).forEach(function (section) {
+          var n = ++shown;
           var url = safeUrl(section.url);
           if (!url) return;
           var index = searchState.items.length;
@@ -1035,7 +1049,7 @@
           option.addEventListener('mousedown', function (event) { event.preventDefault(); });  // focus stays in the box
           option.addEventListener('click', function () { openResult(index); });
           results.appendChild(option);
-          searchState.items.push({ node: option, url: url });
+          searchState.items.push({ node: option, url: url, n: n });
         });
       });
       var count = searchState.items.length;
@@ -1080,6 +1094,7 @@
     function openResult(index) {
       var item = searchState.items[index];
       if (!item) return;
+      if (searchState.searchId) api.opened(searchState.searchId, item.n);
       if (item.url.origin === location.origin) location.assign(item.url.href);
       else window.open(item.url.href, '_blank', 'noopener');
     }
