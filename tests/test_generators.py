@@ -32,6 +32,14 @@ def test_liquid_comments_tags_and_outputs_are_not_prose_but_code_and_inline_code
     assert code and "{% for post in site.posts %}" in code[0]
 
 
+def test_a_comment_tag_quoted_in_inline_code_hides_nothing():
+    page = ("# Comments\n\nWrap a draft in `{% comment %}` to hide it; the rest of this page still reads.\n\n"
+            "## After\n\nEnd it with `{% endcomment %}`, as the template guide shows.\n")
+    prose = " ".join(text for kind, text in texts(parse_document(page, rel_path="guide/comments.md")) if kind != "code")
+    assert "`{% comment %}`" in prose and "the rest of this page still reads" in prose
+    assert "as the template guide shows" in prose, "an unclosed quoted tag used to drop the rest of the page"
+
+
 def test_mdx_pages_keep_their_jsx_object_literals():
     doc = parse_document("# Colours\n\n<span style={{color: 'red'}}>Red text</span> is red.\n",
                          rel_path="colours.mdx")

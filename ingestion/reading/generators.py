@@ -97,7 +97,9 @@ def outside_inline_code(line: str, rewrite, *, code=lambda span: span) -> str:
 
 
 def _drop_comments(line: str, in_comment: bool) -> tuple[str, bool]:
-    """``line`` without the parts inside a Liquid comment block, and whether the block goes on after it."""
+    """``line`` without the parts inside a Liquid comment block, and whether the block goes on after it. A comment
+    tag quoted in inline code (a page about Liquid) opens nothing."""
+    quoted = [span.span() for span in _INLINE_CODE.finditer(line)]
     kept, pos = [], 0
     while pos <= len(line):
         if in_comment:
@@ -107,6 +109,8 @@ def _drop_comments(line: str, in_comment: bool) -> tuple[str, bool]:
             pos, in_comment = close.end(), False
         else:
             opening = _COMMENT_OPEN.search(line, pos)
+            while opening is not None and any(start <= opening.start() < end for start, end in quoted):
+                opening = _COMMENT_OPEN.search(line, opening.end())
             if opening is None:
                 kept.append(line[pos:])
                 return "".join(kept), False
