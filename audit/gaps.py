@@ -3,11 +3,11 @@
 The questions are the refused ("not covered" or unsure), withheld and low-confidence answers of the
 period, and the searches that found nothing or led nowhere, the classic search-analytics signals: none of
 their words is in the book (``matched`` "meaning" or "none") or the best match is off the book's topic (not
-``covered``); or, from the widget (the one search box that reports which section a reader opens,
-``OPENS_REPORTED``), sections were shown and the reader opened none ("no-click"; counted once the reader has
-had ``TYPING_SECONDS`` to choose). A search box searches on every keystroke, so of one reader's searches in a
-row only the last is kept: a search is dropped when the same client searched a longer text that begins with it
-within ``TYPING_SECONDS`` after it ("kuber" before "kubernetes"), whatever either found.
+``covered``); or, from a search box that reports which section a reader opens (the widget, the chat page with
+JavaScript: ``reports_opens`` on the row), sections were shown and the reader opened none ("no-click"; counted
+once the reader has had ``TYPING_SECONDS`` to choose). A search box searches on every keystroke, so of one
+reader's searches in a row only the last is kept: a search is dropped when the same client searched a longer text
+that begins with it within ``TYPING_SECONDS`` after it ("kuber" before "kubernetes"), whatever either found.
 
 Each is embedded once (as a query, with the book's embedder; the vector is kept on
 its audit row) and grouped greedily: a question joins the group whose centre is closest if
@@ -37,7 +37,6 @@ DEFAULT_THRESHOLD = 0.88
 MAX_QUESTIONS = 2000
 MAX_SEARCHES = 20_000  # searches of the period read to find the last of each reader's typing (newest first)
 TYPING_SECONDS = 60
-OPENS_REPORTED = ("widget",)
 EXAMPLES = 5
 
 
@@ -86,7 +85,8 @@ def found_nothing(row: AuditLog) -> bool:
 
 def opened_nothing(row: AuditLog, now: datetime) -> bool:
     """A search from a box that reports opened sections, whose reader has had time to choose and opened none."""
-    return (row.channel in OPENS_REPORTED and not (row.retrieval or {}).get("opened")
+    retrieval = row.retrieval or {}
+    return (bool(retrieval.get("reports_opens")) and not retrieval.get("opened")
             and (now - row.created_at).total_seconds() > TYPING_SECONDS)
 
 

@@ -546,10 +546,27 @@ def test_page_search_box_by_keyboard(servers, open_page, java_script):
     assert sections.count() >= 1 and "#" in (sections.first.get_attribute("href") or "")
     assert page.locator(".search-snippet mark").count() >= 1
     assert page.locator("#search-box").input_value() == "publishable wid"
+    from audit.models import AuditLog
+
+    searched = committed(lambda: AuditLog.objects.filter(channel="page", status="searched", question="publishable wid")
+                         .order_by("-created_at").first())
+    # With its script the page reports the section a reader opens, and says so on the search's row.
+    assert bool(searched.retrieval.get("reports_opens")) is java_script
     page.locator("#search-results a.button").click()  # "Ask about this"
     page.wait_for_url("**ask=*")
     assert page.locator("#question").input_value() == "publishable wid"
     assert errors == []
+    if java_script:
+        page.go_back()
+        first = page.locator(".search-section a").first
+        search_id = page.locator("[data-search-id]").get_attribute("data-search-id")
+        page.route("**/using/**", lambda route: route.fulfill(body="section"))  # wherever the manual's link points
+        with page.expect_request(lambda r: r.method == "POST" and f"/search/{search_id}/opened?n=1" in r.url):
+            first.click()
+        deadline = time.monotonic() + 10
+        while "opened" not in committed(lambda: AuditLog.objects.get(answer_id=search_id)).retrieval:
+            assert time.monotonic() < deadline, "the opened section was not recorded"
+            time.sleep(0.2)
 
 
 def test_widget_on_a_360_px_screen(servers, open_page, widget_key):

@@ -199,18 +199,23 @@ def test_coverage_gaps_list_searches_that_found_nothing_once_per_reader_typing(c
     assert "searches" in response.content.decode()
 
 
-def test_coverage_gaps_list_widget_searches_whose_sections_nobody_opened(client, reviewer):
+def test_coverage_gaps_list_searches_whose_sections_nobody_opened(client, reviewer):
+    """Of searches from a box that reports the section opened (``reports_opens``: the widget, the page with its
+    script), the last of a reader's typing whose sections were shown and none opened."""
     found = {"covered": True, "matched": "words"}
+    reported = found | {"reports_opens": True}
     sources = [{"n": 1, "heading_path": "Widget > Search", "url": "/widget#search"}]
     old = timezone.now() - timedelta(minutes=5)
     for n, typed in enumerate(["offline sea", "offline search"]):  # typed, shown sections, none opened
         row(typed, status="searched", channel="widget", client_ip_hash="reader-a",
-            created_at=old + timedelta(seconds=n), retrieval=found, sources=sources)
+            created_at=old + timedelta(seconds=n), retrieval=reported, sources=sources)
     for n, typed in enumerate(["publishable ke", "publishable key"]):  # typed, and the last one's section opened
-        row(typed, status="searched", channel="widget", client_ip_hash="reader-b",
-            created_at=old + timedelta(seconds=n), retrieval=found | ({"opened": [1]} if n else {}), sources=sources)
+        row(typed, status="searched", channel="page", client_ip_hash="reader-b",
+            created_at=old + timedelta(seconds=n), retrieval=reported | ({"opened": [1]} if n else {}),
+            sources=sources)
     row("search api", status="searched", channel="api", created_at=old, retrieval=found, sources=sources)  # can't say
-    row("offline mode", status="searched", channel="widget", client_ip_hash="reader-c", retrieval=found,
+    row("search page", status="searched", channel="page", created_at=old, retrieval=found, sources=sources)  # no JS
+    row("offline mode", status="searched", channel="widget", client_ip_hash="reader-c", retrieval=reported,
         sources=sources)  # just now: the reader may still choose
     response = client.get(reverse("admin:audit_gaps"))
     gaps = response.context["gaps"]

@@ -194,9 +194,13 @@ def opened(client, search_id, **params):
 
 
 def test_the_section_a_reader_opens_is_recorded_on_the_searchs_audit_row(client):
-    found = search(client, "ingest a folder").json()
+    found = search(client, "ingest a folder", report_opens="true").json()
     shown = sum(len(page["sections"]) for page in found["pages"])
     assert shown >= 2
+    assert [s["n"] for page in found["pages"] for s in page["sections"]] == list(range(1, shown + 1))
+    assert AuditLog.objects.get(answer_id=found["search_id"]).retrieval["reports_opens"] is True
+    assert search(client, "ingest a folder", report_opens="false").status_code == 200
+    assert search(client, "ingest a folder", report_opens="perhaps").json()["field"] == "report_opens"
     for n in (2, 1, 2):
         response = opened(client, found["search_id"], n=str(n))
         assert response.status_code == 204, response.content

@@ -83,8 +83,10 @@ def _search(request, book: Book) -> dict:
     try:
         check_rate(request, client, searching=True)
         asking = Asking(client, request)
-        return {"query": query, "result": asking.find(asking.validate_section_search({"q": query,
-                                                                                      "book": book.slug}))}
+        params = {"q": query, "book": book.slug}
+        if request.GET.get("report_opens"):  # the page's script adds it: it reports the section opened
+            params["report_opens"] = request.GET["report_opens"]
+        return {"query": query, "result": asking.find(asking.validate_section_search(params))}
     except (RequestError, BookchatError, RateLimited) as exc:
         reply = error_reply(exc)
         return {"query": query, "error": reply.body["message"], "status": reply.status, "headers": reply.headers}

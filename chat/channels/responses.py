@@ -160,6 +160,8 @@ class FoundSectionSerializer(serializers.Serializer):
                                   help_text="`[start, end)` offsets of the matched words in `snippet`.")
     score = serializers.FloatField()
     chunk_id = serializers.CharField()
+    n = serializers.IntegerField(help_text="Its place in the result (1, 2, … through each page's sections): the `n` "
+                                 "of `POST /search/{search_id}/opened`.")
 
 
 class FoundPageSerializer(serializers.Serializer):

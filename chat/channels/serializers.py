@@ -45,7 +45,7 @@ _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 ASK_FIELDS = ("question", "selected_text", "max_results", "session_id", "book", "version", "locale", "chapter")
 SEARCH_FIELDS = ("query", "limit", "book", "version", "locale")
-SECTION_SEARCH_FIELDS = ("q", "limit", "book", "version", "locale", "chapter")
+SECTION_SEARCH_FIELDS = ("q", "limit", "book", "version", "locale", "chapter", "report_opens")
 FEEDBACK_FIELDS = ("rating", "comment", "session_id")
 OPENED_FIELDS = ("n",)
 # The sections a search shows at most: 10 pages of 3 (``chat.pipeline.finding``).
@@ -287,13 +287,18 @@ class SectionSearchSerializer(StrictSerializer):
         query.help_text = ("What the reader has typed so far; its last word may be half-written (" +
                            query.help_text + ")")
         return {"q": query, "limit": PagesField(), **{name: ask[name] for name in ("book", "version", "locale",
-                                                                                   "chapter")}}
+                                                                                   "chapter")},
+                "report_opens": serializers.BooleanField(required=False, help_text=(
+                    "`true` when the caller will report the section the reader opens (`POST /search/{search_id}/"
+                    "opened`), as the widget does: a search of such a caller from which nothing is opened shows in "
+                    "the coverage gaps."))}
 
     def search(self, *, channel: str) -> AskRequest:
         data = self.checked()
         return AskRequest(question=data["q"], book=data.get("book") or None, version=data.get("version") or None,
                           locale=data.get("locale") or None, chapter=data.get("chapter") or None,
-                          max_results=data.get("limit"), channel=channel)
+                          max_results=data.get("limit"), channel=channel,
+                          report_opens=bool(data.get("report_opens")))
 
 
 class SectionNumberField(serializers.IntegerField):

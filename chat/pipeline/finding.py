@@ -181,19 +181,20 @@ def find_sections(request: AskRequest) -> dict:
     pages = [{"title": first.document_title, "chapter": first.chapter, "document": first.document_path,
               "url": first.url.split("#")[0], "sections": [section(chunk, typed.marks) for chunk in chunks]}
              for chunks in by_page(retrieval.pool, request.max_results or DEFAULT_PAGES) for first in chunks[:1]]
+    for n, found in enumerate((s for page in pages for s in page["sections"]), 1):
+        found["n"] = n  # its place in the result: what a report of the section opened names
     matched = "words" if any(s["marks"] for page in pages for s in page["sections"]) else (
         "meaning" if pages else "none")
     covered = check_scope(book, retrieval).covered
     search_id = uuid.uuid4()
     result = {"book": book.root.slug, "version": book.version, "locale": book.locale, "query": request.question,
               "matched": matched, "covered": covered, "pages": pages, "search_id": search_id}
-    sources = [audited_source({**s, "n": n, "document": page["document"], "chapter": page["chapter"],
-                               "section": s["title"], "cited": False})
-               for n, (page, s) in enumerate(((p, s) for p in pages for s in p["sections"]), 1)]
+    sources = [audited_source({**s, "document": page["document"], "chapter": page["chapter"], "section": s["title"],
+                               "cited": False}) for page in pages for s in page["sections"]]
     send_audit(request, answer_id=search_id, book_slug=book.slug, status="searched",
                resolved_question=typed.lexical, sources=sources,
                retrieval={"best_cosine": round(retrieval.best_cosine, 4), "covered": covered, "matched": matched,
-                          "candidates": retrieval.candidates},
+                          "candidates": retrieval.candidates, "reports_opens": request.report_opens},
                latency_ms=deadline.elapsed_ms(), timings_ms={"retrieval": round(retrieval.seconds * 1000, 2),
                                                              **retrieval.timings_ms})
     return result

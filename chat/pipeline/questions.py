@@ -19,6 +19,7 @@ class AskRequest:
     chapter: str | None = None
     max_results: int | None = None
     channel: str = "api"
+    report_opens: bool = False  # a search whose caller reports the sections opened from it (no-click gaps)
     # Who asked, for the audit trail (the IP is only ever stored as a keyed hash).
     api_key_id: int | None = None
     api_key_name: str = ""

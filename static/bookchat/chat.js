@@ -6,7 +6,8 @@
  * (/answers/<id>) so citations, sources and feedback look exactly as after a reload.
  * Thumbs are sent to /api/v1/answers/<id>/feedback without leaving the page.
  * Every code block of an answer gets a Copy button (a real <button>, so keyboard-reachable; the
- * result is announced in the page's live region). "/" puts the cursor in the search box.
+ * result is announced in the page's live region). "/" puts the cursor in the search box; opening a search
+ * result tells /api/v1/search/<id>/opened which one (the coverage gaps count searches nothing was opened from).
  */
 (function () {
   "use strict";
@@ -266,4 +267,28 @@
     searchBox.focus();
     searchBox.select();
   });
+
+  // Searches from here say they report the section the reader opens, and do: the coverage gaps count the
+  // searches nothing was opened from (without this script the page reports nothing, and says so by omission).
+  var searchForm = document.getElementById("search-form");
+  if (searchForm) {
+    var reports = document.createElement("input");
+    reports.type = "hidden";
+    reports.name = "report_opens";
+    reports.value = "true";
+    searchForm.appendChild(reports);
+  }
+  var searchResults = document.getElementById("search-results");
+  function reportOpened(event) {
+    var link = event.target.closest && event.target.closest("a[data-n]");
+    var list = link && link.closest("[data-search-id]");
+    if (!list || (event.type === "auxclick" && event.button !== 1)) return;
+    fetch("/api/v1/search/" + encodeURIComponent(list.dataset.searchId) + "/opened?n=" +
+          encodeURIComponent(link.dataset.n), { method: "POST", credentials: "same-origin", keepalive: true,
+                                                headers: { "X-CSRFToken": csrf } }).catch(function () {});
+  }
+  if (searchResults) {
+    searchResults.addEventListener("click", reportOpened);
+    searchResults.addEventListener("auxclick", reportOpened);
+  }
 })();

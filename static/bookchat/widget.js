@@ -1012,7 +1012,7 @@
       if (!query) return renderResults(null);
       var controller = new AbortController();
       searchState.controller = controller;
-      var params = { q: query, book: options.book, locale: pageLanguage() };
+      var params = { q: query, book: options.book, locale: pageLanguage(), report_opens: 'true' };
       versionToAsk().then(function (version) {
         if (seq !== searchState.seq) return null;
         params.version = version;
@@ -1032,10 +1032,9 @@
       searchInput.removeAttribute('aria-activedescendant');
       results.dataset.query = result ? String(result.query || '') : '';
       searchState.searchId = result && typeof result.search_id === 'string' ? result.search_id : '';
-      var shown = 0;  // each section's place in the result (the n the server counts), shown or not
       (result && Array.isArray(result.pages) ? result.pages : []).forEach(function (page) {
         (Array.isArray(page.sections) ? page.sections : []).forEach(function (section) {
-          var n = ++shown;
+          var n = Number(section.n);  // its place in the result, which a report of it opened names
           var url = safeUrl(section.url);
           if (!url) return;
           var index = searchState.items.length;
@@ -1094,7 +1093,7 @@
     function openResult(index) {
       var item = searchState.items[index];
       if (!item) return;
-      if (searchState.searchId) api.opened(searchState.searchId, item.n);
+      if (searchState.searchId && item.n > 0) api.opened(searchState.searchId, item.n);
       if (item.url.origin === location.origin) location.assign(item.url.href);
       else window.open(item.url.href, '_blank', 'noopener');
     }
