@@ -393,6 +393,19 @@ def wait_for_results(page, query: str) -> None:
                            "&& r.children.length > 0; }", arg=query)
 
 
+def opened_search(search_id: str):
+    """The audit row of search ``search_id`` once the section opened from it is recorded (the report is sent as
+    the page is left, so it may land a moment after the test sees the request)."""
+    from audit.models import AuditLog
+
+    deadline = time.monotonic() + 10
+    while (row := committed(lambda: AuditLog.objects.filter(answer_id=search_id).first())) is None or \
+            "opened" not in row.retrieval:
+        assert time.monotonic() < deadline, "the opened section was not recorded"
+        time.sleep(0.2)
+    return row
+
+
 def test_widget_search_keyboard_only_opens_a_section_at_its_anchor(servers, open_page, widget_key):
     _, docs = servers
     page, errors = open_docs(open_page, docs, widget_key(docs.origin))
@@ -429,13 +442,7 @@ def test_widget_search_keyboard_only_opens_a_section_at_its_anchor(servers, open
     assert errors == []
     # The section opened is recorded on the search's audit row (the coverage gaps count searches with none).
     search_id = re.search(r"/search/([0-9a-f-]{36})/opened\?.*\bn=1\b", report.value.url).group(1)
-    from audit.models import AuditLog
-
-    deadline = time.monotonic() + 10
-    while (row := committed(lambda: AuditLog.objects.filter(answer_id=search_id).first())) is None or \
-            "opened" not in row.retrieval:
-        assert time.monotonic() < deadline, "the opened section was not recorded"
-        time.sleep(0.2)
+    row = opened_search(search_id)
     assert row.status == "searched" and row.channel == "widget" and row.retrieval["opened"] == [1]
 
 
@@ -563,10 +570,7 @@ def test_page_search_box_by_keyboard(servers, open_page, java_script):
         page.route("**/using/**", lambda route: route.fulfill(body="section"))  # wherever the manual's link points
         with page.expect_request(lambda r: r.method == "POST" and f"/search/{search_id}/opened?n=1" in r.url):
             first.click()
-        deadline = time.monotonic() + 10
-        while "opened" not in committed(lambda: AuditLog.objects.get(answer_id=search_id)).retrieval:
-            assert time.monotonic() < deadline, "the opened section was not recorded"
-            time.sleep(0.2)
+        opened_search(search_id)
 
 
 def test_widget_on_a_360_px_screen(servers, open_page, widget_key):
