@@ -223,6 +223,53 @@ def test_a_how_to_answer_brings_the_block_its_sentence_introduces_whole():
     assert "mkdir" not in answer
 
 
+def test_a_short_lead_followed_by_a_sentence_that_announces_a_block_brings_the_block():
+    passage = Passage("Completions let your shell finish a subcommand when you press Tab.\n\n"
+                      "Install them for your shell:\n\n```bash\nmdbook completions bash > ~/.bash_completion\n```\n\n"
+                      "Where they go depends on your shell.")
+    answer = compose_extractive("Is there completion of subcommands when I press Tab?", [passage])
+    assert answer.index("press Tab") < answer.index("Install them for your shell:")
+    assert "```bash\nmdbook completions bash > ~/.bash_completion\n```" in answer, "not a colon announcing nothing"
+
+
+def test_a_how_to_answer_follows_its_steps_to_the_block_the_next_sentence_announces():
+    passage = Passage("To add a style sheet, create it in the docs folder:\n\n```sh\ndocs/stylesheets/extra.css\n```\n\n"
+                      "Then, add the following lines to mkdocs.yml:\n\n```yaml\nextra_css:\n  - stylesheets/extra.css\n```\n\n"
+                      "Reload the page to see it.\n\n```sh\nmkdocs serve\n```\n")
+    answer = compose_extractive("How do I add a style sheet?", [passage])
+    assert "docs/stylesheets/extra.css\n```" in answer and "Then, add the following lines to mkdocs.yml:" in answer
+    assert "```yaml\nextra_css:\n  - stylesheets/extra.css\n```" in answer
+    assert "mkdocs serve" not in answer, "one next step, announced by its sentence, not every block after"
+    assert "extra_css" not in compose_extractive("What does a style sheet change?", [passage]), "only for how-to"
+    tabs = Passage(passage.text.replace("Then, add", "**mkdocs.yml:** Or add"))
+    assert "extra_css" not in compose_extractive("How do I add a style sheet?", [tabs]), "a tab is an alternative"
+
+
+def test_a_code_question_gets_the_block_from_another_passage_of_the_leads_section():
+    command = Passage("Operators can ask from the shell with the `ask` command:\n\n"
+                      "```bash\npython manage.py ask \"Which port?\" --book my-book --json\n```\n",
+                      heading_path="Asking > From the command line", score=0.05)
+    options = Passage("| Option | Meaning |\n|---|---|\n| `--book SLUG` | The book to ask |\n"
+                      "| `--json` | Print the full response as one JSON object |",
+                      heading_path="Asking > From the command line", score=0.9)
+    elsewhere = Passage("Send the question as JSON:\n\n```bash\ncurl -d '{\"question\": \"Which port?\"}' /ask\n```\n",
+                        heading_path="REST API > Ask", score=0.05)
+    question = "Can I ask a book from the terminal and get the response as JSON?"
+    answer = compose_extractive(question, [options, elsewhere, command])
+    assert "`--json`" in answer and "python manage.py ask" in answer and "curl" not in answer
+    assert answer.index("--json") < answer.index("Operators can ask"), "the lead stays first"
+    far = Passage(command.text, heading_path="Asking > Scripts", score=0.05)
+    assert "python manage.py ask" not in compose_extractive(question, [options, elsewhere, far]), \
+        "a low-ranked passage of another section is not enough"
+    unrelated = Passage("Run the build first:\n\n```bash\nmake book\n```\n", heading_path=command.heading_path,
+                        score=0.05)
+    assert "make book" not in compose_extractive(question, [options, elsewhere, unrelated]), "one shared word is chance"
+    bare = Passage("```bash\npython manage.py ask \"Which port?\" --book my-book --json\n```\n",
+                   heading_path=command.heading_path, score=0.05)
+    assert "python manage.py ask" not in compose_extractive(question, [options, elsewhere, bare]), \
+        "a block from another passage comes with the sentence that says what it is for, or not at all"
+
+
 # -- evaluate's code questions ------------------------------------------------------------------------
 def test_code_questions_need_their_code_strings(tmp_path):
     path = tmp_path / "q.jsonl"
@@ -244,8 +291,9 @@ def test_shipped_code_question_sets_load():
     from pathlib import Path
 
     folder = Path(__file__).resolve().parent.parent / "bench" / "questions"
-    questions = [q for name in ("code-docusaurus.jsonl", "code-manual.jsonl") for q in load_questions(folder / name)]
-    assert len(questions) >= 20 and all(q.kind == "code" and q.code for q in questions)
+    names = ("code-docusaurus.jsonl", "code-manual.jsonl", "code-mdbook-guide.jsonl", "code-mkdocs-material.jsonl")
+    questions = [q for name in names for q in load_questions(folder / name)]
+    assert len(questions) >= 44 and all(q.kind == "code" and q.code for q in questions)
 
 
 # -- one rendering everywhere ---------------------------------------------------------------------------

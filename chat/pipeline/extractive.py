@@ -12,15 +12,20 @@ Then, in order:
    entries by default. To keep them all, set ``limit: false``"), so the next sentences of the
    same paragraph come along while they stay short or keep to the question's words.
 2. **Keep structures whole**: a span ending with a colon brings the code block, list or table
-   it introduces; for a "how do I…" question a lead inside a list brings the whole list with
-   its intro line (numbered steps stay numbered); a table row comes with its column names.
+   it introduces (a code block also when the colon ends the one-sentence paragraph a short lead
+   brought along); for a "how do I…" question a lead inside a list brings the whole list with its
+   intro line (numbered steps stay numbered), and a code block the span brought is followed to
+   the next step when the sentence after it announces another block ("Then, add these lines to
+   `mkdocs.yml`:"); a table row comes with its column names.
    A list item never stands alone without the line that introduced it, nor a nested item without
    the item it belongs to.
 3. **Add** a unit from another passage only when it covers words of the question the lead
    does not and scores nearly as well; at most ``max_units`` prose units in all.
 4. **Code**: a question that asks for code (``wants_code``: how to…, or a command, snippet, example,
    config, script) whose answer holds no code block yet gets the block that goes with the lead
-   (``_code_for``), with the sentence before it. A code block is never cut in the middle: one longer
+   (``_code_for``; the lead's section counts whole, as a long section is indexed as several
+   passages and its command may sit in another than the table of its options), with the sentence
+   before it. A code block is never cut in the middle: one longer
    than ``MAX_CODE_LINES`` is shortened at a line boundary to a last line ``…``, and a note after it
    cites the section where the rest is. Citation markers never go inside code.
 5. **Cite** each run of one passage's units once, with the passage that holds them; a unit
@@ -47,6 +52,7 @@ RANK_PRIOR = 0.3  # weight of the passage's rank score (the re-ranker's probabil
 SIMILARITY_WEIGHT = 2.0  # per unit of cosine that a unit's sentence vector falls below the best unit's
 _HOW_TO = re.compile(r"\bhow\s+(?:do|can|should|would|to)\s|(?:^|[.!?]\s+)\s*(?:how\s+does\b"
                      r"|what\s+(?:are\s+the\s+)?steps\b|steps\s+to\b|(?:show|tell)\s+me\s+how\b)", re.IGNORECASE)
+_LABEL = re.compile(r"\s*\*\*[^*\n]{1,120}:\*\*")  # a tab's or an admonition's label, as the indexer writes it
 # Words that ask for code: the command, the snippet, what to put in a file, what to run.
 _CODE_WORDS = re.compile(r"\b(?:commands?|curl|snippets?|examples?|syntax|scripts?|code|install(?:ing)?|"
                          r"configur(?:e|ing)|config|cli|terminal|shell|show\s+me|what\s+(?:do|should)\s+i\s+"
@@ -168,11 +174,32 @@ def _span(blocks: list[Block], lead: Unit, question_terms: set[str], how_to: boo
         after = blocks[lead.block + 1]
         ends_paragraph = span[-1] is block.units[-1]
         introduces = ends_with_colon(span[-1].text)
+        shown = None  # the block the span brought
         if ends_paragraph and (introduces or (how_to and after.kind in ("code", "list"))):
             span += after.units[:MAX_LIST_ITEMS]
+            shown = lead.block + 1
         elif ends_paragraph and after.kind == "paragraph" and length < MAX_SPAN_CHARS // 2:
             span.append(after.units[0])  # a short lead: the answer often opens the next paragraph
+            announced = blocks[lead.block + 2] if lead.block + 2 < len(blocks) else None
+            if (after.units == span[-1:] and ends_with_colon(span[-1].text) and announced is not None
+                    and announced.kind == "code"):  # … and announces a block (a list would take the prose budget)
+                span += announced.units
+                shown = lead.block + 2
+        if how_to and shown is not None and blocks[shown].kind == "code":
+            span += _next_step(blocks, shown)
     return span
+
+
+def _next_step(blocks: list[Block], index: int) -> list[Unit]:
+    """The step after the code block at ``index``, when the paragraph after it is one sentence that announces another
+    ("Then, add the following lines to `mkdocs.yml`:"): that sentence and its block; else nothing. A sentence
+    that opens with a label (``**headTags entry:**``, a tab's) begins an alternative, not a next step."""
+    if index + 2 < len(blocks):
+        intro, code = blocks[index + 1], blocks[index + 2]
+        if (intro.kind == "paragraph" and len(intro.units) == 1 and ends_with_colon(intro.units[0].text)
+                and not _LABEL.match(intro.units[0].text) and code.kind == "code"):
+            return intro.units + code.units
+    return []
 
 
 def _code_for(passages: list[list[Block]], sources: list, lead: Unit, question_terms: set[str],
@@ -180,26 +207,30 @@ def _code_for(passages: list[list[Block]], sources: list, lead: Unit, question_t
     """For a question that asks for code and a lead that brought none: the code block that shows what the lead
     says, with the sentence that introduces it, or nothing.
 
-    Each code block of a passage ranked at least ``CODE_RANK_SHARE`` of the lead's is scored by the share of
-    the question's words (weighted by rarity) its code and the sentence before it hold; a block in the lead's passage
-    gains ``CODE_NEAR_BONUS``, twice over when it sits by the lead's paragraph (right before it: a sentence
-    that explains the flags of the command above; or just after it, one paragraph between at most). The best
-    block joins, with the sentence before it, when it holds ``CODE_SHARE`` of the question, or sits by the
-    lead and holds some of it."""
+    Each code block of a passage ranked at least ``CODE_RANK_SHARE`` of the lead's, or from the lead's section, is
+    scored by the share of the question's words (weighted by rarity) its code and the sentence before it hold; a
+    block in the lead's passage gains ``CODE_NEAR_BONUS``, twice over when it sits by the lead's paragraph (right
+    before it: a sentence that explains the flags of the command above; or just after it, one paragraph between at
+    most). The best block joins, with the sentence before it, when it holds ``CODE_SHARE`` of the question, sits by
+    the lead and holds some of it, or is from the lead's section and holds two of its words (one may be chance). A
+    block from another passage than the lead's needs a sentence before it, which says what it is for and cites it."""
     weight_total = sum(idf.values()) or 1.0
     lead_score = sources[lead.source - 1].score
     candidates = []
+    section = sources[lead.source - 1].heading_path  # a long section is indexed as several passages
     for n, blocks in enumerate(passages, 1):
-        if sources[n - 1].score < CODE_RANK_SHARE * lead_score:
+        same = sources[n - 1].heading_path == section  # the lead's passage, or another part of its section
+        if sources[n - 1].score < CODE_RANK_SHARE * lead_score and not same:
             continue
         for index, block in enumerate(blocks):
-            if block.kind != "code":
-                continue
-            terms = set(block.units[0].terms) | {t for u in _lead_in(blocks, index) for t in u.terms}
-            share = sum(idf[t] for t in question_terms & terms) / weight_total
+            lead_in = _lead_in(blocks, index)
+            if block.kind != "code" or not (n == lead.source or lead_in):
+                continue  # from another passage a block comes with the sentence that says what it is for (and cites it)
+            shared = question_terms & (set(block.units[0].terms) | {t for u in lead_in for t in u.terms})
+            share = sum(idf[t] for t in shared) / weight_total
             adjacent = n == lead.source and -1 <= index - lead.block <= 2
             near = CODE_NEAR_BONUS * ((n == lead.source) + adjacent)
-            if share >= CODE_SHARE or (adjacent and share > 0):
+            if share >= CODE_SHARE or (adjacent and shared) or (same and len(shared) >= 2):
                 candidates.append((share + near, -n, -abs(index - lead.block), n, index))
     if not candidates:
         return []
