@@ -233,8 +233,10 @@ def test_a_short_lead_followed_by_a_sentence_that_announces_a_block_brings_the_b
 
 
 def test_a_how_to_answer_follows_its_steps_to_the_block_the_next_sentence_announces():
-    passage = Passage("To add a style sheet, create it in the docs folder:\n\n```sh\ndocs/stylesheets/extra.css\n```\n\n"
-                      "Then, add the following lines to mkdocs.yml:\n\n```yaml\nextra_css:\n  - stylesheets/extra.css\n```\n\n"
+    passage = Passage("To add a style sheet, create it in the docs folder:\n\n"
+                      "```sh\ndocs/stylesheets/extra.css\n```\n\n"
+                      "Then, add the following lines to mkdocs.yml:\n\n"
+                      "```yaml\nextra_css:\n  - stylesheets/extra.css\n```\n\n"
                       "Reload the page to see it.\n\n```sh\nmkdocs serve\n```\n")
     answer = compose_extractive("How do I add a style sheet?", [passage])
     assert "docs/stylesheets/extra.css\n```" in answer and "Then, add the following lines to mkdocs.yml:" in answer
