@@ -25,9 +25,9 @@ Then, in order:
    config, script) whose answer holds no code block yet gets the block that goes with the lead
    (``_code_for``; the lead's section counts whole, as a long section is indexed as several
    passages and its command may sit in another than the table of its options), with the sentence
-   before it. A code block is never cut in the middle: one longer
-   than ``MAX_CODE_LINES`` is shortened at a line boundary to a last line ``…``, and a note after it
-   cites the section where the rest is. Citation markers never go inside code.
+   before it. A code block is never cut in the middle: one longer than ``MAX_CODE_LINES`` is
+   shortened at a line boundary to a last line ``…``, and a note after it cites the section where
+   the rest is. Citation markers never go inside code.
 5. **Cite** each run of one passage's units once, with the passage that holds them; a unit
    that several passages hold is taken from (and cited to) the best-ranked one only.
 Units keep the book's order within a passage; the lead's passage comes first.
