@@ -73,6 +73,10 @@ def test_specific_terms_are_names_and_figures_not_plain_words():
     assert specific_terms("How do the plugins exchange data?") == []  # lower-case paraphrase: no names
     assert specific_terms("Where is the config? How do I edit it?") == []  # capitals that start sentences
     assert specific_terms("Is it OK to commit the Crowdin token?") == ["crowdin"]  # "OK" names nothing
+    # "e.g." and "i.e." are abbreviations, not names; an ID's prefix "UA-" is the name UA, found in "UA-XXXX-X"
+    assert specific_terms("If I mistype a type, e.g. one Material lacks, i.e. a typo?") == ["material"]
+    assert specific_terms("Can I still use an old (UA-) property?") == ["ua"]
+    assert check_answerability("Can I still use an old (UA-) property?", ["property: UA-XXXXXXXX-X"]).answerable
 
 
 def test_answerability_finds_terms_as_words_stems_or_light_misspellings():

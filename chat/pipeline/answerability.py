@@ -9,7 +9,8 @@ else, however well the rest of the question matches.
 
 A specific term is a word of the question written like a name (capitalised in mid-sentence,
 all capitals, mixed case like ``ePub``, or with inner dots, slashes or underscores like
-``.ipynb`` or ``A/B``) or a number of two or more digits. It is *found* when a passage to
+``.ipynb`` or ``A/B``; not a lower-case abbreviation such as "e.g.", and "UA-", an ID's prefix, is
+the name ``UA``) or a number of two or more digits. It is *found* when a passage to
 be cited (or the reader's selected passage) holds it, compared case-insensitively, as the
 same word, with the same light stem (``notebooks`` ~ ``notebook``) or misspelt by a letter or
 two ("Primier League" finds "Premier League": readers mistype names).
@@ -36,6 +37,7 @@ from chat.pipeline.terms import STOP_WORDS, stem
 _TOKEN = re.compile(r"\d{1,3}(?:,\d{3})+|[^\s\"'“”‘’(),;:!?]+")
 _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+|\n\s*)$")
 _EDGE = ".,;:!?'\"“”‘’()[]{}<>*`"
+_ABBREVIATION = re.compile(r"(?:[a-z]\.)+[a-z]")  # e.g, i.e, a.k.a (their last dot already dropped)
 MAX_PROBE_REFUSALS = 0.05
 # Written in capitals, never a name: "Is it OK to commit the token?" asks nothing about an "ok".
 NOT_NAMES = frozenset({"ok", "okay", "hi", "hello", "thanks", "please"})
@@ -60,7 +62,9 @@ def specific_terms(question: str) -> list[str]:
     """The question's words written like names or figures (see the module docstring), in order, once each."""
     found: list[str] = []
     for match in _TOKEN.finditer(question):
-        token = match.group().strip(_EDGE.replace(".", "")).rstrip(".")
+        token = match.group().strip(_EDGE.replace(".", "")).rstrip(".-")  # "UA-" (an ID's prefix) is UA
+        if _ABBREVIATION.fullmatch(token):
+            continue  # "e.g.", "i.e.": written with dots, never a name
         extension = token.startswith(".") and token[1:].isalnum()  # a file type such as .ipynb
         token = token if extension else token.lstrip(".")
         if len(token) < 2 or not any(ch.isalnum() for ch in token):
