@@ -92,6 +92,19 @@ def test_grounding_requires_code_blocks_verbatim_in_a_source():
     assert made_up.unsupported == ["manage.py ingest --everything"]
 
 
+def test_grounding_reads_no_citation_inside_code():
+    indexing = "To change the first chapter, edit the book's items in the preprocessor:"
+    code = 'book["items"][0]["content"] = "# Hello"'
+    sources = [f"{indexing}\n\n```python\n{code}\n```\n", WIDGET]
+    block = check_grounding(f"{indexing} [1]\n\n```python\n{code}\n```", sources)
+    assert block.passed and block.invalid_citations == [] and block.cited == [1], "[0] in a block is an index"
+    inline = check_grounding("To change the first chapter, edit `book['items'][3]` in the preprocessor. [1]",
+                             sources)
+    assert inline.passed and inline.invalid_citations == [] and inline.cited == [1], "[3] in a code span too"
+    outside = check_grounding("To change the first chapter, edit the book's items in the preprocessor. [3]", sources)
+    assert outside.invalid_citations == [3] and not outside.passed
+
+
 # -- fuse ---------------------------------------------------------------------------------------
 def test_weighted_fusion_gives_the_best_in_both_lists_full_marks(settings):
     settings.BOOKCHAT = {**settings.BOOKCHAT, "DENSE_WEIGHT": 0.85, "LEXICAL_WEIGHT": 0.15}

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from bookchat.conf import setting
 from chat.pipeline.terms import citations, content_terms, split_sentences, strip_citations
 from chat.pipeline.units import SHORTENED
-from ingestion.reading.fences import split_fenced
+from ingestion.reading.fences import code_ranges, split_fenced
 
 MIN_TERMS = 3
 _ONLY_CITATIONS = re.compile(r"(?:\[\d+(?:\s*,\s*\d+)*\]\s*)+")
@@ -79,7 +79,7 @@ def check_grounding(answer: str, sources: list[str]) -> GroundingReport:
     squashed_sources = [_squash(text) for text in sources]
     min_support = setting("GROUNDING_MIN_SUPPORT")
     for kind, segment in answer_segments(answer):
-        cited = citations(segment)
+        cited = [] if kind == "code" else citations(_outside_code(segment))  # `items[0]` cites nothing
         for n in cited:
             if not 1 <= n <= len(sources):
                 if n not in report.invalid_citations:
@@ -128,6 +128,15 @@ def foreign_links(answer: str, sources: list[str]) -> list[str]:
         if target not in found and not any(target in text for text in sources):
             found.append(target)
     return found
+
+
+def _outside_code(text: str) -> str:
+    """``text`` with its inline code spans left out."""
+    kept, last = [], 0
+    for start, end in code_ranges(text):
+        kept.append(text[last:start])
+        last = end
+    return "".join([*kept, text[last:]])
 
 
 def _squash(text: str) -> str:
