@@ -40,6 +40,7 @@ import re
 
 from chat.pipeline.terms import content_terms, normalise
 from chat.pipeline.units import SHORTENED, Block, Unit, answer_units, blocks_of
+from ingestion.indexing.chunking import unbold_labels
 
 MAX_LIST_ITEMS = 10
 MAX_SPAN_CHARS = 420  # the lead span grows past its first sentence only up to this length
@@ -52,7 +53,6 @@ RANK_PRIOR = 0.3  # weight of the passage's rank score (the re-ranker's probabil
 SIMILARITY_WEIGHT = 2.0  # per unit of cosine that a unit's sentence vector falls below the best unit's
 _HOW_TO = re.compile(r"\bhow\s+(?:do|can|should|would|to)\s|(?:^|[.!?]\s+)\s*(?:how\s+does\b"
                      r"|what\s+(?:are\s+the\s+)?steps\b|steps\s+to\b|(?:show|tell)\s+me\s+how\b)", re.IGNORECASE)
-_LABEL = re.compile(r"\s*\*\*[^*\n]{1,120}:\*\*")  # a tab's or an admonition's label, as the indexer writes it
 # Words that ask for code: the command, the snippet, what to put in a file, what to run.
 _CODE_WORDS = re.compile(r"\b(?:commands?|curl|snippets?|examples?|syntax|scripts?|code|install(?:ing)?|"
                          r"configur(?:e|ing)|config|cli|terminal|shell|show\s+me|what\s+(?:do|should)\s+i\s+"
@@ -197,7 +197,7 @@ def _next_step(blocks: list[Block], index: int) -> list[Unit]:
     if index + 2 < len(blocks):
         intro, code = blocks[index + 1], blocks[index + 2]
         if (intro.kind == "paragraph" and len(intro.units) == 1 and ends_with_colon(intro.units[0].text)
-                and not _LABEL.match(intro.units[0].text) and code.kind == "code"):
+                and unbold_labels(intro.units[0].text) == intro.units[0].text and code.kind == "code"):
             return intro.units + code.units
     return []
 
