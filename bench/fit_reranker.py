@@ -7,10 +7,18 @@
 Each ``BOOK:FILE`` names an indexed book and a question file. For every question with evidence
 (answerable, selected text, follow-up), the fused pool is retrieved with the re-ranker off, the
 features of its best ``POOL`` candidates computed, and each labelled by whether it holds the
-evidence. A logistic regression (L2, Newton's method) is fitted on the ``--fit`` sets; hit@1 and
-hit@5 of the fused order and of the re-ranked order are printed for every set, with each
-``--fit`` set also left out in turn (fit on the others, measure on it: cross-set validation).
-The weights to paste into ``chat/pipeline/reranking.py`` are printed last.
+evidence. The weights are fitted on the ``--fit`` sets (L2, Newton's method) to put a passage that
+holds the evidence first (``fit_listwise``: each question's candidates compete in a softmax), then
+scaled and offset so that the logistic of a candidate's score is its probability of holding the
+evidence (``calibrate``, one scale and one offset over every candidate). ``--loss pointwise`` fits
+a logistic regression on every candidate instead (the weights shipped before 2026-11-27). hit@1 and
+hit@5 of the fused order and of the re-ranked order are printed for every set, with each ``--fit``
+set also left out in turn (fit on the others, measure on it: cross-set validation). The weights to
+paste into ``chat/pipeline/reranking.py`` are printed last.
+
+Decided: the listwise fit, because what the answer needs is the right passage first, and a
+pointwise fit spends its weights on telling the thirty candidates' easy negatives apart (held out,
+the listwise fit gained hit@1 on every book; BENCHMARKS.md has the figures).
 """
 
 from __future__ import annotations
@@ -116,6 +124,52 @@ def fit(groups, l2: float = 1.0, weights: list[float] | None = None) -> tuple[np
     return w[:-1], float(w[-1])
 
 
+def fit_listwise(groups, l2: float = 1.0, weights: list[float] | None = None) -> np.ndarray:
+    """Weights that rank a candidate holding the evidence first: for each question (``weights``: one per
+    question) the softmax of its candidates' scores, and the loss the log of the share that falls on the
+    candidates holding the evidence (questions whose pool holds none teach nothing and are left out). L2, Newton's
+    method with a halving step. Only the order the weights give means anything: :func:`calibrate` makes them a
+    probability."""
+    kept = [(x, y > 0, w) for (x, y), w in zip(groups, weights or [1.0] * len(groups), strict=True)
+            if len(x) and y.any()]
+    size = kept[0][0].shape[1]
+
+    def loss_gradient_hessian(theta: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        loss, gradient, hessian = 0.5 * l2 * theta @ theta, l2 * theta, l2 * np.eye(size)
+        for x, holds, w in kept:
+            z = x @ theta
+            p = np.exp(z - z.max())
+            p /= p.sum()
+            q = p[holds] / p[holds].sum()  # the softmax among the candidates holding the evidence
+            mean, mean_holding = p @ x, q @ x[holds]
+            loss -= w * np.log(p[holds].sum())
+            gradient = gradient + w * (mean - mean_holding)
+            hessian = hessian + w * (((x * p[:, None]).T @ x - np.outer(mean, mean))
+                                     - ((x[holds] * q[:, None]).T @ x[holds] - np.outer(mean_holding, mean_holding)))
+        return loss, gradient, hessian
+
+    theta = np.zeros(size)
+    for _ in range(50):
+        loss, gradient, hessian = loss_gradient_hessian(theta)
+        step, shrink = np.linalg.solve(hessian, gradient), 1.0
+        while loss_gradient_hessian(theta - shrink * step)[0] > loss and shrink > 1e-4:
+            shrink /= 2
+        theta = theta - shrink * step
+        if np.abs(shrink * step).max() < 1e-8:
+            break
+    return theta
+
+
+def calibrate(groups, theta: np.ndarray, weights: list[float] | None = None) -> tuple[np.ndarray, float]:
+    """``theta`` scaled and offset (Platt scaling, over every candidate) so that the logistic of a candidate's
+    score is its probability of holding the evidence: the same order, and a probability that the answer's
+    composer and confidence can read."""
+    scored = [(g[0] @ theta[:, None], g[1]) for g in groups if len(g[0])]
+    shares = [w for g, w in zip(groups, weights or [1.0] * len(groups), strict=True) if len(g[0])]
+    (scale,), bias = fit(scored, l2=1e-6, weights=shares)
+    return theta * scale, bias
+
+
 def hits(groups, weights=None, bias=0.0) -> tuple[float, float, int]:
     """hit@1 and hit@5 of the questions whose evidence is in the pool at all, over all questions."""
     h1 = h5 = 0
@@ -130,12 +184,16 @@ def hits(groups, weights=None, bias=0.0) -> tuple[float, float, int]:
     return h1 / n, h5 / n, n
 
 
-def fit_arguments(description: str, argv=None) -> argparse.Namespace:
-    """``--fit`` and ``--check`` (``BOOK:FILE``, repeated) and ``--l2``: the arguments of every fitting script."""
+def fit_arguments(description: str, argv=None, *, losses: bool = False) -> argparse.Namespace:
+    """``--fit`` and ``--check`` (``BOOK:FILE``, repeated) and ``--l2``: the arguments of every fitting script;
+    ``losses``: ``--loss`` too."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--fit", action="append", default=[], help="BOOK:FILE to fit on (repeat)")
     parser.add_argument("--check", action="append", default=[], help="BOOK:FILE to check on (repeat)")
     parser.add_argument("--l2", type=float, default=1.0)
+    if losses:
+        parser.add_argument("--loss", choices=("listwise", "pointwise"), default="listwise",
+                            help="the questions' candidates compete (listwise, default) or each stands alone")
     return parser.parse_args(argv)
 
 
@@ -148,27 +206,31 @@ def load_sets(args: argparse.Namespace, collect) -> dict[str, list]:
     return sets
 
 
-def fit_sets(sets: dict[str, list], specs: list[str], *, l2: float) -> tuple[np.ndarray, float]:
-    """:func:`fit` on the groups of ``specs``, every set weighing the same however many questions it has."""
+def fit_sets(sets: dict[str, list], specs: list[str], *, l2: float, loss: str = "pointwise") -> tuple[np.ndarray, float]:
+    """:func:`fit` (or, ``loss="listwise"``, :func:`fit_listwise` then :func:`calibrate`) on the groups of ``specs``,
+    every set weighing the same however many questions it has."""
     groups = [g for spec in specs for g in sets[spec]]
     share = [len(groups) / (len(specs) * len(sets[spec])) for spec in specs for _ in sets[spec]]
+    if loss == "listwise":
+        return calibrate(groups, fit_listwise(groups, l2=l2, weights=share), share)
     return fit(groups, l2=l2, weights=share)
 
 
 def main(argv=None) -> int:
-    args = fit_arguments(__doc__.split("\n")[0], argv)
+    args = fit_arguments(__doc__.split("\n")[0], argv, losses=True)
     _setup()
     from chat.pipeline.reranking import FEATURES
 
     sets = load_sets(args, collect)
-    weights, bias = fit_sets(sets, args.fit, l2=args.l2)
+    weights, bias = fit_sets(sets, args.fit, l2=args.l2, loss=args.loss)
     print(f"{'set':70} {'fused h@1/h@5':>16} {'reranked h@1/h@5':>18} {'left out h@1/h@5':>18}")
     for spec, groups in sets.items():
         f1, f5, n = hits(groups)
         r1, r5, _ = hits(groups, weights, bias)
         left = ""
         if spec in args.fit and len(args.fit) > 1:
-            l1, l5, _ = hits(groups, *fit_sets(sets, [other for other in args.fit if other != spec], l2=args.l2))
+            l1, l5, _ = hits(groups, *fit_sets(sets, [other for other in args.fit if other != spec], l2=args.l2,
+                                               loss=args.loss))
             left = f"{l1:.3f}/{l5:.3f}"
         print(f"{spec[:70]:70} {f1:.3f}/{f5:.3f} {r1:>10.3f}/{r5:.3f} {left:>18}  (n={n})")
     print("WEIGHTS = (" + ", ".join(f"{w:.4f}" for w in weights) + ")")

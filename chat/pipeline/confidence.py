@@ -49,12 +49,12 @@ from ingestion.reading.fences import without_code
 
 FEATURES = ("rank_logit", "rank_margin", "scope", "unit_gap", "coverage", "selected", "follow_up")
 # Fitted by bench/fit_confidence.py (see BENCHMARKS.md, "Confidence"): one weight per feature, in FEATURES order.
-WEIGHTS = (0.4620, 0.1388, 0.0316, 2.5529, 1.7950, -2.1342, 0.9690)
-BIAS = -1.2463
+WEIGHTS = (0.3030, 0.3681, 0.0480, 1.8151, 0.5349, -1.5598, 0.7105)
+BIAS = -0.4899
 # Feature values used when a book has no sentence vectors: their means on the fitting books (each weighing the same).
 MISSING = {"unit_gap": 0.103}
-HIGH = 0.905  # the fitted cut from which an answer is "high"
-MEDIUM = 0.090  # … and "medium"; below it an answer is unsure
+HIGH = 0.820  # the fitted cut from which an answer is "high"
+MEDIUM = 0.255  # … and "medium"; below it an answer is unsure
 # What a level means, in a reader's words (the page, the widget and MCP show it beside the level).
 LEVEL_NOTES = {
     "high": "In tests on other books, about 9 in 10 answers at this level were right.",

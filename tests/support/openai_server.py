@@ -15,7 +15,7 @@ connection without finishing), ``"garbage"`` (HTTP 200 with an HTML page instead
 ``"wrong_schema"`` (JSON events that are not chat chunks) and ``"empty_choices"`` (chunks whose
 ``choices`` are empty). ``server.reply`` overrides the text, and ``"template"`` plays a model that
 fell for a prompt injection: it answers ``server.reply_template`` with ``{first}`` (that first
-sentence of excerpt [1]) and ``{system}`` (the system prompt it got) filled in.
+sentence of excerpt [1], outside its code blocks) and ``{system}`` (the system prompt it got) filled in.
 """
 
 from __future__ import annotations
@@ -90,6 +90,8 @@ class _Handler(BaseHTTPRequestHandler):
         prompt = "\n".join(m.get("content", "") for m in payload.get("messages", []) if m.get("role") == "user")
         match = re.search(r"^\[1\] \([^\n]*\)\n(.+?)(?:\n\n\[2\] |\n\nThe reader|\Z)", prompt, re.S | re.M)
         excerpt = match.group(1) if match else ""
+        # A code block's lines are not sentences: a model would say the prose around it.
+        excerpt = re.sub(r"^\s*(`{3,}|~{3,}).*?^\s*\1\s*$", "", excerpt, flags=re.S | re.M)
         prose = [line for line in excerpt.splitlines()
                  if line.strip() and not line.lstrip().startswith(("#", "`", "|"))]
         if not prose:  # an excerpt that is only a table: a model would say its first row in words
