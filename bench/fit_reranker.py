@@ -206,7 +206,8 @@ def load_sets(args: argparse.Namespace, collect) -> dict[str, list]:
     return sets
 
 
-def fit_sets(sets: dict[str, list], specs: list[str], *, l2: float, loss: str = "pointwise") -> tuple[np.ndarray, float]:
+def fit_sets(sets: dict[str, list], specs: list[str], *, l2: float,
+             loss: str = "pointwise") -> tuple[np.ndarray, float]:
     """:func:`fit` (or, ``loss="listwise"``, :func:`fit_listwise` then :func:`calibrate`) on the groups of ``specs``,
     every set weighing the same however many questions it has."""
     groups = [g for spec in specs for g in sets[spec]]
