@@ -25,12 +25,15 @@ they turn the weight of covering the question's words negative, which is wrong o
 
 Cross-book: each book's sets are predicted by the model fitted on the other books, and the cuts
 are chosen on those held-out predictions, every book weighing the same: ``HIGH`` is the lowest cut
-from which the answers are ≥ ``HIGH_PRECISION`` right; ``MEDIUM`` the highest cut below it at
-which no set's false refusals (answerable questions refused by either check or for being unsure)
-exceed ``MAX_FALSE_REFUSALS``, or the checks' own plus ``EXTRA_FALSE_REFUSALS`` where those already
-do. The share right between the two cuts is printed beside the ``MEDIUM_PRECISION`` aimed for: a
-false refusal hides a right answer, so the budget decides and the share is reported. Then the
-figures of each set under its held-out model, and the constants to paste.
+from which the answers are ≥ ``HIGH_PRECISION`` right; ``MEDIUM`` the lowest cut below it that
+refuses the most of the questions that should be refused (unanswerable and off-topic, each set's
+share weighing the same) while no set's false refusals (answerable questions refused by either
+check or for being unsure) exceed ``MAX_FALSE_REFUSALS``, or the checks' own plus
+``EXTRA_FALSE_REFUSALS`` where those already do: a higher cut that refuses nothing more only adds
+false refusals on a book not seen here (until 2026-11-27 it took the highest cut within the budget).
+The share right between the two cuts is printed beside the ``MEDIUM_PRECISION`` aimed for: a false
+refusal hides a right answer, so the budget decides and the share is reported. Then the figures of
+each set under its held-out model, and the constants to paste.
 """
 
 from __future__ import annotations
@@ -169,15 +172,17 @@ def choose_cuts(held: dict[str, tuple[list[dict], np.ndarray]]) -> tuple[float, 
 
     grid = np.round(np.arange(0.05, 0.991, 0.005), 3)
     high = next((float(c) for c in grid if precision(c) >= HIGH_PRECISION), 0.99)
-    medium = 0.0
+    medium, best = 0.0, -1.0
     for cut in grid[grid < high]:
-        ok = True
+        ok, refused = True, []
         for rows, p in held.values():
             o = outcome(rows, p, high, cut)
             allowed = max(MAX_FALSE_REFUSALS, o["checks_false_refusals"] + EXTRA_FALSE_REFUSALS)
             ok = ok and o["false_refusals"] <= allowed
-        if ok:
-            medium = float(cut)
+            refused += [o[kind] for kind in ("unanswerable_refused", "out_of_scope_refused") if o[kind] is not None]
+        gain = sum(refused) / len(refused) if refused else 0.0
+        if ok and gain > best + 1e-9:  # the lowest cut that refuses the most of what should be refused
+            medium, best = float(cut), gain
     print(f"held-out answers right: {precision(high):.3f} from the high cut, {precision(medium, high):.3f} between "
           f"the cuts (aimed for: {HIGH_PRECISION}, {MEDIUM_PRECISION})", file=sys.stderr)
     return high, medium

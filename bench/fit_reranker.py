@@ -1,8 +1,10 @@
 """Fit the re-ranker's weights (``chat/pipeline/reranking.py``) on development question sets and check them on others.
 
-    .venv/bin/python -m bench.fit_reranker --fit squad2-dev:../shared/data/squad2-dev/questions.jsonl \\
+    .venv/bin/python -m bench.fit_reranker --l2 3 --fit squad2-dev:../shared/data/squad2-dev/questions.jsonl \\
         --fit docusaurus-docs:../shared/data/docusaurus-docs/questions.jsonl \\
-        --check docusaurus-docs:../shared/data/docusaurus-docs/questions-2.jsonl
+        --fit docusaurus-docs:../shared/data/docusaurus-docs/questions-2.jsonl \\
+        --fit mdbook-guide:bench/questions/mdbook-guide.jsonl \\
+        --fit mkdocs-material:bench/questions/mkdocs-material.jsonl
 
 Each ``BOOK:FILE`` names an indexed book and a question file. For every question with evidence
 (answerable, selected text, follow-up), the fused pool is retrieved with the re-ranker off, the
