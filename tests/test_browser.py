@@ -645,13 +645,14 @@ def test_reviewer_marks_an_answer_in_the_review_queue_wrong(servers, open_page, 
     import uuid
 
     from audit.models import AuditLog
+    from chat.pipeline.confidence import MEDIUM
 
     bookchat, _ = servers
     admin_user("rita", groups=["Reviewers"])
     answer_id = uuid.uuid4()
     committed(lambda: AuditLog.objects.create(
         answer_id=answer_id, channel="widget", book_slug=BOOK, question="How do I delete a book?",
-        answer="Run `manage.py ingest --prune` [1].", confidence=0.05, confidence_level="low",
+        answer="Run `manage.py ingest --prune` [1].", confidence=MEDIUM / 2, confidence_level="low",
         sources=[{"n": 1, "heading_path": "Ingest a book > Removing pages", "url": "https://docs.example.org/ingest",
                   "score": 0.6, "cited": True}]))
     page, errors = open_page(f"{bookchat.url}/admin/login/")

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from audit.models import AuditLog
 from audit.reports import review_queue_filter
+from chat.pipeline.confidence import MEDIUM
 
 pytestmark = pytest.mark.django_db
 SINCE_2020 = "created_at__gte=2020-01-01+00%3A00%3A00%2B00%3A00"
@@ -105,7 +106,8 @@ def test_changelist_filters_and_search(client, reviewer, query):
 
 
 def test_review_queue_holds_unsure_low_confidence_withheld_failed_and_thumbs_down(client, reviewer):
-    low = row("low", confidence=0.05, confidence_level="low")  # shown with UNSURE_ANSWERS=answer
+    below = MEDIUM / 2  # a confidence below the fitted medium cut
+    low = row("low", confidence=below, confidence_level="low")  # shown with UNSURE_ANSWERS=answer
     unsure = row("unsure", status="unsure", refused=True, confidence=0.2, confidence_level="low",
                  answer="The book doesn't seem to answer this directly…", draft_answer="Run it [1].")
     withheld = row("withheld", status="withheld", flagged=True, confidence=0.3, confidence_level="low")
@@ -113,7 +115,7 @@ def test_review_queue_holds_unsure_low_confidence_withheld_failed_and_thumbs_dow
     failed = row("failed", status="timeout", confidence=None, confidence_level="")
     row("fine", confidence=0.97)  # high confidence
     row("refused", status="not_covered", refused=True, confidence=0.1, confidence_level="low")  # → coverage gaps
-    row("reviewed", confidence=0.05, confidence_level="low", review_status="ok")
+    row("reviewed", confidence=below, confidence_level="low", review_status="ok")
     row("medium", confidence=0.5, confidence_level="medium")  # not below the medium level
     queued = set(AuditLog.objects.filter(review_queue_filter()).values_list("question", flat=True))
     assert queued == {"low", "unsure", "withheld", "down", "failed"}
