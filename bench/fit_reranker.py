@@ -15,8 +15,9 @@ scaled and offset so that the logistic of a candidate's score is its probability
 evidence (``calibrate``, one scale and one offset over every candidate). ``--loss pointwise`` fits
 a logistic regression on every candidate instead (the weights shipped before 2026-11-27). hit@1 and
 hit@5 of the fused order and of the re-ranked order are printed for every set, with each ``--fit``
-set also left out in turn (fit on the others, measure on it: cross-set validation). The weights to
-paste into ``chat/pipeline/reranking.py`` are printed last.
+set's book also left out in turn (fit on the other books, measure on it: cross-book validation;
+both docusaurus-docs files are one book). The weights to paste into ``chat/pipeline/reranking.py``
+are printed last.
 
 Decided: the listwise fit, because what the answer needs is the right passage first, and a
 pointwise fit spends its weights on telling the thirty candidates' easy negatives apart (held out,
@@ -231,9 +232,9 @@ def main(argv=None) -> int:
         f1, f5, n = hits(groups)
         r1, r5, _ = hits(groups, weights, bias)
         left = ""
-        if spec in args.fit and len(args.fit) > 1:
-            l1, l5, _ = hits(groups, *fit_sets(sets, [other for other in args.fit if other != spec], l2=args.l2,
-                                               loss=args.loss))
+        others = [o for o in args.fit if o.split(":", 1)[0] != spec.split(":", 1)[0]]  # the spec's book left out
+        if spec in args.fit and others:
+            l1, l5, _ = hits(groups, *fit_sets(sets, others, l2=args.l2, loss=args.loss))
             left = f"{l1:.3f}/{l5:.3f}"
         print(f"{spec[:70]:70} {f1:.3f}/{f5:.3f} {r1:>10.3f}/{r5:.3f} {left:>18}  (n={n})")
     print("WEIGHTS = (" + ", ".join(f"{w:.4f}" for w in weights) + ")")
