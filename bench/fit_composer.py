@@ -25,7 +25,7 @@ from __future__ import annotations
 import itertools
 import sys
 
-from bench.fit_reranker import _current, _setup, cached, fit_arguments, load_sets
+from bench.fit_reranker import _current, _setup, book_of, cached, fit_arguments, load_sets
 
 GRID = {
     "RANK_PRIOR": (0.1, 0.3, 0.45, 0.6, 1.0),
@@ -101,7 +101,7 @@ def main(argv=None) -> int:
     sets = load_sets(args, collect)
     books: dict[str, list[dict]] = {}
     for spec in args.fit:
-        books.setdefault(spec.split(":", 1)[0], []).extend(sets[spec])
+        books.setdefault(book_of(spec), []).extend(sets[spec])
     current = {name: getattr(extractive, name) for name in GRID}
     combos = [dict(zip(GRID, values, strict=True)) for values in itertools.product(*GRID.values())]
     table = {i: {book: share_right(rows, combo) for book, rows in books.items()} for i, combo in enumerate(combos)}

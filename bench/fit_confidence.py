@@ -42,7 +42,7 @@ import sys
 
 import numpy as np
 
-from bench.fit_reranker import _current, _setup, cached, fit, fit_arguments, load_sets
+from bench.fit_reranker import _current, _setup, book_of, cached, fit, fit_arguments, load_sets
 
 HIGH_PRECISION = 0.90
 MEDIUM_PRECISION = 0.60
@@ -76,10 +76,6 @@ def _collect(book: str, path: str) -> list[dict]:
                         "answerable": r["answerable"] is not False or not gate, "answer": r["answer"],
                         "question": r["question"]})
     return out
-
-
-def book_of(spec: str) -> str:
-    return spec.split(":", 1)[0]
 
 
 def matrix(rows: list[dict]) -> np.ndarray:

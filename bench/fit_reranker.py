@@ -200,6 +200,11 @@ def fit_arguments(description: str, argv=None, *, losses: bool = False) -> argpa
     return parser.parse_args(argv)
 
 
+def book_of(spec: str) -> str:
+    """The book of a ``BOOK:FILE`` spec."""
+    return spec.split(":", 1)[0]
+
+
 def load_sets(args: argparse.Namespace, collect) -> dict[str, list]:
     """``collect(book, file)`` for every ``--fit`` and ``--check`` spec, each counted on stderr."""
     sets = {}
@@ -232,7 +237,7 @@ def main(argv=None) -> int:
         f1, f5, n = hits(groups)
         r1, r5, _ = hits(groups, weights, bias)
         left = ""
-        others = [o for o in args.fit if o.split(":", 1)[0] != spec.split(":", 1)[0]]  # the spec's book left out
+        others = [o for o in args.fit if book_of(o) != book_of(spec)]  # the spec's book left out
         if spec in args.fit and others:
             l1, l5, _ = hits(groups, *fit_sets(sets, others, l2=args.l2, loss=args.loss))
             left = f"{l1:.3f}/{l5:.3f}"
