@@ -34,6 +34,10 @@ false refusals on a book not seen here (until 2026-11-27 it took the highest cut
 The share right between the two cuts is printed beside the ``MEDIUM_PRECISION`` aimed for: a false
 refusal hides a right answer, so the budget decides and the share is reported. Then the figures of
 each set under its held-out model, and the constants to paste.
+
+Each set's figures include the calibration error a perfectly calibrated model would show on the same answers by
+chance (``ece_by_chance``): on a few dozen answers it is 0.1–0.16, so a book's own ECE says little. ``--pool BOOK``
+(repeated) adds one row of those books' held-out answers together, e.g. the three documentation books.
 """
 
 from __future__ import annotations
@@ -120,17 +124,18 @@ def predict(rows: list[dict], weights: np.ndarray, bias: float) -> np.ndarray:
     return np.where([bool(r["features"]) for r in rows], p, 0.0)
 
 
-def outcome(rows: list[dict], p: np.ndarray, high: float, medium: float) -> dict:
+def outcome(rows: list[dict], p: np.ndarray, high: float, medium: float, *, by_chance: bool = False) -> dict:
     """A set's figures when answers below ``medium`` are refused as unsure: what ``evaluate`` reports of its
     confidence (``chat.quality.evaluation.confidence_report``: precision and count per level, the share of questions
-    that should be answered answered high, the calibration error) and the refusals per kind."""
+    that should be answered answered high, the calibration error, and with ``by_chance`` the one a perfectly
+    calibrated model would show on them by chance; how well it tells right from wrong) and the refusals per kind."""
     from chat.quality.evaluation import confidence_report
 
     refused = [not passes_checks(r) or prob < medium for r, prob in zip(rows, p, strict=True)]
     report = confidence_report([
         {"kind": r["kind"], "confidence": float(prob), "confidence_level": "high" if prob >= high else "medium",
          "right": r["right"], "refused": ref, "withheld": False}
-        for r, prob, ref in zip(rows, p, refused, strict=True)])
+        for r, prob, ref in zip(rows, p, refused, strict=True)], by_chance=by_chance)
 
     def share(flags: list[bool], keep) -> float | None:
         kept = [flag for r, flag in zip(rows, flags, strict=True) if keep(r)]
@@ -146,6 +151,8 @@ def outcome(rows: list[dict], p: np.ndarray, high: float, medium: float) -> dict
         "false_refusals": share(refused, lambda r: not should_refuse(r)),
         "checks_false_refusals": share(by_checks, lambda r: not should_refuse(r)),
         "ece": report["ece"],
+        "ece_by_chance": report["ece_by_chance"],
+        "discrimination": report["discrimination"],
     }
 
 
@@ -185,7 +192,7 @@ def choose_cuts(held: dict[str, tuple[list[dict], np.ndarray]]) -> tuple[float, 
 
 
 def main(argv=None) -> int:
-    args = fit_arguments(__doc__.split("\n")[0], argv)
+    args = fit_arguments(__doc__.split("\n")[0], argv, pools=True)
     _setup()
     from chat.pipeline.confidence import FEATURES
 
@@ -200,10 +207,15 @@ def main(argv=None) -> int:
     high, medium = choose_cuts({spec: held[spec] for spec in args.fit})
     print(f"cuts on held-out predictions: high {high:.3f}, medium {medium:.3f}")
     columns = ("high", "n_high", "medium", "n_medium", "answerable_high", "unanswerable_refused",
-               "out_of_scope_refused", "false_refusals", "checks_false_refusals", "ece")
+               "out_of_scope_refused", "false_refusals", "checks_false_refusals", "ece", "ece_by_chance",
+               "discrimination")
     print(f"{'set (held out)':58} " + " ".join(f"{c[:12]:>12}" for c in columns))
+    pooled = [spec for spec in held if book_of(spec) in args.pool]
+    if pooled:  # a few dozen answers a book can't show an ECE of 0.08 (ece_by_chance): together they may
+        held[f"pooled: {', '.join(args.pool)}"] = ([r for spec in pooled for r in held[spec][0]],
+                                                   np.concatenate([held[spec][1] for spec in pooled]))
     for spec, (rows, p) in held.items():
-        o = outcome(rows, p, high, medium)
+        o = outcome(rows, p, high, medium, by_chance=True)
         print(f"{spec[-58:]:58} " + " ".join(
             f"{'—':>12}" if o[c] is None else f"{o[c]:>12.3f}" if isinstance(o[c], float) else f"{o[c]:>12}"
             for c in columns))

@@ -187,9 +187,9 @@ def hits(groups, weights=None, bias=0.0) -> tuple[float, float, int]:
     return h1 / n, h5 / n, n
 
 
-def fit_arguments(description: str, argv=None, *, losses: bool = False) -> argparse.Namespace:
+def fit_arguments(description: str, argv=None, *, losses: bool = False, pools: bool = False) -> argparse.Namespace:
     """``--fit`` and ``--check`` (``BOOK:FILE``, repeated) and ``--l2``: the arguments of every fitting script;
-    ``losses``: ``--loss`` too."""
+    ``losses``: ``--loss`` too; ``pools``: ``--pool`` too."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--fit", action="append", default=[], help="BOOK:FILE to fit on (repeat)")
     parser.add_argument("--check", action="append", default=[], help="BOOK:FILE to check on (repeat)")
@@ -197,6 +197,9 @@ def fit_arguments(description: str, argv=None, *, losses: bool = False) -> argpa
     if losses:
         parser.add_argument("--loss", choices=("listwise", "pointwise"), default="listwise",
                             help="the questions' candidates compete (listwise, default) or each stands alone")
+    if pools:
+        parser.add_argument("--pool", action="append", default=[], metavar="BOOK",
+                            help="also report these books' held-out answers together (repeat)")
     return parser.parse_args(argv)
 
 

@@ -24,9 +24,12 @@ def evaluate(book: str, questions_file: Path, *, limit: int | None = None) -> di
     code = run_evaluation(load_questions(code_file, limit=limit), book_slug=book)[0] if code_file.exists() else {}
     return {**{key: summary.get(key) for key in SHOWN},
             # How far the confidence levels hold (chat.quality.evaluation.confidence_report): share right and count
-            # per level.
+            # per level, the calibration error beside the one chance alone gives on as many answers, and how well
+            # confidence tells right answers from wrong ones.
             "right_when_high": confidence["precision"]["high"], "answered_high": confidence["levels"]["high"],
             "right_when_medium": confidence["precision"]["medium"], "answered_medium": confidence["levels"]["medium"],
             "answerable_answered_high": confidence["answerable_high"], "confidence_ece": confidence["ece"],
+            "confidence_ece_by_chance": confidence["ece_by_chance"],
+            "confidence_discrimination": confidence["discrimination"],
             "refused_unsure": confidence["refusals"]["unsure"],
             "code_answered_as_code": code.get("code_answered_as_code")}

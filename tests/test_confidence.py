@@ -26,7 +26,14 @@ from chat.pipeline.confidence import (
 )
 from chat.pipeline.questions import AskRequest
 from chat.pipeline.retrieval import RetrievedChunk
-from chat.quality.evaluation import Question, answer_right, confidence_report
+from chat.quality.evaluation import (
+    Question,
+    answer_right,
+    chance_calibration_error,
+    confidence_report,
+    discrimination,
+    wilson_interval,
+)
 from chat.quality.plots import confidence_svg
 from tests.conftest import committed, run_command
 
@@ -213,6 +220,31 @@ def test_confidence_report_precision_calibration_and_curve():
     assert curve[0]["risk"] <= curve[-1]["risk"], "the most confident answers are wrong less often"
 
 
+def test_report_says_how_far_few_answers_can_be_trusted():
+    """Each level's precision comes with its 95 % interval, and the ECE with the one a perfectly calibrated
+    confidence would show on the same answers by chance, which shrinks as answers grow in number."""
+    records = [record("high", 0.95, True)] * 9 + [record("high", 0.95, False)] + [record("medium", 0.55, True)] * 5
+    report = confidence_report(records)
+    low, high = report["precision_interval"]["high"]
+    assert low < 0.9 < high and low == pytest.approx(0.596, abs=0.001) and high == pytest.approx(0.982, abs=0.001)
+    assert report["precision_interval"]["low"] is None
+    assert report["ece_by_chance"] > 0.02
+    assert confidence_report(records, by_chance=False)["ece_by_chance"] is None
+    few, many = [0.3, 0.5, 0.7, 0.9] * 10, [0.3, 0.5, 0.7, 0.9] * 250
+    assert chance_calibration_error(few) > 0.08 > 3 * chance_calibration_error(many)
+    assert chance_calibration_error(few) == chance_calibration_error(few), "seeded: the same answers, the same figure"
+    assert wilson_interval([]) is None and wilson_interval([True] * 40)[1] == 1.0
+
+
+def test_discrimination_is_the_share_of_right_answers_ranked_above_wrong_ones():
+    assert discrimination([0.9, 0.8], [0.1, 0.2]) == 1.0
+    assert discrimination([0.1], [0.9]) == 0.0
+    assert discrimination([0.5, 0.9], [0.5, 0.1]) == pytest.approx((0.5 + 1 + 1 + 1) / 4)
+    assert discrimination([0.5], []) is None
+    records = [record("high", 0.9, True), record("medium", 0.4, False), record("medium", 0.6, True)]
+    assert confidence_report(records)["discrimination"] == 1.0
+
+
 def test_plot_is_one_svg_with_both_charts_and_escaped_labels():
     records = [record("high", 0.9, True), record("medium", 0.4, False)]
     svg = confidence_svg(confidence_report(records), title="<book> & co")
@@ -245,6 +277,7 @@ def test_evaluate_reports_confidence_and_draws_it(tmp_path, manual_book):
     assert set(rows[0]["features"]) == set(FEATURES) and rows[1]["features"] == {}
     code, text, _ = run_command("evaluate", str(questions), "--book", MANUAL)
     assert "right when high / medium / low" in text and "calibration error (ECE)" in text
+    assert "by chance alone" in text and "right answers ranked above wrong ones" in text
     code, _, _ = run_command("evaluate", str(questions), "--book", MANUAL, "--compare", "default",
                              "UNSURE_ANSWERS=answer", "--plot", str(plot))
     assert code == 0

@@ -107,6 +107,12 @@ def _fmt(value) -> str:
     return "—" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
+def _right_at(c: dict, level: str) -> str:
+    """A level's precision with its 95 % interval ("0.900 [0.596–0.982]"), or "—"."""
+    interval = c["precision_interval"][level]
+    return _fmt(c["precision"][level]) + (f" [{interval[0]:.3f}–{interval[1]:.3f}]" if interval else "")
+
+
 def render_summary(s: dict) -> str:
     c = s["confidence"]
     rows = [
@@ -121,10 +127,12 @@ def render_summary(s: dict) -> str:
         *([("code answered as code", _fmt(s["code_answered_as_code"]))] if s["code_answered_as_code"] is not None
           else []),
         ("confidence levels", s["confidence_levels"]),
-        ("  right when high / medium / low", " / ".join(_fmt(c["precision"][lvl]) for lvl in ("high", "medium", "low"))
+        ("  right when high / medium / low", " / ".join(_right_at(c, lvl) for lvl in ("high", "medium", "low"))
          + f"  (of {c['judged']} judged answers)"),
         ("  answerable answered high", _fmt(c["answerable_high"])),
-        ("  calibration error (ECE)", _fmt(c["ece"])),
+        ("  calibration error (ECE)", _fmt(c["ece"]) + (f"  ({_fmt(c['ece_by_chance'])} by chance alone)"
+                                                         if c["ece_by_chance"] is not None else "")),
+        ("  right answers ranked above wrong ones", _fmt(c["discrimination"])),
         ("  refused: not covered / unanswerable / unsure", " / ".join(str(n) for n in c["refusals"].values())),
         ("latency p50 / p95", f"{s['latency_ms_p50']} / {s['latency_ms_p95']} ms"),
         ("scope threshold", f"{_fmt(s['scope_threshold'])} ({s['scope_threshold_source']})"
