@@ -36,7 +36,8 @@ check or for being unsure) exceed ``MAX_FALSE_REFUSALS``, or the checks' own plu
 false refusals on a book not seen here (until 2026-11-27 it took the highest cut within the budget).
 The share right between the two cuts is printed beside the ``MEDIUM_PRECISION`` aimed for: a false
 refusal hides a right answer, so the budget decides and the share is reported. Then the figures of
-each set under its held-out model, and the constants to paste.
+each set under its held-out model, and the constants to paste (``MISSING`` too: the fitting books' mean
+sentence gap, for a book without sentence vectors).
 
 Each set's figures include the calibration error a perfectly calibrated model would show on the same answers by
 chance (``ece_by_chance``): on a few dozen answers it is 0.1–0.16, so a book's own ECE says little. ``--pool BOOK``
@@ -119,6 +120,17 @@ def fit_model(sets: dict[str, list[dict]], specs: list[str], *, l2: float) -> tu
         weights += [1.0 / (of_book * len(books))] * len(rows)
     scale = len(groups) / sum(weights)
     return fit(groups, l2=l2, weights=[w * scale for w in weights])
+
+
+def missing_means(sets: dict[str, list[dict]], specs: list[str]) -> dict[str, float]:
+    """``MISSING``: the mean sentence gap of the judged answers of ``specs``, every book weighing the same (what a
+    book without sentence vectors is given)."""
+    by_book: dict[str, list[float]] = {}
+    for spec in specs:
+        by_book.setdefault(book_of(spec), []).extend(r["features"]["unit_gap"] for r in sets[spec]
+                                                      if judged(r) and "unit_gap" in r["features"])
+    means = [float(np.mean(gaps)) for gaps in by_book.values() if gaps]
+    return {"unit_gap": round(float(np.mean(means)), 3) if means else 0.0}
 
 
 def predict(rows: list[dict], weights: np.ndarray, bias: float) -> np.ndarray:
@@ -233,6 +245,7 @@ def main(argv=None) -> int:
             for c in columns))
     print("WEIGHTS = (" + ", ".join(f"{w:.4f}" for w in weights) + ")")
     print(f"BIAS = {bias:.4f}")
+    print("MISSING = {" + ", ".join(f'"{k}": {v}' for k, v in missing_means(sets, args.fit).items()) + "}")
     print(f"HIGH = {high:.3f}")
     print(f"MEDIUM = {medium:.3f}")
     print("# " + ", ".join(FEATURES))

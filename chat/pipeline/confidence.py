@@ -55,7 +55,7 @@ FEATURES = ("rank_logit", "rank_margin", "scope", "unit_gap", "coverage", "selec
 WEIGHTS = (0.3030, 0.3681, 0.0480, 1.8151, 0.5349, -1.5598, 0.7105)
 BIAS = -0.4899
 # Feature values used when a book has no sentence vectors: their means on the fitting books (each weighing the same).
-MISSING = {"unit_gap": 0.103}
+MISSING = {"unit_gap": 0.098}
 HIGH = 0.890  # the fitted cut from which an answer is "high"
 MEDIUM = 0.050  # … and "medium"; below it an answer is unsure
 # What a level means, in a reader's words (the page, the widget and MCP show it beside the level).
