@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from chat.pipeline.answerability import check_answerability, specific_terms
+from chat.pipeline.answerability import asked, check_answerability, specific_terms
 from chat.pipeline.answering import answer_question
 from chat.pipeline.extractive import compose_extractive
 from chat.pipeline.generation import Excerpt
@@ -86,6 +86,18 @@ def test_answerability_finds_terms_as_words_stems_or_light_misspellings():
     result = check_answerability("Can I import pages from Notion?", passages)
     assert not result.answerable and result.missing == ["notion"]
     assert not check_answerability("Is there an A/B test?", ["see data/blog for posts"]).answerable  # not a word
+
+
+def test_answerability_reads_what_is_asked_not_the_situation_before_it():
+    passages = ["Start the preview with docker run -p 8000:8000 squidfunk/mkdocs-material"]
+    situation = "I run Material through Docker on Linux. How do I start the preview on port 8000?"
+    assert asked(situation) == "How do I start the preview on port 8000?"
+    assert check_answerability(situation, passages).answerable  # the book need not name the reader's Linux
+    assert not check_answerability("I use Docker. How do I start the preview on Windows?", passages).answerable
+    assert asked("Can I import pages from Notion?") == "Can I import pages from Notion?"
+    assert asked("Tell me about the Notion importer.") == "Tell me about the Notion importer."  # none asks: all
+    follow_up = "What about Windows? (How do I install it on Linux?)"  # a follow-up with the question it follows
+    assert specific_terms(asked(follow_up)) == ["windows"]
 
 
 def test_an_on_topic_question_whose_key_term_is_absent_is_refused_naming_it(manual_book, settings):

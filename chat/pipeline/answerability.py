@@ -13,7 +13,9 @@ all capitals, mixed case like ``ePub``, or with inner dots, slashes or underscor
 the name ``UA``) or a number of two or more digits. It is *found* when a passage to
 be cited (or the reader's selected passage) holds it, compared case-insensitively, as the
 same word, with the same light stem (``notebooks`` ~ ``notebook``) or misspelt by a letter or
-two ("Primier League" finds "Premier League": readers mistype names).
+two ("Primier League" finds "Premier League": readers mistype names). Only what the question asks counts:
+of a question in several sentences, the ones that end with a question mark ("I run Material through Docker
+on Linux. How do I start the preview?" asks about the preview; the book need not name the reader's Linux).
 
 Calibrated per book (``chat.pipeline.calibration``): the book's own pseudo-questions, cut from its
 sentences with their capitals kept, go through the check too, and a book where it refuses
@@ -36,6 +38,7 @@ from chat.pipeline.terms import STOP_WORDS, stem
 
 _TOKEN = re.compile(r"\d{1,3}(?:,\d{3})+|[^\s\"'“”‘’(),;:!?]+")
 _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+|\n\s*)$")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'“‘(])")  # between sentences: an end mark, then a capital
 _EDGE = ".,;:!?'\"“”‘’()[]{}<>*`"
 _ABBREVIATION = re.compile(r"(?:[a-z]\.)+[a-z]")  # e.g, i.e, a.k.a (their last dot already dropped)
 MAX_PROBE_REFUSALS = 0.05
@@ -96,10 +99,19 @@ def _holds(text: str, words: list[str], term: str) -> bool:
     return False
 
 
+def asked(question: str) -> str:
+    """The sentences of ``question`` that ask (end with a question mark), or all of it when none does: "I run
+    Material through Docker on Linux. How do I start the preview?" asks about the preview, and the sentence
+    before it is the reader's situation, which the book need not name."""
+    sentences = _SENTENCE.split(question.strip())
+    asking = [s for s in sentences if s.rstrip().endswith("?")]
+    return " ".join(asking) if asking and len(asking) < len(sentences) else question
+
+
 def check_answerability(question: str, passages: list[str], *, selected_text: str = "") -> Answerability:
-    """Whether ``passages`` (the texts to be cited, headings included) hold every specific term of
-    ``question``."""
-    result = Answerability(specific=specific_terms(question))
+    """Whether ``passages`` (the texts to be cited, headings included) hold every specific term of what
+    ``question`` asks (:func:`asked`)."""
+    result = Answerability(specific=specific_terms(asked(question)))
     if not result.specific:
         return result
     text = _fold(" ".join([*passages, selected_text]))

@@ -52,11 +52,11 @@ from ingestion.reading.fences import without_code
 
 FEATURES = ("rank_logit", "rank_margin", "scope", "unit_gap", "coverage", "selected", "follow_up")
 # Fitted by bench/fit_confidence.py (see BENCHMARKS.md, "Confidence"): one weight per feature, in FEATURES order.
-WEIGHTS = (0.3030, 0.3681, 0.0480, 1.8151, 0.5349, -1.5598, 0.7105)
-BIAS = -0.4899
+WEIGHTS = (0.2966, 0.3735, 0.0462, 1.9043, 0.6955, -1.5282, 0.7348)
+BIAS = -0.6077
 # Feature values used when a book has no sentence vectors: their means on the fitting books (each weighing the same).
-MISSING = {"unit_gap": 0.098}
-HIGH = 0.890  # the fitted cut from which an answer is "high"
+MISSING = {"unit_gap": 0.096}
+HIGH = 0.895  # the fitted cut from which an answer is "high"
 MEDIUM = 0.050  # … and "medium"; below it an answer is unsure
 # What a level means, in a reader's words (the page, the widget and MCP show it beside the level).
 LEVEL_NOTES = {
