@@ -85,8 +85,8 @@ def build_book(size: int, *, source: str = "squad2-dev", log) -> Book:
 def filler_chunks(real: Book):
     """The chunks filler is copied from: every other real book's of the same vector size, in the order of their
     ids, so that the same books make the same synthetic book (in the table's own order, deletes and a REINDEX
-    changed which template each filler chunk copied, and with it hit@5 at 50,000: 0.995 in one run, 0.975 in
-    the next two)."""
+    change which template each filler chunk copies; hit@5 at 50,000 read 0.995 in one run and 0.975 in the next
+    two with retrieval unchanged, likely for that reason)."""
     return (Chunk.objects.exclude(book__slug__startswith="bench-").exclude(book=real)
             .filter(dimensions=real.embedder_dimension).order_by("id"))
 
