@@ -34,11 +34,10 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
-from chat.pipeline.terms import STOP_WORDS, stem
+from chat.pipeline.terms import STOP_WORDS, split_sentences, stem
 
 _TOKEN = re.compile(r"\d{1,3}(?:,\d{3})+|[^\s\"'“”‘’(),;:!?]+")
 _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+|\n\s*)$")
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'“‘(])")  # between sentences: an end mark, then a capital
 _EDGE = ".,;:!?'\"“”‘’()[]{}<>*`"
 _ABBREVIATION = re.compile(r"(?:[a-z]\.)+[a-z]")  # e.g, i.e, a.k.a (their last dot already dropped)
 MAX_PROBE_REFUSALS = 0.05
@@ -103,7 +102,7 @@ def asked(question: str) -> str:
     """The sentences of ``question`` that ask (end with a question mark), or all of it when none does: "I run
     Material through Docker on Linux. How do I start the preview?" asks about the preview, and the sentence
     before it is the reader's situation, which the book need not name."""
-    sentences = _SENTENCE.split(question.strip())
+    sentences = split_sentences(question)
     asking = [s for s in sentences if s.rstrip().endswith("?")]
     return " ".join(asking) if asking and len(asking) < len(sentences) else question
 

@@ -250,14 +250,14 @@ def confidence_report(records: list[dict], *, by_chance: bool = True) -> dict:
     should_answer = [r for r in ok if r["kind"] not in SHOULD_REFUSE]
     judged = [r for r in answered if r["kind"] not in SHOULD_REFUSE and r.get("right") is not None]
     levels = ("high", "medium", "low")
-    reliability = []
-    for tenth in range(10):
-        in_bin = [r for r in judged if min(int(r["confidence"] * 10), 9) == tenth]
-        if in_bin:
-            reliability.append({"from": tenth / 10, "to": (tenth + 1) / 10, "n": len(in_bin),
-                                "confidence": round(float(np.mean([r["confidence"] for r in in_bin])), 4),
-                                "right": round(float(np.mean([bool(r["right"]) for r in in_bin])), 4)})
     confidences = [r["confidence"] for r in judged]
+    bins = _tenths(confidences)
+    reliability = []
+    for tenth in sorted(set(bins.tolist())):
+        in_bin = [r for r, b in zip(judged, bins, strict=True) if b == tenth]
+        reliability.append({"from": tenth / 10, "to": (tenth + 1) / 10, "n": len(in_bin),
+                            "confidence": round(float(np.mean([r["confidence"] for r in in_bin])), 4),
+                            "right": round(float(np.mean([bool(r["right"]) for r in in_bin])), 4)})
     ece = calibration_error(confidences, [bool(r["right"]) for r in judged]) if judged else None
     ranked = sorted(judged, key=lambda r: -r["confidence"])
     total = sum(1 for r in should_answer if r.get("right") is not None or r.get("draft_right") is not None
@@ -291,10 +291,15 @@ def confidence_report(records: list[dict], *, by_chance: bool = True) -> dict:
     }
 
 
+def _tenths(confidences) -> np.ndarray:
+    """Each confidence's bin: its tenth, 0–9 (1.0 in the last)."""
+    return np.minimum((np.asarray(confidences, dtype=float) * 10).astype(int), 9)
+
+
 def calibration_error(confidences: list[float], right: list[bool]) -> float:
-    """Expected calibration error over ten bins of confidence: how far each bin's mean confidence is from its share
-    right, weighted by the bin's answers."""
-    bins = np.minimum((np.asarray(confidences) * 10).astype(int), 9)
+    """Expected calibration error over the ten bins of ``reliability``: how far each bin's mean confidence is from
+    its share right, weighted by the bin's answers."""
+    bins = _tenths(confidences)
     values, hits = np.asarray(confidences, dtype=float), np.asarray(right, dtype=float)
     return float(sum(abs(values[bins == b].mean() - hits[bins == b].mean()) * (bins == b).sum()
                      for b in np.unique(bins)) / len(values))
