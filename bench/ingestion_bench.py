@@ -57,6 +57,9 @@ def bench_corpus(name: str, docs: Path, *, repeats: int, log) -> dict:
         "ratio_chunks": pipeline_chunks_s / raw["chunks_per_s"] if raw["chunks_per_s"] else None,
         "unchanged_seconds": unchanged, "edited_seconds": edited_seconds, "edited_embedded": edited.chunks_embedded,
         "edited_file": edited_file.name,
+        # Of the first run's seconds: what chat does once the passages are stored (chat/receivers.py).
+        "sentence_vectors_seconds": first.after.get("sentence_vectors", {}).get("seconds"),
+        "calibration_seconds": first.after.get("calibration", {}).get("seconds"),
     }
 
 

@@ -80,12 +80,13 @@ def render(r: dict, *, command: str) -> str:
              "runs read `median (min–max)`.", "", "### Targets", "", "| target | measured | holds |", "|---|---|---|"]
     for target, measured, holds in targets(r):
         lines.append(f"| {target} | {measured} | {'yes' if holds else ('—' if holds is None else '**no**')} |")
-    lines += ["", "### Ingestion", "", "| corpus | pages | chunks | first index s | chunks/s | tokens/s | raw "
-              "embedder chunks/s | raw tokens/s | pipeline ÷ raw (tokens) | unchanged re-index s | one page "
-              "edited: s, embedded |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines += ["", "### Ingestion", "", "| corpus | pages | chunks | first index s | of which sentence vectors, "
+              "calibration s | chunks/s | tokens/s | raw embedder chunks/s | raw tokens/s | pipeline ÷ raw (tokens) | "
+              "unchanged re-index s | one page edited: s, embedded |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in r["ingestion"]:
         unchanged = sorted(c["unchanged_seconds"])
-        lines.append(f"| {c['corpus']} | {c['pages']} | {c['chunks']} | {fmt(c['seconds'])} | "
+        after = f"{fmt(c.get('sentence_vectors_seconds'))}, {fmt(c.get('calibration_seconds'))}"
+        lines.append(f"| {c['corpus']} | {c['pages']} | {c['chunks']} | {fmt(c['seconds'])} | {after} | "
                      f"{fmt(c['chunks_per_s'], 2)} | {fmt(c['tokens_per_s'], 0)} | {fmt(c['raw_chunks_per_s'], 2)} | "
                      f"{fmt(c['raw_tokens_per_s'], 0)} | {fmt(c['ratio_tokens'], 2)} | "
                      f"{fmt(unchanged[len(unchanged) // 2], 2)} ({fmt(unchanged[0], 2)}–{fmt(unchanged[-1], 2)}) | "

@@ -94,3 +94,10 @@ def test_mcp_latency_over_http_sits_next_to_the_apis():
     assert "| `POST /api/v1/ask` | 50.0 |" in text
     assert "| MCP `search_book` (`POST /mcp`, the SDK's client) | 20.0 |" in text
     assert "| MCP `ask_book` (`POST /mcp`, the SDK's client) | 60.0 |" in text and "(MCP: 0)" in text
+
+
+def test_the_ingestion_row_says_what_chat_did_after_the_passages_were_stored():
+    r = results()
+    assert "| c | 1 | 1000 | 100.0 | —, — |" in report.render(r, command="make bench")
+    r["ingestion"][0] |= {"sentence_vectors_seconds": 18.3, "calibration_seconds": 3.9}
+    assert "| c | 1 | 1000 | 100.0 | 18.3, 3.9 |" in report.render(r, command="make bench")
