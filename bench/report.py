@@ -82,7 +82,7 @@ def render(r: dict, *, command: str) -> str:
         lines.append(f"| {target} | {measured} | {'yes' if holds else ('—' if holds is None else '**no**')} |")
     lines += ["", "### Ingestion", "", "| corpus | pages | chunks | first index s | of which sentence vectors, "
               "calibration s | chunks/s | tokens/s | raw embedder chunks/s | raw tokens/s | pipeline ÷ raw (tokens) | "
-              "unchanged re-index s | one page edited: s, embedded |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "unchanged re-index s | one page edited: s, embedded |", "|---" * 12 + "|"]
     for c in r["ingestion"]:
         unchanged = sorted(c["unchanged_seconds"])
         after = f"{fmt(c.get('sentence_vectors_seconds'))}, {fmt(c.get('calibration_seconds'))}"
