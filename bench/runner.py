@@ -153,7 +153,8 @@ def run(*, data: Path, quick: bool, log, save_to: Path | None = None) -> dict:
             try:
                 build, index_mb = scale.hnsw_build_seconds(book)
                 entry = {"size": size, "hnsw_build_seconds": build, "hnsw_mb": index_mb,
-                         "disk_per_1k_mb": scale.disk_per_1k_mb(book), "stores": [scale.measure(book, squad)],
+                         "disk_per_1k_mb": scale.disk_per_1k_mb(book, index_mb),
+                         "stores": [scale.measure(book, squad)],
                          "search": typing.at_scale(book, typed)}
                 results["scale"].append(entry)
                 if p["qdrant"] and (size <= QDRANT_LOCAL_MAX or setting("QDRANT_URL")):
