@@ -131,6 +131,7 @@ def disk_per_1k_mb(book: Book, hnsw_mb: float) -> float:
             cursor.execute(f"CREATE INDEX bench_rows_{n} ON bench_rows USING {columns}")
             cursor.execute(f"SELECT pg_relation_size('bench_rows_{n}')")
             index_bytes += cursor.fetchone()[0]
+        cursor.execute("DROP TABLE bench_rows")  # inside an outer transaction (a test's), commit is far off
     return (float(row_bytes or 0) + index_bytes + hnsw_mb * 1e6) / count * 1000 / 1e6
 
 
