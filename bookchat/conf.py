@@ -194,8 +194,16 @@ SETTINGS: list[Setting] = [
     Setting("UPLOAD_MAX_FILES", 5000, "Most entries a `.zip` upload may hold.", int),
     Setting("UPLOAD_MAX_UNCOMPRESSED_BYTES", 200_000_000, "Most bytes a `.zip` upload may expand to (zip "
             "bombs are refused).", int),
-    Setting("JOB_STALE_SECONDS", 300, "An upload job whose worker has not reported for this long is marked "
+    Setting("JOB_STALE_SECONDS", 300, "An upload or publish whose worker has not reported for this long is marked "
             "failed (its worker was killed or restarted).", int),
+    # Publishing from CI
+    Setting("PUBLISH_MAX_BYTES", 100_000_000, "Largest `.tar.gz` a book's CI may publish "
+            "(`POST /api/v1/books/SLUG/sources`), as sent.", int, minimum=1),
+    Setting("PUBLISH_MAX_FILES", 20_000, "Most members (files, folders, links) a published archive may hold.", int,
+            minimum=1),
+    Setting("PUBLISH_MAX_UNCOMPRESSED_BYTES", 500_000_000, "Most bytes a published archive may expand to: a "
+            "decompression bomb stops there.", int, minimum=1),
+    Setting("RATE_PUBLISH", "60/hour", "Publishes (dry runs included) per publishing key.", rate=True),
     # Qdrant mirror
     Setting("QDRANT_URL", "", "URL of a Qdrant server to mirror every chunk to (e.g. `http://localhost:6333`)."),
     Setting("QDRANT_PATH", "", "Folder for Qdrant's local mode (no server; one process at a time, so not for "
@@ -213,7 +221,7 @@ SECTIONS = {"DEBUG": "Running", "HTTPS": "Serving over HTTPS", "BOOK_BASE_URL": 
             "TOP_K": "Answering: retrieval", "LLM_BASE_URL": "Answering: generation, grounding, confidence",
             "HISTORY_TURNS": "Conversations and time", "RATE_ANONYMOUS": "Rate limits",
             "ADMIN_2FA": "Staff logins", "AUDIT_RETENTION_DAYS": "Audit trail",
-            "UPLOAD_MAX_BYTES": "Uploads and background indexing",
+            "UPLOAD_MAX_BYTES": "Uploads and background indexing", "PUBLISH_MAX_BYTES": "Publishing from CI",
             "QDRANT_URL": "Qdrant mirror"}
 UNPREFIXED = [("DATABASE_URL", "", "PostgreSQL with pgvector 0.8 or later (`postgresql://user:password@host:5432/db`); "
                "unset → the embedded server under `var/`."),

@@ -18,7 +18,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
-from ingestion.models import Book
+from ingestion.models import Book, book_slug_validator
 
 
 class Conversation(models.Model):
@@ -103,6 +103,10 @@ class ApiKey(models.Model):
                                        "no origin is refused everywhere.")
     book = models.ForeignKey("ingestion.Book", null=True, blank=True, on_delete=models.CASCADE,
                              related_name="api_keys", help_text="Limit the key to one book; empty: every book.")
+    publish_book = models.CharField(
+        max_length=64, blank=True, validators=[book_slug_validator], verbose_name="publishes",
+        help_text="Secret keys only: the slug of the one book this key publishes (POST /api/v1/books/SLUG/sources, "
+                  "from the book's CI). Such a key publishes and can't ask; the book need not exist yet.")
     active = models.BooleanField(default=True, help_text="Untick to revoke the key.")
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
@@ -123,6 +127,11 @@ class ApiKey(models.Model):
         if self.kind == self.PUBLISHABLE and not self.allowed_origins:
             raise ValidationError({"allowed_origins": "a publishable key needs at least one allowed origin: the "
                                                       "sites whose pages may use it"})
+        if self.publish_book and self.kind != self.SECRET:
+            raise ValidationError({"publish_book": "only a secret key can publish (it is sent by the book's CI, "
+                                                   "never from a web page)"})
+        if self.publish_book and self.book_id is not None and self.book.slug != self.publish_book:
+            raise ValidationError({"book": f"a key that publishes {self.publish_book!r} is for that book only"})
 
     def origins(self) -> list[str]:
         return [normalise_origin(line) for line in self.allowed_origins.splitlines() if line.strip()]

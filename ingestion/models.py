@@ -231,9 +231,11 @@ class IndexRun(models.Model):
 
 
 class IngestionJob(models.Model):
-    """One upload from the admin: the files staff sent, and the background index run that follows.
+    """One upload from the admin, or one publish of a book's sources through the API (a *sync*, from the book's
+    CI): the files sent, and the background index run that follows.
 
-    The files wait in ``DATA_DIR/uploads/<id>/`` (see ``ingestion.uploads.jobs``) until the job is done.
+    The files wait in ``DATA_DIR/uploads/<id>/`` (see ``ingestion.uploads.jobs``) until the job is done. A publish
+    the API refused is kept too (status ``refused``, nothing stored): the record of who tried to publish what.
     """
 
     class Status(models.TextChoices):
@@ -241,6 +243,11 @@ class IngestionJob(models.Model):
         RUNNING = "running", "running"
         DONE = "done", "done"
         FAILED = "failed", "failed"
+        REFUSED = "refused", "refused"
+
+    class Source(models.TextChoices):
+        UPLOAD = "upload", "admin upload"
+        PUBLISH = "publish", "publish (API)"
 
     ACTIVE = (Status.QUEUED, Status.RUNNING)
 
@@ -273,15 +280,30 @@ class IngestionJob(models.Model):
                                       "queue included.")
     task_id = models.CharField(max_length=64, blank=True, help_text="The django-q2 task that runs the job.")
     attempts = models.PositiveSmallIntegerField(default=0)
+    source = models.CharField(max_length=16, choices=Source.choices, default=Source.UPLOAD)
+    dry_run = models.BooleanField(default=False, help_text="Only check the sources and say what would change.")
+    published_by = models.CharField(max_length=200, blank=True, help_text="The API key that published: its "
+                                    "prefix and name.")
+    revision = models.CharField(max_length=100, blank=True, help_text="What was published, as the publisher named "
+                                "it (a commit).")
+    source_dir = models.CharField(max_length=300, blank=True, help_text="Where the sources sit in the publisher's "
+                                  "repository (the files in reports are named from there).")
+    error_code = models.CharField(max_length=64, blank=True, help_text="Why a publish was refused or failed.")
 
     class Meta:
         ordering = ["-created_at"]
         verbose_name = "upload"
         verbose_name_plural = "uploads"
         indexes = [models.Index(fields=["status", "heartbeat_at"], name="ingestionjob_status_heartbeat")]
+        constraints = [
+            # Two syncs of one book never interleave: a publish while another is queued or running is refused.
+            models.UniqueConstraint(fields=["book_slug"], name="ingestionjob_one_active_publish",
+                                    condition=models.Q(source="publish", dry_run=False,
+                                                       status__in=["queued", "running"])),
+        ]
 
     def __str__(self) -> str:
-        return f"upload #{self.pk} → {self.book_slug}"
+        return f"{'publish' if self.source == self.Source.PUBLISH else 'upload'} #{self.pk} → {self.book_slug}"
 
     @property
     def is_active(self) -> bool:

@@ -9,7 +9,9 @@ is one of:
   CORS preflight, which carries no custom headers, can be checked against the key too;
 - **a secret key** (``sk_…``) from a server, in ``Authorization: Bearer`` or ``X-Bookchat-Key``
   (``SecretKeyAuthentication``): refused when the request comes from a browser origin or carries
-  the key in its URL. A publishable key sent in a header is judged as in the query string;
+  the key in its URL. A publishable key sent in a header is judged as in the query string. A secret key that
+  publishes a book (``ApiKey.publish_book``: a ``PublisherClient``) may only publish it
+  (``chat.channels.publishing``): ``HasClient`` refuses it everywhere else, and only such a key may publish;
 - **the chat page** (``PageSessionAuthentication``): a session that rendered ``/``, with DRF's own
   CSRF enforcement, and no key;
 - **anonymous**, when ``BOOKCHAT_ANONYMOUS_API`` allows it (by default only under DEBUG): the
@@ -84,6 +86,17 @@ class Client:
         """The limit this client's searches count against: one reader's (the narrowest of its question buckets),
         sized for typing (``RATE_SEARCH``)."""
         return [(f"search:{self.rate_buckets(ip_tag)[-1][0]}", "RATE_SEARCH")]
+
+
+@dataclass
+class PublisherClient(Client):
+    """A book's CI with the key that publishes that one book (``ApiKey.publish_book``); it can't ask."""
+
+    channel: str = "publish"
+
+    @property
+    def publishes(self) -> str:
+        return self.key.publish_book
 
 
 @dataclass
@@ -195,7 +208,7 @@ def key_client(raw: str, origin: str | None, *, in_url: bool) -> Client:
             raise refuse("secret keys are for servers and are never accepted from a web page; use a publishable "
                          "key in the page", "secret_key_in_browser")
         key.touch()
-        return Client("api", key)
+        return PublisherClient(key=key) if key.publish_book else Client("api", key)
     if not key.origins():
         raise refuse("this publishable key has no allowed origins; add the site's origin to it in the admin",
                      "no_allowed_origins")
@@ -247,9 +260,13 @@ class PageSessionAuthentication(SessionAuthentication):
 
 
 class HasClient(BasePermission):
-    """The default permission: an authenticated client, or anyone when anonymous access is on."""
+    """The default permission: an authenticated client, or anyone when anonymous access is on; never a key that
+    publishes a book (it publishes and does nothing else)."""
 
     def has_permission(self, request, view) -> bool:
+        if isinstance(request.auth, PublisherClient):
+            raise refuse(f"this key publishes the book {request.auth.publishes!r} and can do nothing else; ask with "
+                         "another key", "publishing_key")
         return isinstance(request.auth, Client) or anonymous_allowed()
 
 

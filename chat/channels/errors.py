@@ -44,8 +44,8 @@ def error_reply(exc: BaseException, request=None) -> ErrorReply:
         wait = max(1, int(exc.wait or 1))
         return ErrorReply(429, error_body("rate_limited", _detail(exc)), {"Retry-After": str(wait)})
     if isinstance(exc, exceptions.NotAuthenticated):
-        return ErrorReply(401, error_body("key_required", KEY_REQUIRED),
-                          {"WWW-Authenticate": 'Bearer realm="bookchat"'})
+        detail = _detail(exc) if str(exc.detail) != str(exceptions.NotAuthenticated.default_detail) else KEY_REQUIRED
+        return ErrorReply(401, error_body("key_required", detail), {"WWW-Authenticate": 'Bearer realm="bookchat"'})
     if isinstance(exc, exceptions.AuthenticationFailed):  # a key that is no key (``chat.channels.mcp_http``)
         codes = exc.get_codes()
         return ErrorReply(401, error_body(codes if isinstance(codes, str) else "invalid_key", _detail(exc)),
@@ -59,7 +59,8 @@ def error_reply(exc: BaseException, request=None) -> ErrorReply:
         log_outage(request, exc)
     elif request is not None and status == 500:
         logger.error("unexpected error answering %s %s", request.method, request.path[:200], exc_info=exc)
-    return ErrorReply(status, body)
+    retry_after = getattr(exc, "retry_after", None)  # a conflict that ends by itself (a sync under way)
+    return ErrorReply(status, body, {"Retry-After": str(int(retry_after))} if retry_after else {})
 
 
 def _detail(exc: exceptions.APIException) -> str:

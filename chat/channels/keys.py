@@ -22,16 +22,24 @@ class ApiKeyError(RequestError):
     code = "invalid_api_key"
 
 
-def api_key_create(*, kind: str, name: str, origins: Sequence[str] = (), book_slug: str | None = None
-                   ) -> tuple[ApiKey, str]:
-    """A new active key and its value, which is not stored (only its hash) and can't be shown again."""
+def api_key_create(*, kind: str, name: str = "", origins: Sequence[str] = (), book_slug: str | None = None,
+                   publish_book: str | None = None) -> tuple[ApiKey, str]:
+    """A new active key and its value, which is not stored (only its hash) and can't be shown again.
+    ``publish_book``: a secret key that publishes that book (which need not exist yet) and does nothing else."""
     book = None
+    if publish_book:
+        if book_slug and book_slug != publish_book:
+            raise ApiKeyError(f"a key that publishes {publish_book!r} is for that book only, not {book_slug!r}",
+                              code="key_book", field="book")
+        book_slug = None  # the book may not exist yet: the key names it by its slug
+        name = name.strip() or f"publishes {publish_book}"
     if book_slug:
         book = Book.objects.roots().filter(slug=book_slug).first()
         if book is None:
             known = ", ".join(Book.objects.roots().order_by("slug").values_list("slug", flat=True)) or "none yet"
             raise ApiKeyError(f"unknown book {book_slug!r} (books: {known})", code="unknown_book", field="book")
-    key = ApiKey(kind=kind, name=name.strip(), allowed_origins="\n".join(origins), book=book)
+    key = ApiKey(kind=kind, name=name.strip(), allowed_origins="\n".join(origins), book=book,
+                 publish_book=publish_book or "")
     raw = key.issue()
     try:
         key.full_clean()
@@ -75,6 +83,7 @@ def api_key_summary(key: ApiKey) -> dict:
         "name": key.name,
         "origins": key.allowed_origins.split(),
         "book": key.book.slug if key.book else None,
+        "publishes": key.publish_book or None,
         "active": key.active,
         "created": key.created_at.isoformat() if key.created_at else None,
         "last_used": key.last_used_at.isoformat() if key.last_used_at else None,

@@ -34,7 +34,7 @@ from rest_framework import exceptions
 from rest_framework.permissions import BasePermission
 from rest_framework.views import APIView
 
-from chat.channels.access import AssistantClient, Client, SecretKeyAuthentication
+from chat.channels.access import AssistantClient, Client, HasClient, SecretKeyAuthentication
 from chat.channels.mcp_server import book_server
 from chat.models import ApiKey
 
@@ -64,7 +64,7 @@ class HasSecretKey(BasePermission):
             return False  # no key: DRF answers 401 (NotAuthenticated)
         if client.key is None or client.key.kind != ApiKey.SECRET:
             raise exceptions.PermissionDenied(self.message, code="secret_key_required")
-        return True
+        return HasClient().has_permission(request, view)  # a key that publishes a book does nothing else
 
 
 @extend_schema(exclude=True)  # JSON-RPC, described by MCP's own tools/list, not by the REST API's schema

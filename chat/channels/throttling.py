@@ -18,8 +18,8 @@ Buckets by caller:
 
 Questions are limited (``/ask``, ``/ask/stream`` and the page form), and searches
 (``/search``, the page's search form) apart from them, one reader's bucket each
-(``RATE_SEARCH``, sized for a search per keystroke); feedback, books and health are not. A
-rate of "" turns a limit off.
+(``RATE_SEARCH``, sized for a search per keystroke), and publishes per publishing key
+(``RATE_PUBLISH``); feedback, books and health are not. A rate of "" turns a limit off.
 """
 
 from __future__ import annotations
@@ -103,6 +103,17 @@ class QuestionThrottle(BaseThrottle):
     def allow_request(self, request, view) -> bool:
         if request.method != "OPTIONS":
             check_rate(request, client_of(request))
+        return True
+
+
+class PublishThrottle(BaseThrottle):
+    """Publishes (dry runs included) per publishing key (``RATE_PUBLISH``)."""
+
+    def allow_request(self, request, view) -> bool:
+        client = client_of(request)
+        rate = parse_rate("RATE_PUBLISH")
+        if client.key is not None and rate is not None:
+            count_request([(f"publish:key:{client.key.pk}", rate)], what="publishes")
         return True
 
 

@@ -89,11 +89,13 @@ class BookIndexer:
         )
         self.fingerprint = self.options.fingerprint(embedder.name)
         self.chunker = Chunker(embedder.count_tokens, self.options)
-        self.report = IndexReport(book=book_slug, dry_run=dry_run)
+        self.report = IndexReport(book=book_slug, dry_run=dry_run, pages_folder=str(discovery.root))
         self.book: Book | None = None
         self._categories: dict[str, tuple[str, float | None]] = {}
         self.links = BookLinks({})
-        self._pending: list[PreparedPage] = []
+        self._pending: list[PreparedPage] = []  # chunked, waiting for a full batch to embed
+        self._ready: list[PreparedPage] = []  # embedded, waiting for the switch
+        self._emptied: list[Document] = []  # stored pages that have no passage any more
         self.partials = self.conventions.resolver(discovery.root, max_bytes=setting("MAX_FILE_BYTES"),
                                                   site_root=site_root,
                                                   pages={f.rel_path: f.path for f in discovery.files})
@@ -101,84 +103,145 @@ class BookIndexer:
 
     # -- the run -------------------------------------------------------------------------
     def run(self) -> IndexReport:
+        """Read every page and embed what is new, writing nothing; then switch the book to the new version in one
+        transaction (``_switch``). Until that commits, readers see the book as it was; if the run stops before it
+        commits (an error, a killed worker, a database restart), they go on seeing it."""
         started = time.monotonic()
         for issue in self.discovery.warnings:
             self.report.warn(issue)
         if not self.discovery.files:
             raise IndexingError(f"no Markdown files (.md, .mdx) found under {self.discovery.root}", code="empty")
         self.book = self.store.book = self._book()
-        run = None
-        if not self.dry_run:
-            IndexRun.objects.filter(book=self.book, status=IndexRun.Status.RUNNING).update(
-                status=IndexRun.Status.FAILED, finished_at=timezone.now(),
-                report={"errors": [{"file": None, "line": None, "message": "interrupted before it finished"}]},
-            )
-            run = IndexRun.objects.create(book=self.book, source=str(self.discovery.root), trigger=self.trigger,
-                                          options={"prune": self.prune, "reindex": self.reindex})
+        run = self._open_run()
         try:
             self._index_files()
+            if self.dry_run:
+                self._store_ready()
+                if self.prune:
+                    self._prune()
+            else:
+                run = self._switch(run)
+        except BaseException as exc:
+            if run is not None:
+                self._record_failure(run, exc)
+            raise
+        self.report.total_seconds = time.monotonic() - started
+        if run is not None:
+            self._after_switch()
+            self.report.total_seconds = time.monotonic() - started
+            self._finish(run)
+        return self.report
+
+    def _open_run(self) -> IndexRun | None:
+        """The run's record, when the book already exists (a new book's is made with it, in ``_switch``); a run
+        of this book that another process left running is marked interrupted."""
+        if self.dry_run or not self.book.pk:
+            return None
+        IndexRun.objects.filter(book=self.book, status=IndexRun.Status.RUNNING).update(
+            status=IndexRun.Status.FAILED, finished_at=timezone.now(),
+            report={"errors": [{"file": None, "line": None, "message": "interrupted before it finished"}]},
+        )
+        return IndexRun.objects.create(book=self.book, source=str(self.discovery.root), trigger=self.trigger,
+                                       options={"prune": self.prune, "reindex": self.reindex})
+
+    def _switch(self, run: IndexRun | None) -> IndexRun:
+        """Write the new version of the book in one transaction: its record, every changed page, the pages
+        removed, the folders and the lexical statistics. Each page is written in a savepoint of its own, so that
+        one page that can't be stored fails alone."""
+        book = self.book
+        self.progress("store", 0, len(self._ready))
+        with transaction.atomic():
+            fresh = not book.pk or self.reindex
+            if book.pk and self.reindex:
+                self.report.documents_removed += book.documents.count()
+                self.report.chunks_removed += Chunk.objects.filter(book=book).count()
+                book.documents.all().delete()
+            search_config = Book.objects.filter(pk=book.pk).values_list("search_config", flat=True).first() \
+                if book.pk else book.search_config
+            book.save()
+            if book.search_config != search_config:  # a new language: every passage's search vector is recomputed
+                Chunk.objects.filter(book=book).update(search_config=book.search_config)
+                SearchStats.objects.filter(book=book).delete()
+            if fresh:  # a new or re-indexed book starts from an empty mirror (points left by a deleted namesake go)
+                self.store.mirror_write(lambda mirror: mirror.delete_where(book=self.slug))
+            if run is None:
+                run = IndexRun.objects.create(book=book, source=str(self.discovery.root), trigger=self.trigger,
+                                              options={"prune": self.prune, "reindex": self.reindex})
+            self._store_ready()
             if self.prune:
                 self._prune()
             self._store_folders()
-        finally:
-            if run is not None:
-                self._refresh_search_data()
-            self.report.total_seconds = time.monotonic() - started
-            if run is not None:
-                self._finish(run)
-        return self.report
+            self._refresh_lexicon()
+        return run
 
-    def _refresh_search_data(self) -> None:
-        """Recount the book's lexical statistics when a page changed (or it has none yet), and build or drop its
-        own HNSW index as its size asks; pages stored before a failure count too. A failure here leaves the
-        old figures (or the live count) and the shared index in use."""
+    def _store_ready(self) -> None:
+        """Store the embedded pages and remove the emptied ones (a dry run only counts them)."""
+        emptied, self._emptied = self._emptied, []
+        self.store.remove_documents(emptied)
+        ready, self._ready = self._ready, []
+        for page in ready:
+            try:
+                self.store.store(page)
+            except Exception as exc:  # one page that can't be stored must not lose the others
+                logger.exception("storing %s failed", page.rel_path)
+                self.report.files_failed += 1
+                self.report.error(Issue(page.rel_path, None, f"cannot be stored: {type(exc).__name__}: {exc}"))
+
+    def _changed(self) -> bool:
         report = self.report
-        changed = report.chunks_added or report.chunks_removed or report.files_indexed or report.documents_removed
-        stats = SearchStats.objects.filter(book=self.book).first()
+        return bool(report.chunks_added or report.chunks_removed or report.files_indexed or report.documents_removed)
+
+    def _refresh_lexicon(self) -> None:
+        """Recount the book's lexical statistics, in the switch's transaction, when a page changed (or it has none
+        yet). A failure leaves the old figures (or the live count) in use."""
         try:
-            if changed or stats is None:
-                stats = refresh_lexicon(self.book)
-            sync_book_index(self.book, stats.chunks)
+            with transaction.atomic():
+                if self._changed() or not SearchStats.objects.filter(book=self.book).exists():
+                    refresh_lexicon(self.book)
         except Exception:  # never hides the run's own outcome
-            logger.exception("refreshing the search statistics or index of book %s failed", self.slug)
+            logger.exception("refreshing the search statistics of book %s failed", self.slug)
+
+    def _after_switch(self) -> None:
+        """Once the new version is committed: copy it to the mirror, and build or drop the book's own HNSW index as
+        its size asks (concurrently, outside the transaction). A failure here leaves the shared index in use."""
+        self.store.flush_mirror()
+        try:
+            stats = SearchStats.objects.filter(book=self.book).first()
+            sync_book_index(self.book, stats.chunks if stats is not None else self.book.chunks.count())
+        except Exception:
+            logger.exception("building the search index of book %s failed", self.slug)
+
+    def _record_failure(self, run: IndexRun, exc: BaseException) -> None:
+        """The run stopped before its switch committed: the book is as it was. Recorded without failing again."""
+        message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}" if isinstance(exc, Exception) \
+            else "interrupted before it finished"
+        try:
+            IndexRun.objects.filter(pk=run.pk).update(
+                status=IndexRun.Status.FAILED, finished_at=timezone.now(),
+                report={**self.report.as_dict(), "errors": [*self.report.errors,
+                                                           {"file": None, "line": None, "message": message}]})
+        except Exception:
+            logger.exception("recording the failed run of book %s failed", self.slug)
 
     def _book(self) -> Book:
+        """The book with this run's fields (title, URLs, embedder, edition), not saved: ``_switch`` saves it."""
         book = Book.objects.filter(slug=self.slug).first()
         if book is not None and not self.reindex:
             check_compatible(book, self.embedder)
-        if self.dry_run:
-            return book or Book(slug=self.slug, title=self.title or default_title(self.discovery),
-                                base_url=self._base_url(None), embedder_name=self.embedder.name,
-                                embedder_dimension=self.embedder.dimension,
-                                **(self.edition.fields if self.edition else {}))
-        fresh = book is None or self.reindex
-        with transaction.atomic():
-            if book is None:
-                book = Book(slug=self.slug)
-            elif self.reindex:
-                removed = Chunk.objects.filter(book=book).count()
-                self.report.documents_removed += book.documents.count()
-                self.report.chunks_removed += removed
-                book.documents.all().delete()
-            if self.title or not book.title:
-                book.title = self.title or default_title(self.discovery)
-            book.base_url = self._base_url(book)
-            if not self.discovery.single_file:
-                book.source_path = str(self.discovery.root)
-            book.embedder_name = self.embedder.name
-            book.embedder_dimension = self.embedder.dimension
-            book.generator = self.conventions.generator
-            config = book.search_config
-            if self.edition is not None:
-                for name, value in self.edition.fields.items():
-                    setattr(book, name, value)
-                book.edition_of = self.root_book
-            book.save()
-            if book.search_config != config:  # a new language: every passage's search vector is recomputed
-                Chunk.objects.filter(book=book).update(search_config=book.search_config)
-                SearchStats.objects.filter(book=book).delete()
-        if fresh:  # a new or re-indexed book starts from an empty mirror (points left by a deleted namesake go)
-            self.store.mirror_write(lambda mirror: mirror.delete_where(book=self.slug))
+        if book is None:
+            book = Book(slug=self.slug)
+        if self.title or not book.title:
+            book.title = self.title or default_title(self.discovery)
+        book.base_url = self._base_url(book)
+        if not self.discovery.single_file:
+            book.source_path = str(self.discovery.root)
+        book.embedder_name = self.embedder.name
+        book.embedder_dimension = self.embedder.dimension
+        book.generator = self.conventions.generator
+        if self.edition is not None:
+            for name, value in self.edition.fields.items():
+                setattr(book, name, value)
+            book.edition_of = self.root_book
         return book
 
     def _base_url(self, book: Book | None) -> str:
@@ -189,7 +252,7 @@ class BookIndexer:
     def _index_files(self) -> None:
         # Chunk counts come with the pages: an unchanged book must not cost a query per page.
         existing = {}
-        if self.book.pk:
+        if self.book.pk and not self.reindex:  # a re-index stores every page anew
             stored = Document.objects.filter(book=self.book).annotate(chunk_count=Count("chunks"))
             existing = {d.path: d for d in stored}
         files = self.discovery.files
@@ -256,7 +319,7 @@ class BookIndexer:
         self.report.files_skipped += 1
         self.report.warn(Issue(file.rel_path, None, message))
         if stored is not None:  # the page is now empty: its old passages no longer exist in the book
-            self.store.remove_documents([stored])
+            self._emptied.append(stored)
 
     def _store_folders(self) -> None:
         """Record every folder's sidebar label and position (``ingestion.reading.outline`` orders the pages by them),
@@ -320,18 +383,14 @@ class BookIndexer:
         kept = old_ids & set(ids)
         new_keys = {k for i, k in zip(ids, keys, strict=True) if i not in kept}
         vectors = {}
-        if new_keys and self.book.pk and not self.reindex:
-            for key, vector in (Chunk.objects.filter(book__in=self._vector_books(), embedding_key__in=new_keys)
-                                .values_list("embedding_key", "embedding")):
+        if new_keys and not self.reindex:
+            # Any book's vector of the same text by the same embedder is this passage's (the key names both): a book
+            # published again under another name, another edition, a page moved to another book embed nothing.
+            for key, vector in (Chunk.objects.filter(embedding_key__in=new_keys).order_by("embedding_key")
+                                .distinct("embedding_key").values_list("embedding_key", "embedding")):
                 vectors[key] = vector
-        return PreparedPage(rel_path, fields, drafts, texts, ids, keys, kept, len(old_ids - set(ids)), vectors)
-
-    def _vector_books(self) -> list[int]:
-        """The books whose vectors this one may reuse: itself, and the other editions of its site."""
-        if self.edition is None:
-            return [self.book.pk]
-        root = self.root_book or self.book
-        return [root.pk, *Book.objects.filter(edition_of=root).values_list("pk", flat=True)]
+        return PreparedPage(rel_path, fields, drafts, texts, ids, keys, kept, len(old_ids - set(ids)), vectors,
+                            is_new=stored is None)
 
     def _flush(self) -> None:
         pending, self._pending = self._pending, []
@@ -356,13 +415,7 @@ class BookIndexer:
         # With --dry-run these say what a real run would embed.
         self.report.chunks_embedded += len(needed)
         self.report.tokens += sum(draft.token_count for draft in needed.values())
-        for page in pending:
-            try:
-                self.store.store(page)
-            except Exception as exc:  # one page that can't be stored must not lose the others of the batch
-                logger.exception("storing %s failed", page.rel_path)
-                self.report.files_failed += 1
-                self.report.error(Issue(page.rel_path, None, f"cannot be stored: {type(exc).__name__}: {exc}"))
+        self._ready.extend(pending)
 
     def _embed(self, texts: list[str]):
         batch = setting("EMBED_BATCH_SIZE")

@@ -14,7 +14,7 @@ from django.utils.text import slugify
 from bookchat.errors import BookchatError
 from ingestion.indexing.embedders import get_embedder
 from ingestion.indexing.indexer import BookIndexer, validate_book_slug
-from ingestion.indexing.reports import SUMMED, IndexingError, IndexReport, ProgressCallback, SiteReport
+from ingestion.indexing.reports import LISTED_PAGES, SUMMED, IndexingError, IndexReport, ProgressCallback, SiteReport
 from ingestion.models import Book
 from ingestion.reading.conventions import Conventions, book_facts, config_file, detect, for_book
 from ingestion.reading.documents import Issue
@@ -24,28 +24,48 @@ from ingestion.reading.sources import Discovery, discover
 from ingestion.signals import book_indexed
 
 
-class BookLock:
-    """A Postgres advisory lock that keeps two indexing runs off the same book."""
+class AdvisoryLock:
+    """A Postgres session-level advisory lock named by ``name``: it goes with the connection, so a killed process
+    never leaves it held."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.key = int(hashlib.sha256(name.encode()).hexdigest()[:15], 16)
+
+    def acquire(self) -> bool:
+        """Take the lock if nobody holds it; whether we got it."""
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_try_advisory_lock(%s)", [self.key])
+            return bool(cursor.fetchone()[0])
+
+    def release(self) -> None:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [self.key])
+
+    def __enter__(self) -> None:
+        if not self.acquire():
+            raise IndexingError(f"{self.name} is held by another run", code="busy")
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+class BookLock(AdvisoryLock):
+    """The lock that keeps two indexing runs off the same book."""
 
     def __init__(self, slug: str):
-        self.key = int(hashlib.sha256(f"bookchat-index:{slug}".encode()).hexdigest()[:15], 16)
+        super().__init__(f"bookchat-index:{slug}")
         self.slug = slug
 
     def __enter__(self) -> None:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_try_advisory_lock(%s)", [self.key])
-            if not cursor.fetchone()[0]:
-                raise IndexingError(f"book {self.slug!r} is being indexed by another run; try again when it ends",
-                                    code="busy")
-
-    def __exit__(self, *exc) -> None:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_unlock(%s)", [self.key])
+        if not self.acquire():
+            raise IndexingError(f"book {self.slug!r} is being indexed by another run; try again when it ends",
+                                code="busy")
 
 
 def index_book(*, path: Path | str, book_slug: str | None = None, base_url: str | None = None,
                title: str | None = None, prune: bool = False, dry_run: bool = False, reindex: bool = False,
-               trigger: str = "cli", progress: ProgressCallback | None = None) -> IndexReport:
+               trigger: str = "cli", progress: ProgressCallback | None = None, confined: bool = False) -> IndexReport:
     """Index the Markdown/MDX pages at ``path`` (a folder or one file) into a book; return the report."""
     path = Path(path).expanduser()
     if book_slug is None:
@@ -81,21 +101,26 @@ def run_locked(indexer: BookIndexer, slug: str) -> IndexReport:
 
 def index_site(config: SiteConfig, *, book_slug: str | None = None, base_url: str | None = None,
                title: str | None = None, prune: bool = False, dry_run: bool = False, reindex: bool = False,
-               trigger: str = "cli", progress: ProgressCallback | None = None) -> SiteReport:
+               trigger: str = "cli", progress: ProgressCallback | None = None, confined: bool = False) -> SiteReport:
     """Index a Docusaurus site (``ingestion.reading.site``): every docs instance, version and locale; return
-    the reports."""
+    the reports. ``confined``: every folder the config names must be inside the site's root."""
     started = time.monotonic()
     if book_slug is not None:
         validate_book_slug(book_slug)
     plan = plan_site(config, slug=book_slug, title=title, base_url=base_url)
     roots = [editions[0].slug for editions in plan.books]
-    total = IndexReport(book=roots[0] if roots else (book_slug or ""), dry_run=dry_run)
+    total = IndexReport(book=roots[0] if roots else (book_slug or ""), dry_run=dry_run,
+                        pages_folder=str(config.root))
     for issue in plan.warnings:
         total.warn(issue)
     report = SiteReport(total, {"config": config.config_file.name, "read_with": config.how, "title": config.title,
                                 "url": config.site_url, "books": roots})
     if not plan.books:
         raise IndexingError(f"no docs to index in the site at {config.root}", code="empty")
+    if confined:
+        for editions in plan.books:
+            for edition in editions:
+                check_inside(config.root, edition.folder, edition.translations)
     embedder = get_embedder()
     for editions in plan.books:
         root_book = None
@@ -118,9 +143,22 @@ def index_site(config: SiteConfig, *, book_slug: str | None = None, base_url: st
                 setattr(total, name, getattr(total, name) + getattr(edition_report, name))
             total.errors.extend({**issue, "book": edition.slug} for issue in edition_report.errors)
             total.warnings.extend({**issue, "book": edition.slug} for issue in edition_report.warnings)
+            folder = _site_relative(Path(edition_report.pages_folder), config.root)
+            for change, paths in edition_report.pages.items():
+                room = LISTED_PAGES - len(total.pages[change])
+                total.pages[change].extend(f"{folder}{path}" for path in paths[:room])
         _stale_editions(root_book, {e.slug for e in editions}, prune=prune and not dry_run, report=total)
     total.total_seconds = time.monotonic() - started
     return report
+
+
+def _site_relative(folder: Path, root: Path) -> str:
+    """``folder`` from the site's root, with a trailing slash ("" for the root itself)."""
+    try:
+        relative = folder.resolve().relative_to(Path(root).resolve()).as_posix()
+    except ValueError:
+        return f"{folder}/"
+    return "" if relative == "." else f"{relative}/"
 
 
 def _stale_editions(root: Book | None, planned: set[str], *, prune: bool, report: IndexReport) -> None:
@@ -138,10 +176,14 @@ def _stale_editions(root: Book | None, planned: set[str], *, prune: bool, report
 
 def index_generated(conventions: Conventions, root: Path, *, book_slug: str | None = None, base_url: str | None = None,
                     title: str | None = None, prune: bool = False, dry_run: bool = False, reindex: bool = False,
-                    trigger: str = "cli", progress: ProgressCallback | None = None) -> IndexReport:
+                    trigger: str = "cli", progress: ProgressCallback | None = None,
+                    confined: bool = False) -> IndexReport:
     """Index an mdBook or an MkDocs site from its root (``ingestion.reading.conventions``): its pages folder, title
-    and URL from its config, only the files the generator builds as pages, their URLs and anchors as it makes them."""
+    and URL from its config, only the files the generator builds as pages, their URLs and anchors as it makes them.
+    ``confined``: the pages folder must be inside ``root``."""
     folder, config_title, config_url, warnings = book_facts(conventions)
+    if confined:
+        check_inside(root, folder)
     if not folder.is_dir():
         raise IndexingError(f"the pages folder {folder} named by {config_file(conventions)} does not exist",
                             code="empty")
@@ -158,13 +200,24 @@ def index_generated(conventions: Conventions, root: Path, *, book_slug: str | No
     return run_locked(indexer, book_slug)
 
 
+def check_inside(root: Path, *folders: Path | None) -> None:
+    """An IndexingError when one of ``folders`` (as a config names them) is outside ``root``: sources that came from
+    elsewhere (a publish) are read from their own files only."""
+    base = Path(root).resolve()
+    for folder in folders:
+        if folder is not None and not Path(folder).resolve().is_relative_to(base):
+            raise IndexingError(f"the config names the folder {folder}, outside the published sources; only "
+                                "folders inside the site's root are read", code="outside_sources")
+
+
 def index_path(path: Path | str, **arguments) -> IndexReport | SiteReport:
     """Index what is at ``path``: a Docusaurus site (a folder with ``docusaurus.config.*``: every version and
     locale), an mdBook (``book.toml``) or an MkDocs site (``mkdocs.yml``), else a folder of pages or one page.
-    ``arguments`` are ``index_book``'s and ``index_site``'s."""
+    ``arguments`` are ``index_book``'s and ``index_site``'s; with ``confined=True`` (sources from a publish), a
+    Docusaurus config is read without running it, and nothing outside ``path`` is read."""
     path = Path(path).expanduser()
     if path.is_dir() and find_config(path) is not None:
-        return index_site(read_site_config(path), **arguments)
+        return index_site(read_site_config(path, execute=not arguments.get("confined")), **arguments)
     conventions = detect(path) if path.is_dir() else None
     if conventions is not None:
         return index_generated(conventions, path, **arguments)

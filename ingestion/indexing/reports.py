@@ -14,6 +14,10 @@ if TYPE_CHECKING:
     from ingestion.reading.site import Edition
 
 
+# Pages listed by name in a report for each kind of change (the counts are always whole).
+LISTED_PAGES = 500
+
+
 class IndexingError(BookchatError):
     code = "indexing_failed"
 
@@ -23,7 +27,8 @@ class IndexReport:
     book: str
     dry_run: bool = False
     files_seen: int = 0
-    files_indexed: int = 0
+    files_indexed: int = 0  # added or changed
+    files_added: int = 0
     files_unchanged: int = 0
     files_failed: int = 0
     files_skipped: int = 0
@@ -39,6 +44,13 @@ class IndexReport:
     warnings: list[dict] = field(default_factory=list)
     # What the apps listening to ``book_indexed`` did after the run, by name (chat: "sentence_vectors").
     after: dict[str, dict] = field(default_factory=dict)
+    # The paths of the pages added, changed and removed (a dry run: that would be), at most ``LISTED_PAGES`` each.
+    pages: dict[str, list[str]] = field(default_factory=lambda: {"added": [], "changed": [], "removed": []})
+    pages_folder: str = ""  # the folder the pages' paths are relative to
+
+    def page_changed(self, change: str, path: str) -> None:
+        if len(self.pages[change]) < LISTED_PAGES:
+            self.pages[change].append(path)
 
     def error(self, issue: Issue | BookchatError) -> None:
         self.errors.append(issue.as_dict())
@@ -88,5 +100,6 @@ class SiteReport:
         ]}
 
 
-SUMMED = ("files_seen", "files_indexed", "files_unchanged", "files_failed", "files_skipped", "documents_removed",
-          "chunks_added", "chunks_kept", "chunks_removed", "chunks_embedded", "tokens", "embed_seconds")
+SUMMED = ("files_seen", "files_indexed", "files_added", "files_unchanged", "files_failed", "files_skipped",
+          "documents_removed", "chunks_added", "chunks_kept", "chunks_removed", "chunks_embedded", "tokens",
+          "embed_seconds")

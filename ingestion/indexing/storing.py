@@ -1,9 +1,10 @@
-"""Storing an indexed page: its passages replaced in one transaction, and each committed write copied to the
-optional Qdrant mirror (``qdrant``).
+"""Storing an indexed page: its passages replaced in one transaction (a savepoint of the run's switch), and the
+writes copied to the optional Qdrant mirror (``qdrant``) once the switch has committed.
 
 Decisions:
-- A page is written whole or not at all (one transaction): a crash leaves it on its old passages or its new ones.
+- A page is written whole or not at all: a failure leaves it on its old passages.
   Passages the page kept are updated in place (their vectors untouched); the others are deleted or created.
+- The mirror is written after the commit (``flush_mirror``), never with writes a rollback would undo.
 - A mirror failure never fails the run: it is logged and reported once, and the mirror is left alone for the
   rest of the run (``manage.py qdrant_sync`` repairs it).
 """
@@ -39,6 +40,7 @@ class PreparedPage:
     kept_ids: set[str]
     removed: int  # stored chunks of the page that the new version no longer has
     vectors: dict[str, list[float]]  # embedding_key → vector, filled from the store, then the embedder
+    is_new: bool = False  # the book has no page at this path yet
 
     def new_chunks(self):
         """(draft, id, key) of the chunks the page does not have yet."""
@@ -55,11 +57,15 @@ class PageStore:
         self.dry_run = dry_run
         self.book: Book | None = None
         self.mirror: QdrantMirror | None = None if dry_run else get_mirror()
+        self._mirror_writes: list[Callable[[QdrantMirror], object]] = []
 
     def store(self, page: PreparedPage) -> None:
         if not self.dry_run:
             self._write(page)
         self.report.files_indexed += 1
+        if page.is_new:
+            self.report.files_added += 1
+        self.report.page_changed("added" if page.is_new else "changed", page.rel_path)
         self.report.chunks_added += len(page.ids) - len(page.kept_ids)
         self.report.chunks_kept += len(page.kept_ids)
         self.report.chunks_removed += page.removed
@@ -96,6 +102,7 @@ class PageStore:
     def remove_documents(self, documents: list[Document]) -> None:
         for document in documents:
             self.report.documents_removed += 1
+            self.report.page_changed("removed", document.path)
             self.report.chunks_removed += document.chunks.count()
             if not self.dry_run:
                 document.delete()
@@ -104,10 +111,20 @@ class PageStore:
             self.mirror_write(lambda mirror: mirror.delete_where(book=self.slug, documents=paths))
 
     def mirror_write(self, write: Callable[[QdrantMirror], object]) -> None:
-        """Copy a committed write to the mirror. A failure never fails the run: it is logged and reported once,
-        and the mirror is left alone for the rest of the run (``qdrant_sync`` repairs it)."""
-        if self.mirror is None:
-            return
+        """Copy a write to the mirror once the run's switch has committed (``flush_mirror``)."""
+        if self.mirror is not None:
+            self._mirror_writes.append(write)
+
+    def flush_mirror(self) -> None:
+        """Make the mirror's writes, in order. A failure never fails the run: it is logged and reported once, and
+        the mirror is left alone for the rest of the run (``qdrant_sync`` repairs it)."""
+        writes, self._mirror_writes = self._mirror_writes, []
+        for write in writes:
+            if self.mirror is None:
+                return
+            self._mirror(write)
+
+    def _mirror(self, write: Callable[[QdrantMirror], object]) -> None:
         try:
             write(self.mirror)
         except Exception as exc:

@@ -85,16 +85,20 @@ def find_config(root: Path) -> Path | None:
     return next((Path(root) / name for name in CONFIG_NAMES if (Path(root) / name).is_file()), None)
 
 
-def read_site_config(root: Path, *, node: str | None = None, timeout: float = 30) -> SiteConfig:
+def read_site_config(root: Path, *, node: str | None = None, timeout: float = 30,
+                     execute: bool = True) -> SiteConfig:
     """The config of the Docusaurus site in ``root``: run by node when it can be, else read statically
-    (``how="static"``, with a warning saying why and what to do)."""
+    (``how="static"``, with a warning saying why and what to do). ``execute=False``: never run it (sources published
+    from elsewhere: their code is not run on this server)."""
     root = Path(root)
     config_file = find_config(root)
     if config_file is None:
         raise SiteConfigError(f"no docusaurus.config.{{ts,mts,cts,js,mjs,cjs}} in {root}")
     text = _read_config_text(config_file)
     node_path = node or shutil.which("node")
-    if node_path is None:
+    if not execute:
+        run = NodeRun(None, "published sources are never run on the server", no_node=True)
+    elif node_path is None:
         run = NodeRun(None, "node is not on PATH", no_node=True)
     else:
         run = run_config(node_path, config_file, timeout=timeout)

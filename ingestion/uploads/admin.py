@@ -1,4 +1,6 @@
 """The admin of upload jobs: the *add* page is the upload form; a job's page is read-only and follows its run.
+Publishes from a book's CI (``ingestion.uploads.publishing``) are listed with them, refused ones included: the
+record of who published what, when, and what came of it.
 
 Uploading (and Retry) needs the ``ingestion.add_ingestionjob`` permission; seeing jobs needs it or the
 view permission. Listing jobs or opening one first fails jobs whose worker stopped (``sweep_stale_jobs``).
@@ -51,10 +53,11 @@ def _issue_table(items: list[dict]) -> str:
 
 @admin.register(IngestionJob)
 class IngestionJobAdmin(BookScopedAdmin, admin.ModelAdmin):
-    list_display = ("id", "book_column", "files_short", "status", "progress_short", "created", "duration", "who")
+    list_display = ("id", "book_column", "source_column", "files_short", "status", "progress_short", "created",
+                    "duration", "who")
     list_display_links = ("id", "book_column")
-    list_filter = ("status", ("book", admin.RelatedOnlyFieldListFilter))
-    search_fields = ("book_slug", "files", "error")
+    list_filter = ("status", "source", "dry_run", ("book", admin.RelatedOnlyFieldListFilter))
+    search_fields = ("book_slug", "files", "error", "published_by", "revision")
     list_select_related = ("created_by",)
     date_hierarchy = "created_at"
     actions = ["retry_jobs"]
@@ -65,8 +68,8 @@ class IngestionJobAdmin(BookScopedAdmin, admin.ModelAdmin):
     book_lookup = "book_slug"  # a job for a new book has no book yet
     view_fieldsets = (
         ("Status", {"fields": ["status", "progress", "stage", "error_message", "index_run_link"]}),
-        ("Upload", {"fields": ["book_link", "files_list", "folder", "prune", "ignored_list", "created_by",
-                               "created_at"]}),
+        ("Upload", {"fields": ["book_link", "source", "published_by", "revision", "dry_run", "files_list", "folder",
+                               "prune", "ignored_list", "created_by", "created_at"]}),
         ("Report", {"fields": ["report_figures", "report_errors", "report_warnings"]}),
         ("Timing", {"fields": ["timings", "queued_at", "started_at", "finished_at", "heartbeat_at", "attempts",
                                "task_id"]}),
@@ -165,7 +168,14 @@ class IngestionJobAdmin(BookScopedAdmin, admin.ModelAdmin):
 
     @admin.display(description="by", ordering="created_by__username")
     def who(self, obj: IngestionJob) -> str:
-        return obj.created_by.get_username() if obj.created_by else "—"
+        return obj.created_by.get_username() if obj.created_by else obj.published_by or "—"
+
+    @admin.display(description="source", ordering="source")
+    def source_column(self, obj: IngestionJob) -> str:
+        if obj.source != IngestionJob.Source.PUBLISH:
+            return "upload"
+        what = "publish (dry run)" if obj.dry_run else "publish"
+        return f"{what} {obj.revision[:12]}" if obj.revision else what
 
     @admin.display(description="files")
     def files_short(self, obj: IngestionJob) -> str:

@@ -66,6 +66,7 @@ class Intake:
     names: list[str]  # the uploaded files' names
     pages: list[str] = field(default_factory=list)  # stored .md/.mdx files, relative to root (the book)
     ignored: list[str] = field(default_factory=list)  # zip entries that are not pages, not stored
+    ignored_count: int = 0  # of a published archive, all it did not store (``ignored`` names the first ones)
     top_folder: str = ""  # the zip's single top-level folder, used as the book's root
     is_zip: bool = False
     seconds: float = 0.0

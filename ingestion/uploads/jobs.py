@@ -1,11 +1,15 @@
-"""Upload jobs: queue one from a checked upload, run it on a django-q2 worker, notice when a worker died, retry.
+"""Upload jobs (staff uploads, and publishes from a book's CI): queue one from a checked upload, run it on a
+django-q2 worker, notice when a worker died, retry.
 
 A job's files wait in ``DATA_DIR/uploads/<job id>/``: removed when the job is done, kept when it
 failed (so that Retry can run it again) until the job is deleted. The worker reports progress and
-a heartbeat at most once a second; a running job whose heartbeat is older than
-``JOB_STALE_SECONDS`` lost its worker (killed, restarted) and ``sweep_stale_jobs`` marks it failed,
-as it does a queued job whose django-q2 task is gone.
+a heartbeat at most once a second, and holds the job's advisory lock while it runs (it goes with the
+worker's database connection). A running job whose lock is free lost its worker (killed,
+restarted): ``sweep_stale_jobs`` marks it failed once its heartbeat is older than ``JOB_STALE_SECONDS``
+(``fail_dead_jobs`` at once, for one book), as it does a queued job whose django-q2 task is gone.
 A job on a book that another run is indexing waits for it (up to ``BUSY_WAIT_SECONDS``), then fails.
+A publish indexes the whole site (``index_path``, confined to its files, pages it lacks removed); an upload
+indexes its pages into the book.
 """
 
 from __future__ import annotations
@@ -19,15 +23,15 @@ from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
 from bookchat.broker import queue_in_database
 from bookchat.conf import setting
 from bookchat.errors import BookchatError
-from ingestion.indexing.ingesting import BookLock, index_book
-from ingestion.indexing.reports import IndexingError, IndexReport
+from ingestion.indexing.ingesting import AdvisoryLock, index_book, index_path
+from ingestion.indexing.reports import IndexingError, IndexReport, SiteReport
 from ingestion.models import Book, Document, IndexRun, IngestionJob
 from ingestion.reading.docusaurus import category_label
 from ingestion.uploads.intake import CATEGORY_FILES, STAGING_PREFIX, Intake, UploadError, uploads_dir
@@ -51,10 +55,17 @@ WRITE_INTERVAL = 1.0
 # Staging folders of uploads that never became a job (a request that failed after the upload was checked).
 STAGING_MAX_AGE = timedelta(days=1)
 TASK = "ingestion.tasks.run_ingestion_job"
+# A running job whose worker has not yet taken the job's lock: how long after it started (or last reported).
+LOCK_GRACE = timedelta(seconds=10)
 
 
 def job_folder(job_id: int) -> Path:
     return uploads_dir() / str(job_id)
+
+
+def job_lock(job_id: int) -> AdvisoryLock:
+    """Held by the worker running the job, for as long as it runs."""
+    return AdvisoryLock(f"bookchat-job:{int(job_id)}")
 
 
 # -- creating and queueing -------------------------------------------------------------------------
@@ -101,19 +112,23 @@ def queue_job(job: IngestionJob) -> None:
 def retry_job(job: IngestionJob) -> None:
     """Queue a failed job again, on the files it still has; UploadError when it can't be."""
     if job.status != IngestionJob.Status.FAILED:
-        raise UploadError(f"upload #{job.pk} is {job.status}; only failed uploads can be retried")
+        raise UploadError(f"{job} is {job.status}; only failed ones can be retried")
     if not job_folder(job.pk).is_dir():
-        raise UploadError(f"upload #{job.pk}: its files are gone; upload them again")
-    with transaction.atomic():
-        job.error = ""
-        job.report = {}
-        job.files_done = 0
-        job.index_run = None
-        job.started_at = job.finished_at = job.heartbeat_at = None
-        job.index_seconds = job.total_seconds = None
-        job.save(update_fields=["error", "report", "files_done", "index_run", "started_at", "finished_at",
-                                "heartbeat_at", "index_seconds", "total_seconds"])
-        queue_job(job)
+        raise UploadError(f"{job}: its files are gone; upload them again")
+    try:
+        with transaction.atomic():
+            job.error = job.error_code = ""
+            job.report = {}
+            job.files_done = 0
+            job.index_run = None
+            job.started_at = job.finished_at = job.heartbeat_at = None
+            job.index_seconds = job.total_seconds = None
+            job.save(update_fields=["error", "error_code", "report", "files_done", "index_run", "started_at",
+                                    "finished_at", "heartbeat_at", "index_seconds", "total_seconds"])
+            queue_job(job)
+    except IntegrityError:  # ``ingestionjob_one_active_publish``
+        raise UploadError(f"{job}: another publish of book {job.book_slug!r} is queued or running; retry once it "
+                          "has ended") from None
 
 
 def delete_job_files(job: IngestionJob) -> None:
@@ -143,41 +158,58 @@ class _JobRun:
         self.run_id: int | None = None
 
     def run(self) -> dict:
+        lock = job_lock(self.job.pk)
+        lock.acquire()  # nobody else takes a job's lock but a sweep, for a moment: a claimed job is ours
+        try:
+            return self._run()
+        finally:
+            lock.release()
+
+    def _run(self) -> dict:
         job = self.job
         started = time.monotonic()
-        status, error, report = IngestionJob.Status.FAILED, "", None
+        status, error, code, report = IngestionJob.Status.FAILED, "", "", None
         book = Book.objects.filter(slug=job.book_slug).first()
         previous_source = book.source_path if book is not None else ""
         try:
             if not self.folder.is_dir():
                 raise UploadError("the uploaded files are gone (deleted from the server); upload them again")
-            if book is not None:
+            if book is not None and job.source == IngestionJob.Source.UPLOAD:
                 keep_category_labels(self.folder, book)
             report = self._index()
             if report.exit_code < 2:
                 status = IngestionJob.Status.DONE
             else:
-                error = "no page could be indexed; the errors below say why"
+                error, code = "no page could be indexed; the errors below say why", "no_page_indexed"
         except BookchatError as exc:
-            error = str(exc)
+            error, code = str(exc), exc.code
         except Exception as exc:  # a bug must still end the job, with what happened
-            logger.exception("upload #%s failed", job.pk)
-            error = f"internal error: {type(exc).__name__}: {exc}"
-        # The upload's folder is temporary: the book keeps pointing at where it was indexed from before.
-        Book.objects.filter(slug=job.book_slug, source_path=str(self.folder.resolve())).update(
-            source_path=previous_source)
-        self._finish(status, error, report, time.monotonic() - started)
+            logger.exception("%s failed", job)
+            error, code = f"internal error: {type(exc).__name__}: {exc}", "internal_error"
+        # The job's folder is temporary: an upload's book keeps pointing at where it was indexed from before; a
+        # published book (and its editions) at nothing, its sources being in its repository.
+        folder = str(self.folder.resolve())
+        inside = Book.objects.filter(Q(source_path=folder) | Q(source_path__startswith=folder + "/"))
+        if job.source == IngestionJob.Source.PUBLISH:
+            inside.update(source_path="")
+        else:
+            inside.filter(slug=job.book_slug).update(source_path=previous_source)
+        self._finish(status, error, code, report, time.monotonic() - started)
         if status == IngestionJob.Status.DONE:
             delete_job_files(job)
         return {"job": job.pk, "status": status, "error": error,
                 "chunks_embedded": report.chunks_embedded if report else 0}
 
-    def _index(self) -> IndexReport:
+    def _index(self) -> IndexReport | SiteReport:
         deadline = time.monotonic() + BUSY_WAIT_SECONDS
+        job = self.job
         while True:
             try:
-                return index_book(path=self.folder, book_slug=self.job.book_slug, title=self.job.book_title or None,
-                                  prune=self.job.prune, trigger="upload", progress=self.progress)
+                if job.source == IngestionJob.Source.PUBLISH:
+                    return index_path(self.folder, book_slug=job.book_slug, prune=True, dry_run=job.dry_run,
+                                      trigger="publish", progress=self.progress, confined=True)
+                return index_book(path=self.folder, book_slug=job.book_slug, title=job.book_title or None,
+                                  prune=job.prune, trigger="upload", progress=self.progress)
             except IndexingError as exc:
                 if exc.code != "busy":
                     raise
@@ -192,14 +224,17 @@ class _JobRun:
         if stage == "files":
             self.files = (done, total)
             text = f"reading and chunking pages ({done}/{total})"
+        elif stage == "store":
+            text = f"storing the new version ({total} changed pages); the book answers as before until it is done"
         else:
             text = f"embedding passages ({done}/{total})"
-        force = self.run_id is None or (stage == "files" and done == total)
+        force = self.run_id is None or stage == "store" or (stage == "files" and done == total)
         if self.run_id is None:
-            # index_book created the run just before its first report, under the book's lock: the running
-            # upload run of this book is ours.
+            # The indexer created the run just before its first report, under the book's lock (a new book's comes
+            # with its switch, and is found at the end): the running run of this book and trigger is ours.
+            trigger = "publish" if self.job.source == IngestionJob.Source.PUBLISH else "upload"
             run = (IndexRun.objects.filter(book__slug=self.job.book_slug, status=IndexRun.Status.RUNNING,
-                                           trigger="upload").order_by("-started_at").first())
+                                           trigger=trigger).order_by("-started_at").first())
             self.run_id = run.pk if run is not None else 0
         self._write(stage=text, force=force)
 
@@ -214,24 +249,76 @@ class _JobRun:
             fields["index_run_id"] = self.run_id
         IngestionJob.objects.filter(pk=self.job.pk, status=IngestionJob.Status.RUNNING).update(**fields)
 
-    def _finish(self, status: str, error: str, report: IndexReport | None, seconds: float) -> None:
+    def _finish(self, status: str, error: str, code: str, report: IndexReport | SiteReport | None,
+                seconds: float) -> None:
         job = self.job
         now = timezone.now()
         book = Book.objects.filter(slug=job.book_slug).first()
-        fields = {"status": status, "error": error, "stage": "", "finished_at": now, "heartbeat_at": now,
-                  "index_seconds": round(seconds, 3), "book": book}
+        fields = {"status": status, "error": error, "error_code": code[:64], "stage": "", "finished_at": now,
+                  "heartbeat_at": now, "index_seconds": round(seconds, 3), "book": book}
         queued = job.queued_at or job.created_at
         fields["total_seconds"] = round((job.extract_seconds or 0.0) + (now - queued).total_seconds(), 3)
         if report is not None:
-            fields["report"] = json.loads(json.dumps(report.as_dict(), default=str))
+            stored = json.loads(json.dumps(report.as_dict(), default=str))
+            fields["report"] = sources_relative(stored, self.folder) if job.source == IngestionJob.Source.PUBLISH \
+                else stored
             fields["files_done"] = fields["files_total"] = report.files_seen
+        trigger = "publish" if job.source == IngestionJob.Source.PUBLISH else "upload"
         if self.run_id:
             fields["index_run_id"] = self.run_id
-        elif report is not None and book is not None:
-            run = IndexRun.objects.filter(book=book, trigger="upload", started_at__gte=job.started_at).first()
+        elif report is not None and book is not None and not job.dry_run:
+            run = IndexRun.objects.filter(book=book, trigger=trigger, started_at__gte=job.started_at).first()
             fields["index_run_id"] = run.pk if run is not None else None
         # Written whatever the row says now: a run that got here finished, even if a sweep gave it up for lost.
         IngestionJob.objects.filter(pk=job.pk).update(**fields)
+
+
+def sources_relative(report: dict, root: Path) -> dict:
+    """A publish's report with its files named from the root of the published sources (``docs/intro.md``, not the
+    pages folder's ``intro.md`` or a path on this server), as the publisher's repository names them. A site's
+    summed report lists its pages that way already (``index_site``)."""
+    root = root.resolve()
+    editions = {book["slug"]: _relative_folder(book.get("pages_folder", ""), root) for book in report.get("books", ())}
+    own = _relative_folder(report.get("pages_folder", ""), root)
+    entries = [(book, editions[book["slug"]], True) for book in report.get("books", ())]
+    entries.append((report, own, not editions))
+    for entry, folder, own_pages in entries:
+        for issue in (*entry.get("errors", ()), *entry.get("warnings", ())):
+            _rebase_issue(issue, editions.get(issue.get("book"), folder), root)
+        if own_pages:
+            for change, paths in entry.get("pages", {}).items():
+                entry["pages"][change] = [_rebased(path, folder, root) for path in paths]
+        entry["pages_folder"] = folder
+    return report
+
+
+def _relative_folder(folder: str, root: Path) -> str:
+    try:
+        return Path(folder).resolve().relative_to(root).as_posix() if folder else ""
+    except ValueError:
+        return ""
+
+
+def _rebased(path: str, folder: str, root: Path) -> str:
+    if not path or not folder or folder == "." or (root / path).exists() and not (root / folder / path).exists():
+        return path
+    return f"{folder}/{path}"
+
+
+def _rebase_issue(issue: dict, folder: str, root: Path) -> None:
+    file = issue.get("file")
+    if file:
+        file = str(file)
+        if Path(file).is_absolute():  # a message about a file of the job's folder: name it from the root
+            try:
+                issue["file"] = Path(file).resolve().relative_to(root).as_posix()
+            except ValueError:
+                issue["file"] = Path(file).name
+        else:
+            issue["file"] = _rebased(file, folder, root)
+    message = issue.get("message")
+    if isinstance(message, str) and str(root) in message:
+        issue["message"] = message.replace(str(root) + "/", "").replace(str(root), ".")
 
 
 def keep_category_labels(root: Path, book: Book) -> None:
@@ -253,18 +340,15 @@ def keep_category_labels(root: Path, book: Book) -> None:
 
 # -- noticing dead workers ----------------------------------------------------------------------------
 @contextlib.contextmanager
-def _lock_if_free(slug: str):
-    """Hold the book's indexing lock if nobody does; yields whether we got it."""
-    lock = BookLock(slug)
+def _lock_if_free(job_id: int):
+    """Hold the job's lock if no worker does; yields whether we got it (then the job's worker is gone)."""
+    lock = job_lock(job_id)
+    free = lock.acquire()
     try:
-        lock.__enter__()
-    except IndexingError:
-        yield False
-        return
-    try:
-        yield True
+        yield free
     finally:
-        lock.__exit__(None, None, None)
+        if free:
+            lock.release()
 
 
 def sweep_stale_jobs() -> int:
@@ -274,24 +358,38 @@ def sweep_stale_jobs() -> int:
     cutoff = now - timedelta(seconds=setting("JOB_STALE_SECONDS"))
     stale = IngestionJob.objects.filter(status=IngestionJob.Status.RUNNING).filter(
         Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff))
+    failed = _fail_dead(stale, now)
+    failed += _fail_lost_queued_jobs(now)
+    _remove_old_staging(now)
+    return failed
+
+
+def fail_dead_jobs(book_slug: str) -> int:
+    """Fail the book's running jobs whose worker is gone (its lock is free), however recent their last report:
+    what a new publish of the book checks before it is refused as busy."""
+    now = timezone.now()
+    running = IngestionJob.objects.filter(book_slug=book_slug, status=IngestionJob.Status.RUNNING).filter(
+        Q(heartbeat_at__lt=now - LOCK_GRACE) | Q(heartbeat_at__isnull=True, started_at__lt=now - LOCK_GRACE))
+    return _fail_dead(running, now)
+
+
+def _fail_dead(jobs, now) -> int:
     failed = 0
-    for job in stale:
-        # A live run holds the book's lock (the job's own worker, merely slow, or another run that started
-        # since); a dead worker's lock went with its database connection.
-        with _lock_if_free(job.book_slug) as free:
+    for job in jobs:
+        # A live worker holds the job's lock, however slow; a dead worker's lock went with its connection.
+        with _lock_if_free(job.pk) as free:
             if not free:
                 continue
             if not IngestionJob.objects.filter(pk=job.pk, status=IngestionJob.Status.RUNNING,
                                                heartbeat_at=job.heartbeat_at).update(
-                    status=IngestionJob.Status.FAILED, error=STALE_MESSAGE, stage="", finished_at=now):
+                    status=IngestionJob.Status.FAILED, error=STALE_MESSAGE, error_code="worker_lost", stage="",
+                    finished_at=now):
                 continue  # it reported in the meantime
             IndexRun.objects.filter(book__slug=job.book_slug, status=IndexRun.Status.RUNNING).update(
                 status=IndexRun.Status.FAILED, finished_at=now,
                 report={"errors": [{"file": None, "line": None, "message": STALE_MESSAGE}]})
         failed += 1
-        logger.warning("upload #%s: %s", job.pk, STALE_MESSAGE)
-    failed += _fail_lost_queued_jobs(now)
-    _remove_old_staging(now)
+        logger.warning("%s: %s", job, STALE_MESSAGE)
     return failed
 
 

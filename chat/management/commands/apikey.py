@@ -2,8 +2,11 @@
 
 ``create`` prints the new key once (only its hash is stored); ``list`` shows every key but never a
 key's value; ``revoke PREFIX`` deactivates one key. Human text, or one JSON object with ``--json``.
+``create --kind secret --publish SLUG`` makes the key a book's CI publishes it with (it does nothing else; the
+book need not exist yet, and ``--name`` may be left out).
 Exit status: 0 done, 2 the options are wrong (unknown kind or book, a publishable key without an
-origin, a secret key with one, a malformed origin, an unknown or ambiguous prefix).
+origin, a secret key with one, a malformed origin, a publishable key that publishes, an unknown or ambiguous
+prefix).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from bookchat.errors import BookchatError
 from bookchat.models import StaffCommand
-from chat.channels.keys import api_key_create, api_key_list, api_key_revoke, api_key_summary
+from chat.channels.keys import ApiKeyError, api_key_create, api_key_list, api_key_revoke, api_key_summary
 from chat.models import ApiKey
 
 
@@ -28,11 +31,14 @@ class Command(BaseCommand):
         create = actions.add_parser("create", help="Create a key and print it (shown only this once).")
         create.add_argument("--kind", required=True, choices=[ApiKey.PUBLISHABLE, ApiKey.SECRET],
                             help="publishable (pk_…, for the widget in web pages) or secret (sk_…, for servers).")
-        create.add_argument("--name", required=True, help="What the key is for, e.g. the docs site it serves.")
+        create.add_argument("--name", default="", help="What the key is for, e.g. the docs site it serves "
+                            "(required but with --publish).")
         create.add_argument("--origin", dest="origins", action="append", default=[], metavar="URL",
                             help="An origin allowed to use a publishable key, like https://docs.example.org "
                                  "(repeat for several; a publishable key needs one).")
         create.add_argument("--book", help="Limit the key to this book (default: every book).")
+        create.add_argument("--publish", metavar="SLUG", help="A secret key that publishes this book from its CI "
+                            "(POST /api/v1/books/SLUG/sources) and does nothing else; the book need not exist yet.")
         listing = actions.add_parser("list", help="List the keys (never their values).")
         revoke = actions.add_parser("revoke", help="Revoke the key whose prefix starts with PREFIX.")
         revoke.add_argument("prefix", metavar="PREFIX", help="The key's prefix as `list` shows it (e.g. pk_AbC12).")
@@ -43,8 +49,10 @@ class Command(BaseCommand):
         action, as_json = options["action"], options["json"]
         try:
             if action == "create":
+                if not options["name"].strip() and not options["publish"]:
+                    raise ApiKeyError("--name is required: say what the key is for", field="name")
                 key, raw = api_key_create(kind=options["kind"], name=options["name"], origins=options["origins"],
-                                          book_slug=options["book"])
+                                          book_slug=options["book"], publish_book=options["publish"])
                 result = {"key": raw} | api_key_summary(key)
                 text = _created(result)
                 StaffCommand.record(f"apikey create --kind {key.kind}", "created API key",
@@ -67,6 +75,10 @@ class Command(BaseCommand):
 
 
 def _created(key: dict) -> str:
+    if key["publishes"]:
+        return (f"Created the secret key {key['prefix']}… ({key['name']}) that publishes the book {key['publishes']} "
+                f"and does nothing else.\nCopy it now (into the book's CI secrets); it is shown only this once:\n\n"
+                f"{key['key']}")
     scope = f"book {key['book']}" if key["book"] else "every book"
     origins = f", from {', '.join(key['origins'])}" if key["origins"] else ""
     return (f"Created the {key['kind']} key {key['prefix']}… ({key['name']}) for {scope}{origins}.\n"
@@ -77,7 +89,8 @@ def _table(keys: list[dict]) -> str:
     if not keys:
         return "No API keys. Create one with `manage.py apikey create`."
     header = ("prefix", "kind", "name", "book", "active", "created", "last used", "origins")
-    rows = [(k["prefix"], k["kind"], k["name"], k["book"] or "(every book)", "yes" if k["active"] else "revoked",
+    rows = [(k["prefix"], k["kind"], k["name"], f"publishes {k['publishes']}" if k["publishes"] else
+             k["book"] or "(every book)", "yes" if k["active"] else "revoked",
              k["created"][:16].replace("T", " "), (k["last_used"] or "never")[:16].replace("T", " "),
              " ".join(k["origins"]) or "-") for k in keys]
     widths = [max(len(str(row[i])) for row in (header, *rows)) for i in range(len(header) - 1)]

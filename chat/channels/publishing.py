@@ -1,0 +1,154 @@
+"""Publishing a book from its CI over the REST API: ``POST /books/{slug}/sources`` takes the site's root as one
+``.tar.gz`` and answers 202 with the sync it queued; ``GET /books/{slug}/syncs/{id}`` says how that sync is doing.
+
+Only a secret key that publishes the book (``ApiKey.publish_book``, made with ``apikey create --publish SLUG``)
+may call them, and it may call nothing else (``chat.channels.access``). The views only translate: the archive is
+checked and the sync queued by ``ingestion.uploads.publishing``; every refusal by a known key is recorded there too
+(a refusal by a key nobody knows is only logged, so that strangers can't fill the database).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from django.http import HttpResponse
+from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import exceptions
+from rest_framework.permissions import BasePermission
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from bookchat.errors import BookchatError, NotFound, RequestError
+from chat.channels.access import Client, PublisherClient, SecretKeyAuthentication, refuse
+from chat.channels.errors import error_reply
+from chat.channels.openapi import ERROR, ERRORS
+from chat.channels.syncs import (
+    PublishQuerySerializer,
+    SyncAcceptedSerializer,
+    SyncQuerySerializer,
+    SyncSerializer,
+    checked_query,
+    outcome_status,
+    sync_text,
+)
+from chat.channels.throttling import PublishThrottle
+from ingestion.models import book_slug_validator
+from ingestion.uploads.publishing import sync_of, sync_publish, sync_refused, sync_summary
+
+logger = logging.getLogger(__name__)
+
+GZIP_TYPES = ("application/gzip", "application/x-gzip")
+PUBLISH_KEY_REQUIRED = ("publishing needs the book's publishing key in an Authorization: Bearer header (make one with "
+                        "`manage.py apikey create --kind secret --publish SLUG`)")
+WAIT_POLL_SECONDS = 1.0
+
+
+class MayPublish(BasePermission):
+    """A key that publishes the book named in the URL; nothing else, not even anonymous access under DEBUG."""
+
+    def has_permission(self, request, view) -> bool:
+        client, slug = request.auth, view.kwargs.get("slug", "")
+        if not isinstance(client, Client) or client.key is None:
+            raise exceptions.NotAuthenticated(PUBLISH_KEY_REQUIRED)
+        if not isinstance(client, PublisherClient):
+            raise refuse("this key can't publish: a book is published with its own publishing key (`manage.py apikey "
+                         "create --kind secret --publish SLUG`)", "not_a_publishing_key")
+        if client.publishes != slug:
+            raise refuse(f"this key publishes the book {client.publishes!r}, not {slug[:100]!r}", "key_book")
+        return True
+
+
+class PublishingView(APIView):
+    authentication_classes = [SecretKeyAuthentication]  # a key in a header, nothing else
+    permission_classes = [MayPublish]
+    parser_classes = []  # the body is read as a stream, never parsed
+
+    def publisher(self) -> Client | None:
+        client = getattr(self.request, "_auth", None)  # None when authentication refused the request
+        return client if isinstance(client, Client) and client.key is not None else None
+
+
+class PublishView(PublishingView):
+    throttle_classes = [PublishThrottle]
+
+    @extend_schema(
+        operation_id="publish", parameters=[PublishQuerySerializer],
+        request={"application/gzip": {"type": "string", "format": "binary"}},
+        responses={202: SyncAcceptedSerializer, 409: ERROR, **ERRORS},
+        description=(
+            "Publish a book: the site's root (the folder with `docusaurus.config.*`, `book.toml` or `mkdocs.yml`, or a "
+            "plain folder of Markdown) as one `.tar.gz` (`tar czf book.tar.gz -C SITE .`), with the key that "
+            "publishes this book. The book becomes exactly these sources: only pages whose content changed are "
+            "embedded again, and pages the archive lacks are removed. Readers see the book as it was until the whole "
+            "new version is stored, then the new one at once; a sync that fails leaves the previous one serving. The "
+            "first publish of an unknown book creates it. 409 while another sync of the book is queued or running."))
+    def post(self, request, slug):
+        query = checked_query(PublishQuerySerializer, request.query_params)
+        if not book_slug_validator.regex.fullmatch(slug):
+            raise RequestError(f"{slug[:100]!r} is not a book slug: 1–64 lowercase letters, digits and inner hyphens",
+                               code="invalid_book", field="slug")
+        content_type = (request.content_type or "").split(";")[0].strip().lower()
+        if content_type not in GZIP_TYPES:
+            raise RequestError(f"send the sources as one .tar.gz with Content-Type: application/gzip (got "
+                               f"{content_type[:100] or 'none'})", code="unsupported_media_type", status=415)
+        job = sync_publish(book_slug=slug, stream=request._request, content_length=_content_length(request),
+                           dry_run=query["dry_run"], revision=query["revision"], source_dir=query["source_dir"],
+                           published_by=_described(request.auth))
+        url = request.build_absolute_uri(reverse("api-sync", args=[slug, job.pk]))
+        body = {"sync": job.pk, "book": slug, "status": "queued", "dry_run": job.dry_run, "status_url": url}
+        return Response(body, status=202, headers={"Location": url})
+
+    def handle_exception(self, exc):
+        client = self.publisher()
+        slug = self.kwargs.get("slug", "")
+        if client is not None and book_slug_validator.regex.fullmatch(slug) and not isinstance(
+                exc, exceptions.Throttled):
+            reply = error_reply(exc)
+            params = self.request.query_params
+            sync_refused(book_slug=slug, error=BookchatError(reply.body["message"], code=reply.code),
+                         dry_run=params.get("dry_run", "").lower() in ("1", "true", "yes", "on"),
+                         revision=params.get("revision", ""), published_by=_described(client))
+            logger.warning("publish of %s by %s refused: %s", slug, _described(client), reply.code)
+        elif isinstance(exc, exceptions.PermissionDenied | exceptions.NotAuthenticated):
+            logger.warning("publish of %s refused: %s", slug[:100], exc.get_codes())
+        return super().handle_exception(exc)
+
+
+class SyncView(PublishingView):
+    @extend_schema(
+        operation_id="sync", parameters=[SyncQuerySerializer],
+        responses={200: SyncSerializer, (202, "text/plain"): OpenApiResponse(OpenApiTypes.STR),
+                   (422, "text/plain"): OpenApiResponse(OpenApiTypes.STR), **ERRORS},
+        description=(
+            "A sync's status: queued, running (with progress), done or failed, and once it has ended the report: "
+            "pages added, changed, unchanged and removed, passages embedded, and every page error with its file and "
+            "line. `wait` long-polls until it ends. `output=text` or `github` answer plain text for a CI log, with "
+            "an HTTP status that follows the sync (200 done, 202 not yet, 422 failed or page errors)."))
+    def get(self, request, slug, sync_id):
+        query = checked_query(SyncQuerySerializer, request.query_params)
+        job = sync_of(slug, sync_id)
+        if job is None:
+            raise NotFound(f"book {slug[:100]!r} has no sync {sync_id}", code="unknown_sync")
+        deadline = time.monotonic() + query["wait"]
+        while job.is_active and time.monotonic() < deadline:
+            time.sleep(min(WAIT_POLL_SECONDS, max(0.0, deadline - time.monotonic())))
+            job.refresh_from_db()
+        sync = sync_summary(job)
+        if query["output"] == "json":
+            return Response(SyncSerializer(sync).data)
+        text = sync_text(sync, github=query["output"] == "github", source_dir=job.source_dir)
+        return HttpResponse(text, status=outcome_status(sync), content_type="text/plain; charset=utf-8")
+
+
+def _content_length(request) -> int | None:
+    try:
+        return int(request.META.get("CONTENT_LENGTH") or "")
+    except ValueError:
+        return None
+
+
+def _described(client: Client) -> str:
+    return f"{client.key.prefix}… ({client.key.name})"
