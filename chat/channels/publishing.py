@@ -91,6 +91,10 @@ class PublishView(PublishingView):
             raise RequestError(f"{slug[:100]!r} is not a book slug: 1–64 lowercase letters, digits and inner hyphens",
                                code="invalid_book", field="slug")
         content_type = (request.content_type or "").split(";")[0].strip().lower()
+        if not _content_length(request):  # without a Content-Length, Django reads no body
+            raise RequestError("the body is empty: send the book's sources as one .tar.gz (tar czf - -C SITE .) "
+                               "with its Content-Length (curl --data-binary @book.tar.gz sends it)",
+                               code="empty_body")
         if content_type not in GZIP_TYPES:
             raise RequestError(f"send the sources as one .tar.gz with Content-Type: application/gzip (got "
                                f"{content_type[:100] or 'none'})", code="unsupported_media_type", status=415)

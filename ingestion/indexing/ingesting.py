@@ -107,6 +107,9 @@ def index_site(config: SiteConfig, *, book_slug: str | None = None, base_url: st
     started = time.monotonic()
     if book_slug is not None:
         validate_book_slug(book_slug)
+    if confined:  # every folder and file the config names, before anything is read from them
+        check_inside(config.root, config.root / config.i18n_path, *(
+            config.root / path for docs in config.docs for path in (docs.path, docs.sidebar_path) if path))
     plan = plan_site(config, slug=book_slug, title=title, base_url=base_url)
     roots = [editions[0].slug for editions in plan.books]
     total = IndexReport(book=roots[0] if roots else (book_slug or ""), dry_run=dry_run,
