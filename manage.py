@@ -6,6 +6,10 @@ import sys
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["push"]:  # a client of a server: no settings, no database (bookchat/push.py)
+        from bookchat.push import main as push
+
+        sys.exit(push(sys.argv[2:]))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bookchat.settings")
     from bookchat.deployment import run_management_command
 

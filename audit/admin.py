@@ -21,7 +21,7 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from audit.gaps import coverage_gaps
+from audit.gaps import coverage_gaps, gaps_markdown
 from audit.models import AuditLog, ReviewQueueItem
 from audit.reports import dashboard, review_queue_filter
 from ingestion.roles import BookScopedAdmin, allowed_slugs
@@ -238,6 +238,12 @@ class AuditLogAdmin(BookScopedAdmin, admin.ModelAdmin):
         days = self._choice(request, "days", (7, 30, 90, 365), 90)
         book = request.GET.get("book") or None
         gaps = coverage_gaps(days=days, book=book, within=allowed_slugs(request.user))
+        if request.GET.get("export") == "markdown":  # for an issue in the book's repository
+            response = HttpResponse(gaps_markdown(gaps, book=book, days=days),
+                                    content_type="text/markdown; charset=utf-8")
+            name = f"coverage-gaps-{book or 'all-books'}-{days}d.md"
+            response["Content-Disposition"] = f'attachment; filename="{name}"'
+            return response
         context = {**self.admin_site.each_context(request), "title": "Coverage gaps", "opts": self.model._meta,
                    "gaps": gaps, "days": days, "book": book or "", "books": self._books(request),
                    "day_choices": (7, 30, 90, 365), "questions": sum(g.count for g in gaps)}

@@ -19,6 +19,7 @@ the sections that came closest.
 
 from __future__ import annotations
 
+import re
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -49,6 +50,7 @@ class Gap:
     books: Counter = field(default_factory=Counter)
     examples: list[str] = field(default_factory=list)
     sections: Counter = field(default_factory=Counter)
+    links: dict[str, str] = field(default_factory=dict)  # section (heading path) → its URL
     last_asked: datetime | None = None
     ids: list[int] = field(default_factory=list)
 
@@ -160,7 +162,10 @@ def _add(gap: Gap, row: AuditLog) -> None:
     if row.question not in gap.examples:
         gap.examples.append(row.question)
     for near in (row.suggestions or [])[:1] or (row.sources or [])[:1]:
-        gap.sections[near.get("heading_path") or near.get("title") or ""] += 1
+        section = near.get("heading_path") or near.get("title") or ""
+        gap.sections[section] += 1
+        if near.get("url"):
+            gap.links.setdefault(section, near["url"])
     gap.last_asked = max(filter(None, [gap.last_asked, row.created_at]))
 
 
@@ -177,3 +182,53 @@ def _vectors(rows: list[AuditLog]) -> np.ndarray:
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     return matrix / norms
+
+
+# -- for the book's authors -----------------------------------------------------------------------------------------
+MARKDOWN_GAPS = 30  # groups in an export, biggest first
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~])")
+
+
+def gaps_markdown(gaps: list[Gap], *, book: str | None, days: int, limit: int = MARKDOWN_GAPS) -> str:
+    """The coverage gaps as Markdown to paste into an issue of the book's repository: what readers asked that the
+    book doesn't answer well, how often, and the closest sections with their links. Readers' words are escaped (no
+    link, image, HTML or mention can come from a question)."""
+    questions = sum(gap.count for gap in gaps)
+    scope = f"the book `{book}`" if book else "every book"
+    lines = [f"## What readers asked that the book doesn't answer well ({scope}, last {days} days)", "",
+             f"bookchat's coverage gaps: {questions} questions refused, withheld or answered with low confidence, and "
+             f"searches that found nothing or whose results nobody opened, in {len(gaps)} "
+             f"group{'s' if len(gaps) != 1 else ''} of similar questions. The biggest groups come first.", ""]
+    if not gaps:
+        lines.append("No gap in this period.")
+    for number, gap in enumerate(gaps[:limit], 1):
+        asked = f"asked {gap.count} time{'s' if gap.count != 1 else ''}"
+        details = [f"{gap.refused} refused"] if gap.refused else []
+        if gap.searched:
+            details.append(f"{gap.searched} searches")
+        when = f", last on {gap.last_asked:%Y-%m-%d}" if gap.last_asked else ""
+        lines += [f"### {number}. {_escape(gap.label)}", "",
+                  f"- {asked}{' (' + ', '.join(details) + ')' if details else ''}{when}",
+                  "- questions: " + "; ".join(f"“{_escape(q)}”" for q in gap.examples)]
+        sections = [f"[{_escape(name)}]({_link(gap.links[name])})" if gap.links.get(name) else _escape(name)
+                    for name in gap.nearest_sections if name]
+        lines.append(f"- closest sections: {', '.join(sections)}" if sections else "- closest sections: none")
+        if not book and len(gap.books) > 1:
+            lines.append(f"- books: {', '.join(_escape(name) for name in gap.book_list)}")
+        lines.append("")
+    if len(gaps) > limit:
+        lines.append(f"… and {len(gaps) - limit} smaller groups (the admin's Coverage gaps page lists them all).")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _escape(text: str) -> str:
+    """Readers' text as plain Markdown: punctuation escaped, one line, and no @mention (a zero-width space after @)."""
+    flat = " ".join(str(text).split())
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", flat).replace("@", "@\u200b")
+
+
+def _link(url: str) -> str:
+    """A URL as a Markdown link target: only http(s), with what would end the target percent-encoded."""
+    if not url.lower().startswith(("https://", "http://", "/")):
+        return "#"
+    return url.replace(" ", "%20").replace("(", "%28").replace(")", "%29").replace("<", "%3C").replace(">", "%3E")

@@ -1,4 +1,5 @@
-"""The ``bookchat`` command: operations that must not start the embedded database (``db stop``, ``db status``).
+"""The ``bookchat`` command: operations that must not start the embedded database (``db stop``, ``db status``, and
+``push``, which publishes a book to a server: ``bookchat.push``).
 
 Everything else goes through ``manage.py`` (``bookchat`` forwards other commands to it).
 """
@@ -46,6 +47,10 @@ def main(argv: list[str] | None = None) -> int:
         as_json = "--json" in argv
         rest = [a for a in argv[1:] if a != "--json"]
         return db_command(rest[0] if rest else "status", as_json=as_json)
+    if argv[:1] == ["push"]:
+        from bookchat.push import main as push
+
+        return push(argv[1:])
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bookchat.settings")
     from bookchat.deployment import run_management_command
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import uuid
 from datetime import timedelta
 
@@ -224,3 +225,39 @@ def test_coverage_gaps_list_searches_whose_sections_nobody_opened(client, review
     assert [q for g in gaps for q in g.examples] == ["offline search"], [g.examples for g in gaps]
     assert gaps[0].searched == gaps[0].unopened == 1 and gaps[0].nearest_sections == ["Widget > Search"]
     assert "none opened" in response.content.decode()
+
+
+def test_coverage_gaps_export_as_markdown_for_an_issue_with_readers_words_escaped(client, reviewer):
+    sneaky = "How do I [win](javascript:alert(1)) @octocat <img src=x> the enterprise plan price?"
+    for q in ["How much does the enterprise plan cost per month?", "What is the price of the enterprise plan?", sneaky]:
+        row(q, status="not_covered", refused=True, confidence=0.1, confidence_level="low",
+            suggestions=[{"title": "Plans", "heading_path": "Pricing > Plans", "url": "https://docs.example.org/p#plans"}])
+    response = client.get(reverse("admin:audit_gaps") + "?days=30&book=bookchat-manual&export=markdown")
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/markdown")
+    assert 'filename="coverage-gaps-bookchat-manual-30d.md"' in response["Content-Disposition"]
+    text = response.content.decode()
+    assert text.startswith("## What readers asked that the book doesn't answer well (the book `bookchat-manual`")
+    assert "- asked 2 times (2 refused)" in text  # the two paraphrases; the sneaky question is a group of its own
+    assert "- closest sections: [Pricing \\> Plans](https://docs.example.org/p#plans)" in text
+    assert "](javascript:" not in text and "@octocat" not in text and text.count("<img") == text.count("\\<img")
+    assert "\\[win\\]\\(javascript:alert\\(1\\)\\)" in text and "@\u200boctocat" in text
+    page = client.get(reverse("admin:audit_gaps") + "?days=30").content.decode()
+    assert 'id="gaps-markdown"' in page and "export=markdown" in page
+
+
+def test_gaps_command_prints_the_same_markdown_and_refuses_an_unknown_book():
+    from ingestion.models import Book
+    from tests.conftest import run_command
+
+    Book.objects.get_or_create(slug="gaps-book", defaults={"title": "Gaps", "embedder_name": "x",
+                                                          "embedder_dimension": 384})
+    row("Is there a night ferry to Gull Island?", book_slug="gaps-book", status="not_covered", refused=True,
+        confidence=0.1, confidence_level="low",
+        suggestions=[{"title": "Boats", "heading_path": "Harbour > Boats", "url": "https://h.example.org/boats"}])
+    code, out, _ = run_command("gaps", "--markdown", "--book", "gaps-book", "--days", "7")
+    assert code == 0 and "“Is there a night ferry to Gull Island?”" in out
+    assert "[Harbour \\> Boats](https://h.example.org/boats)" in out
+    code, out, _ = run_command("gaps", "--json", "--book", "gaps-book")
+    assert code == 0 and json.loads(out)["gaps"][0]["sections"][0]["url"] == "https://h.example.org/boats"
+    code, out, _ = run_command("gaps", "--book", "no-such-book", "--json")
+    assert code == 2 and json.loads(out)["error"] == "unknown_book"
