@@ -7,7 +7,7 @@ PORT ?= 8000
 PYTEST_ARGS ?=
 SHARED_DATA ?= ../shared/data
 
-.PHONY: run test test-fast lint format docs bench db-stop db-status clean
+.PHONY: run test test-fast drills lint format docs bench db-stop db-status clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,11 +34,17 @@ run: $(VENV)/.installed
 
 test: $(VENV)/.installed-dev
 	$(COMPILE)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not drill" $(PYTEST_ARGS)
 
 test-fast: $(VENV)/.installed-dev
 	$(COMPILE)
-	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not slow and not drill" $(PYTEST_ARGS)
+
+# The drills that bring up whole deployments of their own (several nodes, an external Postgres, Redis): a suite of
+# their own, so that `make test` stays under 10 minutes; .ci/run runs them after it.
+drills: $(VENV)/.installed-dev
+	$(COMPILE)
+	$(BIN)/python -m pytest -m drill $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .

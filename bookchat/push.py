@@ -46,9 +46,16 @@ class PushError(Exception):
 
 
 def parser() -> argparse.ArgumentParser:
-    parse = argparse.ArgumentParser(prog="manage.py push", description=(
-        "Publish a book's sources to a bookchat server (POST /api/v1/books/SLUG/sources) and follow the sync. "
-        f"The publishing key is read from {KEY_VARIABLE}."))
+    parse = argparse.ArgumentParser(prog="manage.py push", description=DESCRIPTION)
+    add_arguments(parse)
+    return parse
+
+
+DESCRIPTION = ("Publish a book's sources to a bookchat server (POST /api/v1/books/SLUG/sources) and follow the sync. "
+               f"The publishing key is read from {KEY_VARIABLE}.")
+
+
+def add_arguments(parse: argparse.ArgumentParser) -> None:
     parse.add_argument("root", metavar="ROOT", help="The site's root: the folder with docusaurus.config.*, book.toml "
                        "or mkdocs.yml, or a folder of Markdown.")
     parse.add_argument("--server", required=True, metavar="URL", help="The bookchat server, like "
@@ -60,15 +67,18 @@ def parser() -> argparse.ArgumentParser:
     parse.add_argument("--busy-wait", type=float, default=600, metavar="SECONDS", help="How long to keep asking "
                        "while another sync of the book runs (default 600).")
     parse.add_argument("--json", action="store_true", help="Print the sync as JSON.")
-    return parse
 
 
-def main(argv: list[str] | None = None, *, stdout=None, stderr=None) -> int:
-    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+def main(argv: list[str] | None = None) -> int:
     try:
         options = parser().parse_args(argv)
     except SystemExit as exc:
         return 2 if exc.code else 0
+    return run(options, stdout=sys.stdout, stderr=sys.stderr)
+
+
+def run(options: argparse.Namespace, *, stdout, stderr) -> int:
+    """Publish as ``options`` say; the exit status."""
     try:
         sync = push(options, stderr=stderr)
     except PushError as exc:

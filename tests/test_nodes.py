@@ -29,7 +29,7 @@ import pytest
 from bench.latency import KEEP_ALIVE
 from tests.support.nodes import REPO, ExternalPostgres, Node, RedisServer
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.drill]  # `make drills`
 
 ADMIN, ADMIN_PASSWORD = "drill-staff", "drill-staff-password"
 MANUAL = {

@@ -4,24 +4,24 @@ lets ``call_command("push", …)`` run it."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from django.core.management.base import BaseCommand
 
-from bookchat.push import main, parser
+from bookchat import push
 
 
 class Command(BaseCommand):
-    help = parser().description
+    help = push.DESCRIPTION
     requires_system_checks = []
 
-    def run_from_argv(self, argv: list[str]) -> None:
-        sys.exit(main(argv[2:]))
-
     def add_arguments(self, parser) -> None:
-        parser.add_argument("args", nargs="*")
+        push.add_arguments(parser)
 
     def handle(self, *args, **options) -> None:
-        code = main(list(args), stdout=self.stdout, stderr=self.stderr)
+        names = ("root", "server", "book", "dry_run", "allow_errors", "revision", "busy_wait", "json")
+        code = push.run(argparse.Namespace(**{name: options[name] for name in names}), stdout=self.stdout,
+                        stderr=self.stderr)
         if code:
             sys.exit(code)
