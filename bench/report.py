@@ -64,6 +64,10 @@ def targets(r: dict) -> list[tuple[str, str, bool | None]]:
         out.append((f"search as typed in-process on the {big['size']:,}-chunk book: p95 ≤ 80 ms",
                     f"p95 {fmt(big['search']['p95'])} ms", big["search"]["p95"] <= 80 if big["size"] >= 50_000
                     else None))
+    published = r.get("publishing")
+    out.append(("publishing one edited page of docusaurus-docs: POST to done ≤ 10 s",
+                f"median {fmt(published['edited_median'])} s, slowest {fmt(published['edited_max'])} s"
+                if published else "not run", published["edited_median"] <= 10 if published else None))
     rss = max((m for x in r["load"] for m in x["worker_rss_mb"]), default=None)
     out.append(("web worker RSS ≤ 300 MB with the model loaded", f"{fmt(rss)} MB (largest worker, after load)",
                 (rss <= 300) if rss is not None else None))
@@ -167,6 +171,19 @@ def render(r: dict, *, command: str) -> str:
                   "|---|---|---|---|---|---|---|",
                   f"| {every['n']} | {fmt(every['p50'])} | {fmt(every['p95'])} | {final['n']} | {fmt(final['p50'])} | "
                   f"{fmt(final['p95'])} | {searched['errors']} |"]
+    published = r.get("publishing")
+    if published:
+        lines += ["", f"### Publishing from CI (docusaurus-docs, {published['pages']} files; `serve --role web` and "
+                  "`--role worker`; POST to the first poll that says done; bench/publishing.py)", "",
+                  "| sync | seconds | accepted s | queued s | worker s | pages changed | passages embedded |",
+                  "|---|---|---|---|---|---|---|"]
+        rows = [("first (a new book)", published["first"]),
+                *((f"one page edited ({n})", edit) for n, edit in enumerate(published["edits"], 1)),
+                ("the same as a dry run", published["dry_run"])]
+        for name, x in rows:
+            changed = x["pages"]["added"] + x["pages"]["changed"] + x["pages"]["removed"]
+            lines.append(f"| {name} | {fmt(x['seconds'])} | {fmt(x['accepted_seconds'])} | "
+                         f"{fmt(x['queued_seconds'])} | {fmt(x['worker_seconds'])} | {changed} | {x['embedded']} |")
     lines += ["", f"### Scale (synthetic books; {r['plan']['scale_questions']} squad2-dev questions)", "",
               "| chunks | dense store | retrieval p50 ms | p95 ms | hit@5 | answer p50 ms | answer p95 ms | "
               "search as typed p95 ms | HNSW build s | HNSW MB | disk per 1k chunks MB | errors |",

@@ -12,7 +12,7 @@ from pathlib import Path
 from django.conf import settings
 
 from audit.models import AuditLog
-from bench import latency, machine, quality, scale, soak, streams, typing
+from bench import latency, machine, publishing, quality, scale, soak, streams, typing
 from bench.ingestion_bench import bench_corpus
 from bench.stats import over_runs
 from bookchat.conf import setting
@@ -31,13 +31,14 @@ def plan(quick: bool) -> dict:
         return {"corpora": ["squad2-dev"], "books": ["squad2-dev"], "questions": 60, "runs": 1, "http_questions": 40,
                 "load": [(1, 8.0), (4, 8.0)], "nodes_load": (8, 8.0),
                 "sizes": [1000], "scale_questions": 40, "qdrant": True,
-                "quality_limit": 150, "reindex_repeats": 2, "streams": [5, 10, 20, 40], "soak_seconds": None}
+                "quality_limit": 150, "reindex_repeats": 2, "streams": [5, 10, 20, 40], "soak_seconds": None,
+                "publish_repeats": 0}
     return {"corpora": ["squad2-dev", "docusaurus-docs", "physical-ai-book", "physical-ai-book-2"],
             "books": list(ANSWERED_BOOKS), "questions": 300, "runs": 3, "http_questions": 200,
             "load": [(1, 60.0), (4, 60.0), (8, 60.0), (16, 60.0)], "nodes_load": (8, 30.0),
             "sizes": [1000, 10000, 50000],
             "scale_questions": 200, "qdrant": True, "quality_limit": None, "reindex_repeats": 3,
-            "streams": [5, 10, 20, 40, 80], "soak_seconds": 60.0}
+            "streams": [5, 10, 20, 40, 80], "soak_seconds": 60.0, "publish_repeats": 3}
 
 
 def run(*, data: Path, quick: bool, log, save_to: Path | None = None) -> dict:
@@ -48,7 +49,7 @@ def run(*, data: Path, quick: bool, log, save_to: Path | None = None) -> dict:
     results: dict = {"quick": quick, "plan": dict(p), "machine": machine.describe(),
                      "started": started_at.isoformat(timespec="seconds"), "failures": {}, "ingestion": [],
                      "in_process": None, "http": None, "load": [], "nodes": [], "streams": [], "scale": [],
-                     "soak": None, "search": None, "quality": {},
+                     "soak": None, "search": None, "publishing": None, "quality": {},
                      "serving": {"workers": setting("WEB_WORKERS"), "threads": setting("WEB_THREADS")}}
 
     def section(name: str, key: str, measure) -> None:
@@ -139,6 +140,14 @@ def run(*, data: Path, quick: bool, log, save_to: Path | None = None) -> dict:
 
     if p["soak_seconds"]:
         section(f"soak: {soak.CLIENTS} clients for {p['soak_seconds']:.0f} s with an ingest running", "soak", soaked)
+
+    def published():
+        figures = publishing.publishing(data, repeats=p["publish_repeats"], log=log)
+        log("  " + publishing.describe(figures))
+        return figures
+
+    if p["publish_repeats"]:
+        section("publishing from CI: one edited page of docusaurus-docs, POST to done", "publishing", published)
 
     def scaled():
         squad = [q for q in load_questions(data / "squad2-dev" / "questions.jsonl")

@@ -86,8 +86,8 @@ def test_list_shows_every_key_but_never_its_value():
         assert key["key"] not in text and key["key"] not in out
         assert key["prefix"] in text and key["name"] in text
         assert listed[key["prefix"]] == {k: v for k, v in key.items() if k != "key"}
-    assert set(listed[keys[0]["prefix"]]) == {"prefix", "kind", "name", "origins", "book", "active", "created",
-                                              "last_used"}
+    assert set(listed[keys[0]["prefix"]]) == {"prefix", "kind", "name", "origins", "book", "publishes", "active",
+                                              "created", "last_used"}
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -416,3 +416,28 @@ def test_sync_summary_of_a_refused_publish_says_failed(data_dir):
     summary = sync_summary(job)
     assert summary["status"] == "failed" and summary["error"] == {"code": "not_gzip",
                                                                   "message": "the body is not gzip"}
+
+
+def test_an_edited_partial_reindexes_the_pages_that_import_it(client, data_dir, book):
+    slug, key = book
+    site = {**PAGES, "docs/_tide-table.mdx": "The tide table is posted on the harbour office door every Monday.\n",
+            "docs/tides.md": "# Tides\n\nimport TideTable from './_tide-table.mdx';\n\nHigh tide comes later each "
+                             "day.\n\n<TideTable />\n"}
+    publish_and_run(client, slug, key, site)
+    assert Chunk.objects.filter(book__slug=slug, document__path="tides.md", text__contains="every Monday").exists()
+    site["docs/_tide-table.mdx"] = "The tide table is posted on the harbour office door every Friday at noon.\n"
+    again = publish_and_run(client, slug, key, site)
+    assert again["report"]["changed"] == ["tides.md"] and again["report"]["pages"]["unchanged"] == 2
+    assert again["report"]["passages"]["embedded"] >= 1
+    assert Chunk.objects.filter(book__slug=slug, document__path="tides.md", text__contains="every Friday").exists()
+
+
+def test_publishes_and_refusals_are_on_record_in_the_admin(admin_client, client, data_dir, book):
+    slug, key = book
+    publish_and_run(client, slug, key, PAGES, query="?revision=abc1234")
+    publish(client, slug, key, b"not an archive")
+    listing = admin_client.get(reverse("admin:ingestion_ingestionjob_changelist") + f"?q={slug}").content.decode()
+    assert "publish abc1234" in listing and "refused" in listing and key[:10] in listing
+    refused = IngestionJob.objects.get(book_slug=slug, status="refused")
+    page = admin_client.get(reverse("admin:ingestion_ingestionjob_change", args=[refused.pk])).content.decode()
+    assert "the body is not gzip" in page

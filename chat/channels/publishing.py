@@ -40,7 +40,8 @@ from ingestion.uploads.publishing import sync_of, sync_publish, sync_refused, sy
 
 logger = logging.getLogger(__name__)
 
-GZIP_TYPES = ("application/gzip", "application/x-gzip")
+# The archive's media type; as bytes of no stated kind it is read the same (and must still be gzip).
+GZIP_TYPES = ("application/gzip", "application/x-gzip", "application/octet-stream")
 PUBLISH_KEY_REQUIRED = ("publishing needs the book's publishing key in an Authorization: Bearer header (make one with "
                         "`manage.py apikey create --kind secret --publish SLUG`)")
 WAIT_POLL_SECONDS = 1.0
@@ -76,7 +77,8 @@ class PublishView(PublishingView):
 
     @extend_schema(
         operation_id="publish", parameters=[PublishQuerySerializer],
-        request={"application/gzip": {"type": "string", "format": "binary"}},
+        request={"application/gzip": {"type": "string", "format": "binary"},
+                 "application/octet-stream": {"type": "string", "format": "binary"}},
         responses={202: SyncAcceptedSerializer, 409: ERROR, **ERRORS},
         description=(
             "Publish a book: the site's root (the folder with `docusaurus.config.*`, `book.toml` or `mkdocs.yml`, or a "
