@@ -441,3 +441,29 @@ def test_publishes_and_refusals_are_on_record_in_the_admin(admin_client, client,
     refused = IngestionJob.objects.get(book_slug=slug, status="refused")
     page = admin_client.get(reverse("admin:ingestion_ingestionjob_change", args=[refused.pk])).content.decode()
     assert "the body is not gzip" in page
+
+
+def test_push_says_what_is_missing_and_exits_2_without_starting_a_database(tmp_path):
+    """``manage.py push`` is a client: it loads no settings, so it runs where bookchat has no database."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    (tmp_path / "site").mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("BOOKCHAT_PUBLISH_KEY", "DATABASE_URL")} | {
+        "BOOKCHAT_DATA_DIR": str(tmp_path / "no-data")}
+
+    def push(*args: str, **extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(REPO / "manage.py"), "push", *args], env=env | extra,
+                              capture_output=True, text=True, timeout=60)
+
+    no_key = push(str(tmp_path / "site"), "--server", "http://127.0.0.1:9", "--book", "harbour")
+    assert no_key.returncode == 2 and "BOOKCHAT_PUBLISH_KEY" in no_key.stderr
+    unreachable = push(str(tmp_path / "site"), "--server", "http://127.0.0.1:9", "--book", "harbour", "--json",
+                       BOOKCHAT_PUBLISH_KEY="sk_x")
+    assert unreachable.returncode == 2 and json.loads(unreachable.stdout)["error"] == "push_failed"
+    assert "cannot reach" in json.loads(unreachable.stdout)["message"]
+    assert push("--server", "x").returncode == 2
+    assert not (tmp_path / "no-data").exists(), "push started the embedded database"

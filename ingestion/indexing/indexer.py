@@ -2,10 +2,13 @@
 
 Incremental by content: a page whose bytes (its imported partials' included), URL, chunking settings
 and link targets are unchanged is not even parsed; a changed page keeps every chunk whose id (a hash
-of book, page and embedded text) it already had and embeds only the rest, reusing any vector the
-book already holds for the same embedded text. Each page is replaced in its own transaction, so a crash leaves
-it on its old chunks or its new ones, never half. A failure in one file is reported with its
-file and line and never stops the others. Runs on one book are serialised by an advisory lock.
+of book, page and embedded text) it already had and embeds only the rest, reusing any vector a book
+already holds for the same embedded text (by the same embedder). Nothing is written until every page is read
+and embedded; then the whole new version (pages, removals, folders, lexical statistics) is written in one
+transaction (``_switch``), so readers see the book as it was until it commits and the new version at once after,
+and a run that stops before (an error, a killed worker, a database restart) leaves the book untouched. A failure
+in one file is reported with its file and line and never stops the others. Runs on one book are serialised by an
+advisory lock.
 Book-relative links in the stored text (not the embedded one) become the book's URLs (``ingestion.reading.links``).
 Writing a page and copying it to the Qdrant mirror is ``storing``'s.
 """
@@ -125,10 +128,10 @@ class BookIndexer:
             if run is not None:
                 self._record_failure(run, exc)
             raise
-        self.report.total_seconds = time.monotonic() - started
         if run is not None:
             self._after_switch()
-            self.report.total_seconds = time.monotonic() - started
+        self.report.total_seconds = time.monotonic() - started
+        if run is not None:
             self._finish(run)
         return self.report
 
@@ -213,8 +216,10 @@ class BookIndexer:
 
     def _record_failure(self, run: IndexRun, exc: BaseException) -> None:
         """The run stopped before its switch committed: the book is as it was. Recorded without failing again."""
-        message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}" if isinstance(exc, Exception) \
-            else "interrupted before it finished"
+        if isinstance(exc, Exception):
+            message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+        else:  # a signal, a KeyboardInterrupt
+            message = "interrupted before it finished"
         try:
             IndexRun.objects.filter(pk=run.pk).update(
                 status=IndexRun.Status.FAILED, finished_at=timezone.now(),
