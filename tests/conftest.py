@@ -269,6 +269,7 @@ def server_environment() -> dict[str, str]:
 SELF_CONTAINED = ("test_nodes.py", "test_packaging.py", "test_embedded_db.py")
 
 
+@pytest.hookimpl(trylast=True)  # after ``-m``/``-k`` have deselected: only the tests that run want books
 def pytest_collection_modifyitems(session, config, items) -> None:
     """The self-contained tests first, then those that need no book, then those that read the manual, and those
     that use an embedded corpus last, so that the books' ingestion (``BackgroundBooks``) overlaps the suite: the

@@ -237,11 +237,16 @@ def test_a_site_is_read_from_its_config_without_running_it_and_confined_to_its_f
     assert book_state(slug) == before
 
 
-def test_mkdocs_pages_folder_outside_the_sources_is_refused(client, data_dir, book):
+def test_mkdocs_pages_folder_or_inherited_config_outside_the_sources_is_refused(client, data_dir, book, tmp_path):
     slug, key = book
     failed = publish_and_run(client, slug, key, {"mkdocs.yml": "site_name: Harbour\ndocs_dir: /etc\n",
                                                  "docs/index.md": "# Home\n\nWelcome.\n"})
     assert failed["status"] == "failed" and failed["error"]["code"] == "outside_sources"
+    server_file = tmp_path / "server-settings.yml"
+    server_file.write_text("site_name: A name only the server knows\n")
+    inherits = publish_and_run(client, slug, key, {"mkdocs.yml": f"INHERIT: {server_file}\n",
+                                                   "docs/index.md": "# Home\n\nWelcome.\n"})
+    assert inherits["status"] == "failed" and inherits["error"]["code"] == "outside_sources"
     assert not Book.objects.filter(slug=slug).exists()
 
 

@@ -16,7 +16,7 @@ from ingestion.indexing.embedders import get_embedder
 from ingestion.indexing.indexer import BookIndexer, validate_book_slug
 from ingestion.indexing.reports import LISTED_PAGES, SUMMED, IndexingError, IndexReport, ProgressCallback, SiteReport
 from ingestion.models import Book
-from ingestion.reading.conventions import Conventions, book_facts, config_file, detect, for_book
+from ingestion.reading.conventions import Conventions, book_facts, config_file, detect, files_read, for_book
 from ingestion.reading.documents import Issue
 from ingestion.reading.site import plan_site
 from ingestion.reading.site_config import SiteConfig, find_config, read_site_config
@@ -185,8 +185,8 @@ def index_generated(conventions: Conventions, root: Path, *, book_slug: str | No
     and URL from its config, only the files the generator builds as pages, their URLs and anchors as it makes them.
     ``confined``: the pages folder must be inside ``root``."""
     folder, config_title, config_url, warnings = book_facts(conventions)
-    if confined:
-        check_inside(root, folder)
+    if confined:  # nothing read from outside is stored or shown: the config's folders and inherited files
+        check_inside(root, folder, *files_read(conventions))
     if not folder.is_dir():
         raise IndexingError(f"the pages folder {folder} named by {config_file(conventions)} does not exist",
                             code="empty")

@@ -231,6 +231,15 @@ def book_facts(conventions: Conventions) -> tuple[Path, str | None, str | None, 
     raise ValueError(f"no config facts for {conventions.generator}")
 
 
+def files_read(conventions: Conventions) -> list[Path]:
+    """The config files an mdBook's or an MkDocs site's conventions were read from (MkDocs' INHERIT included)."""
+    if isinstance(conventions, MdBookConventions):
+        return [conventions.book.root / "book.toml"]
+    if isinstance(conventions, MkDocsConventions):
+        return [conventions.site.config_file, *conventions.site.inherited]
+    return []
+
+
 def config_file(conventions: Conventions) -> str:
     if isinstance(conventions, MdBookConventions):
         return "book.toml"

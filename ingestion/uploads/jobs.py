@@ -56,7 +56,7 @@ WRITE_INTERVAL = 1.0
 STAGING_MAX_AGE = timedelta(days=1)
 TASK = "ingestion.tasks.run_ingestion_job"
 # A running job whose worker has not yet taken the job's lock: how long after it started (or last reported).
-LOCK_GRACE = timedelta(seconds=5)
+LOCK_GRACE = timedelta(seconds=2)
 
 
 def job_folder(job_id: int) -> Path:

@@ -109,6 +109,7 @@ class MkDocsSite:
     not_in_nav: list[str] = field(default_factory=list)
     config: dict = field(default_factory=dict)  # the merged config, as read
     warnings: list[str] = field(default_factory=list)
+    inherited: list[Path] = field(default_factory=list)  # the config files INHERIT read, nearest first
 
     def has_extension(self, *names: str) -> bool:
         return any(name in self.markdown_extensions for name in names)
@@ -164,9 +165,10 @@ def load_site(root: Path) -> MkDocsSite | None:
     if config_file is None:
         return None
     warnings: list[str] = []
-    config = _load_config(config_file, warnings, chain=())
+    inherited: list[Path] = []
+    config = _load_config(config_file, warnings, chain=(), inherited=inherited)
     site = MkDocsSite(root=root, config_file=config_file, site_name="", docs_dir=root / "docs", config=config,
-                      warnings=warnings)
+                      warnings=warnings, inherited=inherited)
     name = config.get("site_name")
     if isinstance(name, str | int | float) and not isinstance(name, bool) and str(name).strip():
         site.site_name = str(name).strip()
@@ -193,7 +195,7 @@ def load_site(root: Path) -> MkDocsSite | None:
     return site
 
 
-def _load_config(path: Path, warnings: list[str], *, chain: tuple[Path, ...]) -> dict:
+def _load_config(path: Path, warnings: list[str], *, chain: tuple[Path, ...], inherited: list[Path]) -> dict:
     name = path.name if not chain else str(path)
     try:
         data = path.read_bytes()
@@ -233,7 +235,8 @@ def _load_config(path: Path, warnings: list[str], *, chain: tuple[Path, ...]) ->
     if not parent.is_file():
         warnings.append(f"{name}: inherited config file {inherit!r} does not exist")
         return config
-    return merge(_load_config(parent, warnings, chain=(*chain, path.resolve())), config)
+    inherited.append(parent)
+    return merge(_load_config(parent, warnings, chain=(*chain, path.resolve()), inherited=inherited), config)
 
 
 def merge(parent: dict, child: dict) -> dict:
