@@ -175,15 +175,17 @@ def render(r: dict, *, command: str) -> str:
     if published:
         lines += ["", f"### Publishing from CI (docusaurus-docs, {published['pages']} files; `serve --role web` and "
                   "`--role worker`; POST to the first poll that says done; bench/publishing.py)", "",
-                  "| sync | seconds | accepted s | queued s | worker s | pages changed | passages embedded |",
-                  "|---|---|---|---|---|---|---|"]
+                  "| sync | seconds | accepted s | queued s | worker s | after it s | pages changed | passages "
+                  "embedded |",
+                  "|---|---|---|---|---|---|---|---|"]
         rows = [("first (a new book)", published["first"]),
                 *((f"one page edited ({n})", edit) for n, edit in enumerate(published["edits"], 1)),
                 ("the same as a dry run", published["dry_run"])]
         for name, x in rows:
             changed = x["pages"]["added"] + x["pages"]["changed"] + x["pages"]["removed"]
             lines.append(f"| {name} | {fmt(x['seconds'])} | {fmt(x['accepted_seconds'])} | "
-                         f"{fmt(x['queued_seconds'])} | {fmt(x['worker_seconds'])} | {changed} | {x['embedded']} |")
+                         f"{fmt(x['queued_seconds'])} | {fmt(x['worker_seconds'])} | {fmt(x.get('after_seconds'))} | "
+                         f"{changed} | {x['embedded']} |")
     lines += ["", f"### Scale (synthetic books; {r['plan']['scale_questions']} squad2-dev questions)", "",
               "| chunks | dense store | retrieval p50 ms | p95 ms | hit@5 | answer p50 ms | answer p95 ms | "
               "search as typed p95 ms | HNSW build s | HNSW MB | disk per 1k chunks MB | errors |",

@@ -1,4 +1,5 @@
-"""django-q2 tasks of the chat app (scheduled by a migration): purge what has expired."""
+"""django-q2 tasks of the chat app: purge what has expired (scheduled by a migration), and the work after a book was
+indexed on the worker (queued by ``chat.receivers``): its sentence vectors, its calibration."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ from django.utils import timezone
 
 from chat.channels.throttling import purge_old_counters
 from chat.pipeline.conversations import purge_expired_conversations
+from chat.receivers import calibrate as calibrate_book
+from chat.receivers import embed_sentences as embed_sentences_of
+from ingestion.models import Book
 
 logger = logging.getLogger(__name__)
 
@@ -22,3 +26,14 @@ def purge_expired_sessions() -> int:
         logger.info("purged %d expired conversations, %d page sessions and %d rate counters", deleted, sessions,
                     counters)
     return deleted
+
+
+def embed_sentences(book_id: int) -> dict:
+    """The sentence vectors a book's passages lack (a book deleted since: nothing)."""
+    book = Book.objects.filter(pk=book_id).first()
+    return embed_sentences_of(book) if book is not None else {"book": None}
+
+
+def calibrate(book_id: int) -> dict | None:
+    book = Book.objects.filter(pk=book_id).first()
+    return calibrate_book(book) if book is not None else None

@@ -274,8 +274,8 @@ class IngestionJob(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="Last sign of life from the worker.")
     extract_seconds = models.FloatField(null=True, blank=True, help_text="Checking and unpacking the upload.")
-    index_seconds = models.FloatField(null=True, blank=True, help_text="The worker's run: indexing, the book's "
-                                      "recalibration, any wait for a busy book.")
+    index_seconds = models.FloatField(null=True, blank=True, help_text="The worker's run: indexing, a new book's "
+                                      "first calibration, any wait for a busy book.")
     total_seconds = models.FloatField(null=True, blank=True, help_text="From the upload (or Retry) to the end, "
                                       "queue included.")
     task_id = models.CharField(max_length=64, blank=True, help_text="The django-q2 task that runs the job.")

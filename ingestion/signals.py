@@ -2,7 +2,8 @@
 
 from django.dispatch import Signal
 
-# Sent after every indexing run that wrote (not --dry-run): ``sender`` is the Book class, ``book`` the
-# book, ``report`` the IndexReport, and ``changed`` whether any page was (re)indexed or removed. A receiver
-# may put what it did in ``report.after[name]`` (a dict): ``ingest`` prints it.
+# Sent after every indexing run that wrote (not --dry-run), once its new version is stored and the book's lock
+# released: ``sender`` is the Book class, ``book`` the book, ``report`` the IndexReport, ``changed`` whether any
+# page was (re)indexed or removed, and ``trigger`` what ran it ("cli", "upload", "publish", …). A receiver may put
+# what it did in ``report.after[name]`` (a dict): ``ingest`` prints it.
 book_indexed = Signal()

@@ -12,7 +12,7 @@ def figure(value: float) -> dict:
 
 def sync(seconds: float, embedded: int = 1) -> dict:
     pages = {"added": 0, "changed": 1, "unchanged": 91, "removed": 0, "failed": 0, "skipped": 0}
-    return {"seconds": seconds, "accepted_seconds": 0.1, "bytes": 1000, "queued_seconds": 0.1,
+    return {"seconds": seconds, "after_seconds": 4.0, "accepted_seconds": 0.1, "bytes": 1000, "queued_seconds": 0.1,
             "worker_seconds": seconds - 0.2, "indexing_seconds": 1.0, "pages": pages, "embedded": embedded,
             "dry_run": False}
 
@@ -91,7 +91,7 @@ def test_only_the_measured_section_is_rewritten(tmp_path):
     assert "Hand-written analysis." in text and text.endswith("More.\n") and "old figures" not in text
     assert "| over HTTP with 8 clients: ≥ 50 answers/s, 0 errors | 60.0 answers/s, 0 errors | yes |" in text
     assert text.count(report.START) == 1
-    assert "| one page edited (1) | 5.0 | 0.1 | 0.1 | 4.8 | 1 | 1 |" in text
+    assert "| one page edited (1) | 5.0 | 0.1 | 0.1 | 4.8 | 4.0 | 1 | 1 |" in text
 
 
 def test_runs_are_shown_as_median_and_spread():

@@ -472,3 +472,35 @@ def test_push_says_what_is_missing_and_exits_2_without_starting_a_database(tmp_p
     assert "cannot reach" in json.loads(unreachable.stdout)["message"]
     assert push("--server", "x").returncode == 2
     assert not (tmp_path / "no-data").exists(), "push started the embedded database"
+
+
+def test_after_a_sync_its_sentence_vectors_and_recalibration_are_tasks_of_their_own(client, data_dir, book, settings):
+    """The sync is done once its pages are stored; what follows runs behind it on the worker. A new book is
+    calibrated before its first sync ends (it never answers without a threshold of its own)."""
+    from django_q.models import OrmQ
+
+    from chat import tasks
+    from chat.models import ScopeCalibration, SentenceVectors
+
+    settings.BOOKCHAT = {**settings.BOOKCHAT, "SENTENCE_VECTORS": "on"}
+    slug, key = book
+
+    def queued() -> list[str]:
+        return sorted(package.func() for package in OrmQ.objects.all() if package.func().startswith("chat.tasks"))
+
+    first = publish_and_run(client, slug, key, PAGES)
+    calibrated = ScopeCalibration.objects.get(book__slug=slug).computed_at
+    assert first["status"] == "done" and queued() == ["chat.tasks.embed_sentences"]
+    assert not SentenceVectors.objects.filter(chunk__book__slug=slug).exists(), "not made in the sync itself"
+
+    OrmQ.objects.all().delete()
+    edited = {**PAGES, "docs/intro.md": PAGES["docs/intro.md"] + "\nThe lamp was first lit in 1887.\n"}
+    publish_and_run(client, slug, key, edited)
+    assert queued() == ["chat.tasks.calibrate", "chat.tasks.embed_sentences"]
+    assert ScopeCalibration.objects.get(book__slug=slug).computed_at == calibrated, "the old threshold serves"
+
+    book_id = Book.objects.get(slug=slug).pk
+    assert tasks.embed_sentences(book_id)["passages"] == Chunk.objects.filter(book__slug=slug).count()
+    assert tasks.calibrate(book_id)["threshold"] > 0
+    assert ScopeCalibration.objects.get(book__slug=slug).computed_at > calibrated
+    assert tasks.calibrate(book_id + 10_000) is None, "a book deleted since is nothing to do"

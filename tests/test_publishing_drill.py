@@ -1,12 +1,13 @@
-"""The publishing drill: a book's repository keeps its chatbot current over HTTP, as its CI would.
+"""The publishing drill: a book's repository keeps its chatbot current over HTTP, as its CI would. A drill
+(``make drills``): it brings up a deployment of its own.
 
-A real git repository is made from the docusaurus-docs pages the session embeds; ``serve --role web`` and
-``serve --role worker`` run on the test database. Commit 1 is published by the manual's own GitHub Actions step, run
-verbatim; commit 2 (one page edited with a sentence nobody could guess, one deleted, one added) by ``manage.py push``,
-while readers search continuously: every answer comes from the old book or the new one, never a mix. The new
-sentence is then answered with its citation and the deleted page is gone from answers, search and the page list. A
-worker killed mid-sync leaves the previous book answering, and publishing again completes it. The manual's GitLab
-CI and pull-request recipes run verbatim too, on a held-out book (the mdBook guide), as dry runs.
+A real git repository is made from five pages of docusaurus-docs; ``serve --role web`` and ``serve --role worker``
+run on the test database. Commit 1 is published by the manual's own GitHub Actions step, run verbatim; commit 2 (one
+page edited with a sentence nobody could guess, one deleted, one added) by ``manage.py push``, while readers search
+continuously: every answer comes from the old book or the new one, never a mix. The new sentence is then answered
+with its citation and the deleted page is gone from answers, search and the page list. A worker killed mid-sync
+leaves the previous book answering, and publishing again completes it. The manual's GitLab CI and pull-request
+recipes run verbatim too, on a held-out book (the mdBook guide), as dry runs.
 """
 
 from __future__ import annotations
@@ -30,10 +31,12 @@ from tests.conftest import REPO, committed, server_environment
 from tests.support.nodes import Node
 from tests.support.shared_data import shared_data
 
-pytestmark = [pytest.mark.django_db, pytest.mark.slow]
+pytestmark = [pytest.mark.django_db, pytest.mark.slow, pytest.mark.drill]
 
 MANUAL_PAGE = REPO / "docs" / "using" / "08-publish-from-ci.md"
 EDITED, DELETED, ADDED = "browser-support.mdx", "seo.mdx", "harbour-signals.md"
+# The pages of docusaurus-docs the repository starts with (~25 passages to embed).
+PAGES = ("playground.mdx", EDITED, "typescript-support.mdx", "static-assets.mdx", DELETED)
 NEW_SENTENCE = ("The harbour master, Ottoline Brackenbury, rings the Wexcombe bell 417 times every leap day to test "
                 "the fog signal.")
 ADDED_PAGE = ("# Harbour signals\n\nThe Wexcombe breakwater lamp shows a cobalt-blue light through a lens ground in "
@@ -44,11 +47,9 @@ GIT = {"GIT_AUTHOR_NAME": "Drill", "GIT_AUTHOR_EMAIL": "drill@example.org", "GIT
 
 # -- the servers and the repository ------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def servers(tmp_path_factory, django_db_blocker, ingest_corpus):
-    """``serve --role web`` and ``serve --role worker`` on the test database, sharing a data folder; once the
-    session's docusaurus-docs book is indexed (its vectors are what the first publish reuses). Everything the drill
-    publishes is removed afterwards."""
-    corpus = ingest_corpus("docusaurus-docs")
+def servers(tmp_path_factory, django_db_setup, django_db_blocker):
+    """``serve --role web`` and ``serve --role worker`` on the test database, sharing a data folder. Everything the
+    drill publishes is removed afterwards."""
     root = tmp_path_factory.mktemp("publishing-drill")
     with django_db_blocker.unblock():
         env = server_environment()
@@ -59,7 +60,7 @@ def servers(tmp_path_factory, django_db_blocker, ingest_corpus):
     logs = root / "logs"
     logs.mkdir()
     nodes = {"web": Node("web", "web", env, logs), "worker": Node("worker", "worker", env, logs), "env": env,
-             "logs": logs, "corpus": corpus.path, "lost": []}
+             "logs": logs, "lost": []}
     try:
         nodes["web"].wait_ready()
         nodes["worker"].wait_ready()
@@ -95,9 +96,11 @@ def git(repo: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
-def make_repository(tmp_path: Path, pages: Path) -> Path:
+def make_repository(tmp_path: Path) -> Path:
     repo = tmp_path / "repo"
-    shutil.copytree(pages, repo / "docs")
+    (repo / "docs").mkdir(parents=True)
+    for page in PAGES:
+        shutil.copy(shared_data() / "docusaurus-docs" / "docs" / page, repo / "docs" / page)
     (repo / "README.md").write_text("# The harbour book\n\nIts pages are in docs/.\n")
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", "-A")
@@ -205,7 +208,7 @@ class Readers:
 
 # -- the drill ---------------------------------------------------------------------------------------------
 def test_a_book_published_from_its_repository_follows_each_commit(servers, tmp_path, served):
-    repo = make_repository(tmp_path, servers["corpus"])  # the session's book holds its vectors: none is embedded
+    repo = make_repository(tmp_path)
     web = servers["web"].url
     slug = f"drill-{uuid.uuid4().hex[:8]}"
     key = publishing_key(slug)

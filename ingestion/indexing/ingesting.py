@@ -1,6 +1,7 @@
 """Ingesting a folder of pages or a Docusaurus site: what ``ingest``, the upload jobs and ``bootstrap`` call.
 One run per book at a time (``BookLock``); each book is indexed by ``ingestion.indexing.indexer.BookIndexer``, and the
-apps listening to ``book_indexed`` (chat: sentence vectors, calibration) hear about it once it is stored."""
+apps listening to ``book_indexed`` (chat: sentence vectors, calibration) hear about it once it is stored and the
+book's lock is released."""
 
 from __future__ import annotations
 
@@ -90,13 +91,15 @@ def index_book(*, path: Path | str, book_slug: str | None = None, base_url: str 
 
 
 def run_locked(indexer: BookIndexer, slug: str) -> IndexReport:
-    """Run ``indexer`` under the book's lock; then tell the listeners what it stored (not for a dry run)."""
+    """Run ``indexer`` under the book's lock; then, the lock released (the new version is searchable, and another
+    run of the book may start), tell the listeners what it stored (not for a dry run)."""
     with BookLock(slug):
         report = indexer.run()
-        if not indexer.dry_run and indexer.book is not None and indexer.book.pk:
-            changed = report.chunks_added or report.chunks_removed or report.files_indexed
-            book_indexed.send(sender=Book, book=indexer.book, report=report, changed=bool(changed))
-        return report
+    if not indexer.dry_run and indexer.book is not None and indexer.book.pk:
+        changed = report.chunks_added or report.chunks_removed or report.files_indexed or report.documents_removed
+        book_indexed.send(sender=Book, book=indexer.book, report=report, changed=bool(changed),
+                          trigger=indexer.trigger)
+    return report
 
 
 def index_site(config: SiteConfig, *, book_slug: str | None = None, base_url: str | None = None,

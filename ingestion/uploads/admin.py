@@ -259,5 +259,6 @@ class IngestionJobAdmin(BookScopedAdmin, admin.ModelAdmin):
     def timings(self, obj: IngestionJob) -> str:
         indexing = (obj.report or {}).get("total_seconds")
         return (f"unpacking {_seconds(obj.extract_seconds)}; indexing {_seconds(indexing)}; the worker's whole run "
-                f"{_seconds(obj.index_seconds)} (indexing, then recalibrating the book, plus any wait for a busy "
-                f"book); total {_seconds(obj.total_seconds)} (from the upload to the end, queue included)")
+                f"{_seconds(obj.index_seconds)} (indexing, a new book's first calibration, and any wait for a busy "
+                f"book; sentence vectors and a later recalibration follow as tasks of their own); total "
+                f"{_seconds(obj.total_seconds)} (from the upload to the end, queue included)")
