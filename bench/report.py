@@ -64,6 +64,10 @@ def targets(r: dict) -> list[tuple[str, str, bool | None]]:
         out.append((f"search as typed in-process on the {big['size']:,}-chunk book: p95 ≤ 80 ms",
                     f"p95 {fmt(big['search']['p95'])} ms", big["search"]["p95"] <= 80 if big["size"] >= 50_000
                     else None))
+    begun = r.get("first_start")
+    out.append(("make run from a clean data folder: the page within 30 s, the first answer within 120 s",
+                f"page {fmt(begun['page_seconds'])} s, first answer {fmt(begun['answer_seconds'])} s" if begun
+                else "not run", (begun["page_seconds"] <= 30 and begun["answer_seconds"] <= 120) if begun else None))
     published = r.get("publishing")
     out.append(("publishing one edited page of docusaurus-docs: POST to done ≤ 10 s",
                 f"median {fmt(published['edited_median'])} s, slowest {fmt(published['edited_max'])} s"

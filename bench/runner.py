@@ -12,7 +12,7 @@ from pathlib import Path
 from django.conf import settings
 
 from audit.models import AuditLog
-from bench import latency, machine, publishing, quality, scale, soak, streams, typing
+from bench import first_start, latency, machine, publishing, quality, scale, soak, streams, typing
 from bench.ingestion_bench import bench_corpus
 from bench.stats import over_runs
 from bookchat.conf import setting
@@ -49,7 +49,7 @@ def run(*, data: Path, quick: bool, log, save_to: Path | None = None) -> dict:
     results: dict = {"quick": quick, "plan": dict(p), "machine": machine.describe(),
                      "started": started_at.isoformat(timespec="seconds"), "failures": {}, "ingestion": [],
                      "in_process": None, "http": None, "load": [], "nodes": [], "streams": [], "scale": [],
-                     "soak": None, "search": None, "publishing": None, "quality": {},
+                     "soak": None, "search": None, "publishing": None, "first_start": None, "quality": {},
                      "serving": {"workers": setting("WEB_WORKERS"), "threads": setting("WEB_THREADS")}}
 
     def section(name: str, key: str, measure) -> None:
@@ -140,6 +140,13 @@ def run(*, data: Path, quick: bool, log, save_to: Path | None = None) -> dict:
 
     if p["soak_seconds"]:
         section(f"soak: {soak.CLIENTS} clients for {p['soak_seconds']:.0f} s with an ingest running", "soak", soaked)
+
+    def started():
+        figures = first_start.first_start(log=log)
+        log("  " + first_start.describe(figures))
+        return figures
+
+    section("make run from a clean data folder", "first_start", started)
 
     def published():
         figures = publishing.publishing(data, repeats=p["publish_repeats"], log=log)

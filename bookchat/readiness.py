@@ -8,6 +8,9 @@ Decisions:
   migrations (a node's code doesn't change under it; the plan costs ~50 ms) and the embedder (loaded once;
   the probe loads it, so the first question doesn't pay for it).
 - The broker is reported, not judged: a node whose Redis is away still answers questions; only uploads wait.
+- Books: not ready while no book exists and one is being indexed for the first time (``make run`` serving while it
+  indexes the manual), with how far it has got; a node with a book to answer from is ready, and says which books
+  are being indexed for the first time.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from bookchat.broker import broker_name
 from bookchat.conf import setting
 from bookchat.deployment import pending_migrations
 from ingestion.indexing.embedders import get_embedder
+from ingestion.models import Book, IngestionJob
 
 _settled: dict[str, dict] = {}  # checks that, once passed, stay passed for this process
 _lock = threading.Lock()
@@ -41,6 +45,8 @@ def readiness() -> tuple[bool, dict]:
             with _lock:
                 _settled[name] = report
         checks[name] = report
+    if checks["database"]["ok"] and checks["migrations"]["ok"]:
+        checks["books"] = _books()
     checks["broker"] = {"name": broker_name(setting("Q_BROKER"))}
     return all(report.get("ok", True) for report in checks.values()), checks
 
@@ -64,6 +70,19 @@ def _migrations() -> dict:
     if pending:
         return {"ok": False, "pending": len(pending), "error": "run `manage.py bootstrap`"}
     return {"ok": True}
+
+
+def _books() -> dict:
+    try:
+        building = list(IngestionJob.objects.first_builds()[:5])
+        # A book whose first run is still finishing (its calibration) can't answer yet either.
+        answerable = Book.objects.exclude(slug__in=IngestionJob.objects.first_builds().values("book_slug"))
+        report = {"ok": not building or answerable.exists()}
+    except Exception as exc:
+        return {"ok": False, "error": type(exc).__name__}
+    if building:
+        report["indexing"] = [{"book": job.book_slug, "progress": job.progress_note} for job in building]
+    return report
 
 
 def _embedder() -> dict:

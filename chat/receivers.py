@@ -4,9 +4,10 @@ five passages but never change which five they are, so they don't move the thres
 the indexing report's ``after`` ("sentence_vectors", "calibration"), which ``ingest`` prints.
 
 Both run after the book's lock is released, once the new version is searchable. After a run on the task worker (an
-upload, a publish) they are tasks of their own (``chat.tasks``), so that the run is done as soon as its pages are:
-the book answers meanwhile without the new passages' re-sort, and with its previous threshold. A book that was never
-calibrated is calibrated before its first run ends, so that it never answers without a threshold of its own.
+upload, a publish, ``make run``'s books) they are tasks of their own (``chat.tasks``), so that the run is done as
+soon as its pages are: the book answers meanwhile without the new passages' re-sort, and with its previous threshold.
+A book that was never calibrated is calibrated before its first run ends, so that it never answers without a
+threshold of its own.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from ingestion.signals import book_indexed
 logger = logging.getLogger(__name__)
 
 # The runs made on the task worker: the work after them is queued behind them rather than done in them.
-QUEUED_AFTER = ("upload", "publish")
+QUEUED_AFTER = ("upload", "publish", "make run")
 
 
 @receiver(book_indexed)

@@ -230,6 +230,13 @@ class IndexRun(models.Model):
         return f"{self.book.slug} {self.started_at:%Y-%m-%d %H:%M} {self.status}"
 
 
+class IngestionJobQuerySet(models.QuerySet):
+    def first_builds(self) -> IngestionJobQuerySet:
+        """Jobs queued or running that make a book for the first time (queued when it did not exist): readers have
+        no version of it yet, or one whose first run is still finishing (its calibration)."""
+        return self.filter(status__in=IngestionJob.ACTIVE, dry_run=False, book__isnull=True).order_by("created_at")
+
+
 class IngestionJob(models.Model):
     """One upload from the admin, or one publish of a book's sources through the API (a *sync*, from the book's
     CI): the files sent, and the background index run that follows.
@@ -248,6 +255,7 @@ class IngestionJob(models.Model):
     class Source(models.TextChoices):
         UPLOAD = "upload", "admin upload"
         PUBLISH = "publish", "publish (API)"
+        LOCAL = "local", "folder on the server"
 
     ACTIVE = (Status.QUEUED, Status.RUNNING)
 
@@ -289,6 +297,10 @@ class IngestionJob(models.Model):
     source_dir = models.CharField(max_length=300, blank=True, help_text="Where the sources sit in the publisher's "
                                   "repository (the files in reports are named from there).")
     error_code = models.CharField(max_length=64, blank=True, help_text="Why a publish was refused or failed.")
+    local_path = models.CharField(max_length=1000, blank=True, help_text="A folder on the server indexed in the "
+                                  "background (`make run`'s books).")
+
+    objects = IngestionJobQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]
@@ -303,11 +315,19 @@ class IngestionJob(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{'publish' if self.source == self.Source.PUBLISH else 'upload'} #{self.pk} → {self.book_slug}"
+        kind = {self.Source.PUBLISH: "publish", self.Source.LOCAL: "indexing"}.get(self.source, "upload")
+        return f"{kind} #{self.pk} → {self.book_slug}"
 
     @property
     def is_active(self) -> bool:
         return self.status in self.ACTIVE
+
+    @property
+    def progress_note(self) -> str:
+        """How far it has got, in words: "embedding passages (120/360)"."""
+        if self.status == self.Status.QUEUED:
+            return "waiting for the task worker"
+        return self.stage or self.status
 
 
 class SearchStats(models.Model):

@@ -19,7 +19,7 @@ def sync(seconds: float, embedded: int = 1) -> dict:
 
 def results(*, answers_per_s: float = 60.0, rss: float = 150.0, big_p50: float = 15.0, ratio: float = 0.9,
             health_max: float = 40.0, soak_p95: float = 150.0, search_p95: float = 40.0,
-            publish_seconds: float = 5.0) -> dict:
+            publish_seconds: float = 5.0, first_answer: float = 90.0) -> dict:
     stages = ("validate", "embed", "dense", "lexical", "fusion", "generation", "grounding", "audit_write", "raw_topk")
     in_process = {stage: figure(1.0) for stage in stages}
     in_process["embed"] = figure(15.0)
@@ -54,6 +54,9 @@ def results(*, answers_per_s: float = 60.0, rss: float = 150.0, big_p50: float =
                    "search": summary([20.0])},
                   {"size": 50000, "hnsw_build_seconds": 9, "hnsw_mb": 90, "disk_per_1k_mb": 5,
                    "stores": [store | {"p50": big_p50, "answer_p50": 35.0}], "search": summary([search_p95 * 1.5])}],
+        "first_start": {"page_seconds": 8.0, "answer_seconds": first_answer, "early_status": 503,
+                        "early_error": "book_indexing", "question": "How?", "pages": 19, "passages": 360,
+                        "indexing_seconds": 70.0},
         "publishing": {"pages": 92, "first": sync(300.0, 1156), "edits": [sync(publish_seconds)] * 3,
                        "dry_run": sync(0.7), "edited_file": "deployment.mdx", "edited_median": publish_seconds,
                        "edited_max": publish_seconds},
@@ -71,7 +74,8 @@ def test_targets_hold_when_the_figures_meet_them():
 
 def test_each_missed_target_is_reported_as_missed():
     missed = holds(results(answers_per_s=30.0, rss=400.0, big_p50=25.0, ratio=0.5, health_max=4000.0,
-                           soak_p95=250.0, search_p95=60.0, publish_seconds=12.0))
+                           soak_p95=250.0, search_p95=60.0, publish_seconds=12.0, first_answer=130.0))
+    assert missed["make run from a clean data folder"] is False
     assert missed["publishing one edited page of docusaurus-docs"] is False
     assert missed["search as typed over HTTP"] is False
     assert missed["search as typed in-process on the 50,000-chunk book"] is False

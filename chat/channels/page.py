@@ -29,9 +29,9 @@ from chat.channels.serializers import validate_feedback
 from chat.channels.throttling import RateLimited, check_rate
 from chat.models import Feedback, Turn
 from chat.pipeline.conversations import live_conversation
-from chat.pipeline.editions import pick_edition
+from chat.pipeline.editions import BookIndexing, first_build, pick_edition
 from chat.pipeline.rendering import render_answer
-from ingestion.models import Book
+from ingestion.models import Book, IngestionJob
 from ingestion.reading.outline import book_outline
 
 LEVEL_LABELS = {"high": "High confidence", "medium": "Medium confidence", "low": "Low confidence"}
@@ -108,8 +108,13 @@ def _page(request, *, book: Book | None, books: list[Book], status: int = 200, e
     turns = list(conversation.turns.order_by("created_at", "id")) if conversation else []
     votes = votes_on(turns)
     turns = [turn_context(t, votes.get(t.answer_id)) for t in turns]
+    # Books being indexed for the first time (make run's manual, a first publish): said above the page, which, with
+    # no book to ask yet, refreshes itself until there is one.
+    indexing = [{"title": job.book_title or job.book_slug, "progress": job.progress_note}
+                for job in IngestionJob.objects.first_builds()[:3]]
     context = {
         "books": books, "book": book, "turns": turns, "error": error, "form": form or {}, "search": search,
+        "indexing": indexing,
         "outline": book_outline(edition) if book is not None else [],
         "session_id": str(conversation.id) if conversation else "",
         "max_question_chars": setting("MAX_QUESTION_CHARS"), "max_selected_chars": setting("MAX_SELECTED_CHARS"),
@@ -133,6 +138,12 @@ def chat_page(request):
     form = {"question": request.POST.get("question", ""), "selected_text": request.POST.get("selected_text", "")}
     book = _current_book(request, books, request.POST.get("book"))
     if book is None:
+        build = first_build()
+        if build is not None:  # the first book is being indexed: ask again shortly
+            exc = BookIndexing(build)
+            page = _page(request, book=None, books=books, status=exc.status, form=form, error=exc)
+            page["Retry-After"] = str(exc.retry_after)
+            return page
         return _page(request, book=None, books=books, status=404, form=form,
                      error=RequestError("no book has been indexed yet", code="no_books"))
     client = PageClient(session=request.session)

@@ -1,5 +1,10 @@
 """Which book a question is asked of, and which edition of it: a request names a book (or the configured default,
-or the only one there is), and for a Docusaurus site a version and a locale (``ingestion.reading.site``)."""
+or the only one there is), and for a Docusaurus site a version and a locale (``ingestion.reading.site``).
+
+A book being indexed for the first time (``make run``'s manual, a first publish) has no version readers can see
+yet, or one whose first run is still finishing (its calibration): a question to it is ``BookIndexing``, a 503 to ask
+again shortly, with how far its indexing has got.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,29 @@ from django.db.models import Q
 
 from bookchat.conf import setting
 from bookchat.errors import NotFound, RequestError
-from ingestion.models import Book
+from ingestion.models import Book, IngestionJob
+
+# What a client asking a book being indexed for the first time is told to wait, in seconds.
+INDEXING_RETRY_SECONDS = 15
+
+
+class BookIndexing(RequestError):
+    """The book is being indexed for the first time: nothing of it can answer yet."""
+
+    code = "book_indexing"
+    status = 503
+    retry_after = INDEXING_RETRY_SECONDS
+
+    def __init__(self, job: IngestionJob):
+        super().__init__(f"the book {job.book_title or job.book_slug!r} is being indexed ({job.progress_note}); "
+                         f"ask again in a minute", field="book")
+        self.job = job
+
+
+def first_build(slug: str | None = None) -> IngestionJob | None:
+    """The first indexing under way of book ``slug`` (any book's, without one), or None."""
+    builds = IngestionJob.objects.first_builds()
+    return (builds.filter(book_slug=slug) if slug else builds).first()
 
 
 def resolve_book(slug: str | None, *, version: str | None = None, locale: str | None = None) -> Book:
@@ -20,8 +47,12 @@ def resolve_book(slug: str | None, *, version: str | None = None, locale: str | 
                      .order_by("pk"))
         book = next((b for b in found if b.slug == slug), None)
         if book is None:
+            if (build := first_build(slug)) is not None:
+                raise BookIndexing(build)
             raise NotFound(f"there is no book {slug!r}; GET /api/v1/books lists them", code="unknown_book",
                            field="book")
+        if (build := first_build(book.root.slug)) is not None:  # stored, and its first run still finishing
+            raise BookIndexing(build)
         if book.edition_of_id:
             if not (version or locale):
                 return book  # an edition named by its own slug
@@ -30,10 +61,14 @@ def resolve_book(slug: str | None, *, version: str | None = None, locale: str | 
                             editions=[b for b in found if b.edition_of_id == book.pk])
     books = list(Book.objects.roots().order_by("slug")[:2])
     if not books:
+        if (build := first_build()) is not None:
+            raise BookIndexing(build)
         raise NotFound("no book has been indexed yet: run `manage.py ingest PATH` first", code="no_books")
     if len(books) > 1:
         raise RequestError("several books are indexed: say which one with `book`", code="book_required",
                            field="book")
+    if (build := first_build(books[0].slug)) is not None:
+        raise BookIndexing(build)
     return pick_edition(books[0], version=version, locale=locale)
 
 

@@ -64,14 +64,35 @@ class BookLock(AdvisoryLock):
                                 code="busy")
 
 
+def slug_from(text: str | None) -> str:
+    """A book slug made from a title or a folder's name ("" when nothing of it is left)."""
+    return slugify(text or "").replace("_", "-")[:64].strip("-")
+
+
+def default_slug(path: Path | str) -> str:
+    """The slug ``index_path`` gives the book at ``path`` when none is given: a site's from its config, an mdBook's
+    or an MkDocs site's from its title, else the folder's name."""
+    path = Path(path).expanduser()
+    if path.is_dir() and find_config(path) is not None:
+        plan = plan_site(read_site_config(path))
+        if plan.books:
+            return plan.books[0][0].slug
+    conventions = detect(path) if path.is_dir() else None
+    if conventions is not None:
+        return slug_from(book_facts(conventions)[1]) or slug_from(path.resolve().name) or "book"
+    above = detect(path.parent) if path.is_dir() else None  # an mdBook's src/ or MkDocs' docs/
+    if above is not None and book_facts(above)[0].resolve() == path.resolve():
+        return slug_from(book_facts(above)[1]) or slug_from(path.parent.resolve().name) or "book"
+    return slug_from((path if path.is_dir() else path.parent).resolve().name) or "book"
+
+
 def index_book(*, path: Path | str, book_slug: str | None = None, base_url: str | None = None,
                title: str | None = None, prune: bool = False, dry_run: bool = False, reindex: bool = False,
                trigger: str = "cli", progress: ProgressCallback | None = None, confined: bool = False) -> IndexReport:
     """Index the Markdown/MDX pages at ``path`` (a folder or one file) into a book; return the report."""
     path = Path(path).expanduser()
     if book_slug is None:
-        folder = (path if path.is_dir() else path.parent).resolve().name
-        book_slug = slugify(folder).replace("_", "-")[:64].strip("-") or "book"
+        book_slug = slug_from((path if path.is_dir() else path.parent).resolve().name) or "book"
     validate_book_slug(book_slug)
     existing = Book.objects.filter(slug=book_slug).first()
     root = None
@@ -96,6 +117,7 @@ def run_locked(indexer: BookIndexer, slug: str) -> IndexReport:
     with BookLock(slug):
         report = indexer.run()
     if not indexer.dry_run and indexer.book is not None and indexer.book.pk:
+        indexer.progress("after", 0, 0)
         changed = report.chunks_added or report.chunks_removed or report.files_indexed or report.documents_removed
         book_indexed.send(sender=Book, book=indexer.book, report=report, changed=bool(changed),
                           trigger=indexer.trigger)
@@ -193,8 +215,7 @@ def index_generated(conventions: Conventions, root: Path, *, book_slug: str | No
     if not folder.is_dir():
         raise IndexingError(f"the pages folder {folder} named by {config_file(conventions)} does not exist",
                             code="empty")
-    book_slug = book_slug or slugify(config_title or "").replace("_", "-")[:64].strip("-") or \
-        slugify(root.resolve().name).replace("_", "-")[:64].strip("-") or "book"
+    book_slug = book_slug or slug_from(config_title) or slug_from(root.resolve().name) or "book"
     validate_book_slug(book_slug)
     found = discover(folder)
     discovery = Discovery(root=found.root, files=[f for f in found.files if conventions.is_page(f.rel_path)],

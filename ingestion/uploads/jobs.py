@@ -9,7 +9,8 @@ restarted): ``sweep_stale_jobs`` marks it failed once its heartbeat is older tha
 (``fail_dead_jobs`` at once, for one book), as it does a queued job whose django-q2 task is gone.
 A job on a book that another run is indexing waits for it (up to ``BUSY_WAIT_SECONDS``), then fails.
 A publish indexes the whole site (``index_path``, confined to its files, pages it lacks removed); an upload
-indexes its pages into the book.
+indexes its pages into the book; a local job (``queue_local``: ``make run``'s books) indexes a folder of the server
+in place, as ``ingest`` would.
 """
 
 from __future__ import annotations
@@ -55,6 +56,9 @@ WRITE_INTERVAL = 1.0
 # Staging folders of uploads that never became a job (a request that failed after the upload was checked).
 STAGING_MAX_AGE = timedelta(days=1)
 TASK = "ingestion.tasks.run_ingestion_job"
+# The trigger a job's index runs are recorded with.
+TRIGGERS = {IngestionJob.Source.UPLOAD: "upload", IngestionJob.Source.PUBLISH: "publish",
+            IngestionJob.Source.LOCAL: "make run"}
 # A running job whose worker has not yet taken the job's lock: how long after it started (or last reported).
 LOCK_GRACE = timedelta(seconds=2)
 
@@ -109,6 +113,17 @@ def queue_job(job: IngestionJob) -> None:
         transaction.on_commit(enqueue)
 
 
+def queue_local(*, path: Path, book_slug: str, title: str | None = None) -> IngestionJob:
+    """Queue the indexing of a folder of this server (``index_path``: a site, a book or a folder of pages) into book
+    ``book_slug``, for the worker: what ``make run`` does with the manual and ``BOOK=`` while it already serves."""
+    with transaction.atomic():
+        job = IngestionJob.objects.create(book_slug=book_slug, book_title=title or "",
+                                          source=IngestionJob.Source.LOCAL, local_path=str(Path(path).resolve()),
+                                          book=Book.objects.filter(slug=book_slug).first())
+        queue_job(job)
+    return job
+
+
 def retry_job(job: IngestionJob) -> None:
     """Queue a failed job again, on the files it still has; UploadError when it can't be."""
     if job.status != IngestionJob.Status.FAILED:
@@ -119,11 +134,12 @@ def retry_job(job: IngestionJob) -> None:
         with transaction.atomic():
             job.error = job.error_code = ""
             job.report = {}
+            job.book = Book.objects.filter(slug=job.book_slug).first()  # a book made since is no first build
             job.files_done = 0
             job.index_run = None
             job.started_at = job.finished_at = job.heartbeat_at = None
             job.index_seconds = job.total_seconds = None
-            job.save(update_fields=["error", "error_code", "report", "files_done", "index_run", "started_at",
+            job.save(update_fields=["error", "error_code", "report", "book", "files_done", "index_run", "started_at",
                                     "finished_at", "heartbeat_at", "index_seconds", "total_seconds"])
             queue_job(job)
     except IntegrityError:  # ``ingestionjob_one_active_publish``
@@ -172,7 +188,10 @@ class _JobRun:
         book = Book.objects.filter(slug=job.book_slug).first()
         previous_source = book.source_path if book is not None else ""
         try:
-            if not self.folder.is_dir():
+            if job.source == IngestionJob.Source.LOCAL:
+                if not Path(job.local_path).exists():
+                    raise UploadError(f"{job.local_path} does not exist")
+            elif not self.folder.is_dir():
                 raise UploadError("the uploaded files are gone (deleted from the server); upload them again")
             if book is not None and job.source == IngestionJob.Source.UPLOAD:
                 keep_category_labels(self.folder, book)
@@ -208,6 +227,9 @@ class _JobRun:
                 if job.source == IngestionJob.Source.PUBLISH:
                     return index_path(self.folder, book_slug=job.book_slug, prune=True, dry_run=job.dry_run,
                                       trigger="publish", progress=self.progress, confined=True)
+                if job.source == IngestionJob.Source.LOCAL:
+                    return index_path(job.local_path, book_slug=job.book_slug, title=job.book_title or None,
+                                      trigger="make run", progress=self.progress)
                 return index_book(path=self.folder, book_slug=job.book_slug, title=job.book_title or None,
                                   prune=job.prune, trigger="upload", progress=self.progress)
             except IndexingError as exc:
@@ -226,13 +248,15 @@ class _JobRun:
             text = f"reading and chunking pages ({done}/{total})"
         elif stage == "store":
             text = f"storing the new version ({total} changed pages); the book answers as before until it is done"
+        elif stage == "after":
+            text = "stored; calibrating the book's answers"
         else:
             text = f"embedding passages ({done}/{total})"
-        force = self.run_id is None or stage == "store" or (stage == "files" and done == total)
+        force = self.run_id is None or stage in ("store", "after") or (stage == "files" and done == total)
         if self.run_id is None:
             # The indexer created the run just before its first report, under the book's lock (a new book's comes
             # with its switch, and is found at the end): the running run of this book and trigger is ours.
-            trigger = "publish" if self.job.source == IngestionJob.Source.PUBLISH else "upload"
+            trigger = TRIGGERS[self.job.source]
             run = (IndexRun.objects.filter(book__slug=self.job.book_slug, status=IndexRun.Status.RUNNING,
                                            trigger=trigger).order_by("-started_at").first())
             self.run_id = run.pk if run is not None else 0
@@ -263,7 +287,7 @@ class _JobRun:
             fields["report"] = sources_relative(stored, self.folder) if job.source == IngestionJob.Source.PUBLISH \
                 else stored
             fields["files_done"] = fields["files_total"] = report.files_seen
-        trigger = "publish" if job.source == IngestionJob.Source.PUBLISH else "upload"
+        trigger = TRIGGERS[job.source]
         if self.run_id:
             fields["index_run_id"] = self.run_id
         elif report is not None and book is not None and not job.dry_run:

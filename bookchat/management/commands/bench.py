@@ -1,8 +1,9 @@
 """``manage.py bench [--quick] [--output FILE] [--json FILE]``: run every benchmark and rewrite the measured
 part of BENCHMARKS.md (see the ``bench`` package). ``make bench`` runs it; ``make bench QUICK=1`` runs
 a ~2-minute subset; ``--soak`` runs only the measured soak (``bench/soak.py``), ``--search`` only the
-search-as-typed replay (``bench/typing.py``) and ``--publishing`` only publishing from CI (``bench/publishing.py``),
-each printed, nothing written.
+search-as-typed replay (``bench/typing.py``), ``--publishing`` only publishing from CI (``bench/publishing.py``) and
+``--first-start`` only ``make run`` from a clean data folder (``bench/first_start.py``), each printed, nothing
+written.
 Works on the development database: books ``bench-*`` are made and deleted."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
-from bench import publishing, report, runner, soak, typing
+from bench import first_start, publishing, report, runner, soak, typing
 
 
 class Command(BaseCommand):
@@ -34,6 +35,9 @@ class Command(BaseCommand):
         parser.add_argument("--search", action="store_true", help="Only search as typed: the keystroke replay "
                             "over HTTP on docusaurus-docs (which must be indexed), then in-process on synthetic "
                             "books of 1,000 and 50,000 passages (~6 min); printed, nothing written.")
+        parser.add_argument("--first-start", action="store_true", help="Only `make run` from a clean data folder: "
+                            "seconds to the page, and to the first answer about the manual (~2 min); printed, "
+                            "nothing written.")
         parser.add_argument("--publishing", action="store_true", help="Only publishing from CI: docusaurus-docs "
                             "published, then one page edited and published three times, POST to done, with a web "
                             "server and a task worker (~2 min); printed, nothing written.")
@@ -55,6 +59,10 @@ class Command(BaseCommand):
             figures = soak.measured_soak(data, full["books"][0], seconds=full["soak_seconds"])
             self.stdout.write(soak.describe(figures) + f"; p95 ratio {figures['p95_ratio']:.2f}, "
                               f"{len(figures['errors'])} errors, worker RSS growth {figures['rss_growth']:.1%}")
+            return
+
+        if options["first_start"]:
+            self.stdout.write(first_start.describe(first_start.first_start(log=log)))
             return
 
         if options["publishing"]:

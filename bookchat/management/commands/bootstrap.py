@@ -24,6 +24,7 @@ from ingestion.indexing.reports import IndexReport
 from ingestion.management.commands.ingest import ProgressBar
 
 BUNDLED_SLUG = "bookchat-manual"
+BUNDLED_TITLE = "bookchat manual"
 
 
 def bundled_book_dir() -> Path:
@@ -33,7 +34,7 @@ def bundled_book_dir() -> Path:
 
 def index_bundled_book(*, trigger: str, progress=None) -> IndexReport:
     """Index ``DOCS_DIR`` as the book ``bookchat-manual`` (incremental: an unchanged book embeds nothing)."""
-    return index_book(path=bundled_book_dir(), book_slug=BUNDLED_SLUG, title="bookchat manual", trigger=trigger,
+    return index_book(path=bundled_book_dir(), book_slug=BUNDLED_SLUG, title=BUNDLED_TITLE, trigger=trigger,
                       progress=progress)
 
 

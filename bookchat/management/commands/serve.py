@@ -1,6 +1,11 @@
-"""``manage.py serve``: what ``make run`` runs — ``bootstrap`` (migrate, admin login, the bundled book indexed),
-then gunicorn and a django-q2 cluster until Ctrl-C, which stops them (and the embedded database if this
-process started it). The database's data stays under the data directory.
+"""``manage.py serve``: what ``make run`` runs — ``bootstrap`` (migrate, admin login), then gunicorn and a django-q2
+cluster until Ctrl-C, which stops them (and the embedded database if this process started it). The database's data
+stays under the data directory.
+
+Serve first: the bundled manual (and ``--book``, ``make run BOOK=``) are indexed in the background, as jobs of the
+task worker (``ingestion.uploads.jobs.queue_local``), while the page already answers; this process follows them on
+the terminal, and until a book is indexed the page, ``/api/v1/ready`` and a question say how far its indexing has
+got (``chat.pipeline.editions.BookIndexing``: a 503 to ask again). An unchanged book costs a second.
 
 Roles (the manual, "Deploying and running"): ``--role all`` (the default, one machine) does all of
 that; ``web`` runs gunicorn only and ``worker`` the django-q2 cluster only. Those two never migrate or index:
@@ -33,12 +38,14 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 
 from django.conf import settings
 from django.core.management import call_command
@@ -49,11 +56,11 @@ from bookchat import embedded_db
 from bookchat.conf import setting
 from bookchat.deployment import NotMigrated, PgvectorUnusable, check_pgvector, require_migrated
 from bookchat.errors import BookchatError
-from bookchat.management.commands.bootstrap import bundled_book_dir, describe, index_bundled_book
-from ingestion.indexing.ingesting import index_path
-from ingestion.indexing.reports import IndexReport
+from bookchat.management.commands.bootstrap import BUNDLED_SLUG, BUNDLED_TITLE, bundled_book_dir, describe
+from ingestion.indexing.ingesting import default_slug
 from ingestion.management.commands.ingest import ProgressBar, summary
-from ingestion.uploads.jobs import sweep_stale_jobs
+from ingestion.models import IngestionJob
+from ingestion.uploads.jobs import queue_local, sweep_stale_jobs
 
 ROLES = ("all", "web", "worker")
 
@@ -92,9 +99,7 @@ class Command(BaseCommand):
         if role != "web":
             sweep_stale_jobs()  # upload jobs left "running" by a worker that died (with the previous run)
         self._check_connection_budget(role)
-        if role == "all" and not options["no_index"]:
-            self._index_bundled_book()
-        default_book = self._index_own_book(options["book"]) if options["book"] else None
+        default_book = self._own_slug(options["book"]) if options["book"] else None
         children = self._start(options["host"], options["port"], role, default_book=default_book)
         if role == "worker":
             self.stdout.write("bookchat's task worker is running. Ctrl-C stops it.")
@@ -102,7 +107,12 @@ class Command(BaseCommand):
             self.stdout.write(f"bookchat is serving http://{options['host']}:{options['port']}/ "
                               f"(admin at /admin/). Ctrl-C stops it.")
         try:
-            self._wait(children)
+            following = []
+            if role == "all" and not options["no_index"]:
+                following += self._queue_bundled_book()
+            if options["book"]:
+                following.append(self._queue_own_book(options["book"], default_book))
+            self._wait(children, following)
         finally:
             self._stop(children)
 
@@ -118,47 +128,41 @@ class Command(BaseCommand):
                               f"connections, but the database accepts {available}: lower BOOKCHAT_WEB_THREADS "
                               "or BOOKCHAT_WEB_WORKERS, or raise its max_connections.")
 
-    def _index_bundled_book(self) -> None:
+    def _queue_bundled_book(self) -> list[Following]:
         docs = bundled_book_dir()
         if not docs.is_dir():
             self.stderr.write(f"No bundled book at {docs}; skipping indexing.")
-            return
-        try:
-            report = self._indexing(f"Indexing the bundled book in {docs} …",
-                                    lambda progress: index_bundled_book(trigger="make run", progress=progress))
-        except BookchatError as exc:
-            self.stderr.write(f"Indexing the bundled book failed: {exc}")
-            return
-        self.stdout.write(describe(report))
+            return []
+        self.stdout.write(f"Indexing the bundled book in {docs} in the background …")
+        job = queue_local(path=docs, book_slug=BUNDLED_SLUG, title=BUNDLED_TITLE)
+        return [Following(job.pk, done=lambda report: self.stdout.write(describe(report)),
+                          failed=lambda message: self.stderr.write(f"Indexing the bundled book failed: {message}"))]
 
-    def _index_own_book(self, path: str) -> str:
-        """Index the user's book (incremental: unchanged pages cost nothing); its slug. A book with no page
-        indexed stops ``serve`` in one line: the user asked for it."""
+    def _own_slug(self, path: str) -> str:
+        """The book ``--book`` makes (the page's default from the start, before it is indexed)."""
         try:
-            report = self._indexing(f"Indexing your book in {path} …",
-                                    lambda progress: index_path(path, trigger="make run", progress=progress))
+            return default_slug(path)
         except BookchatError as exc:
-            raise CommandError(f"Indexing {path} failed: {exc}", returncode=1) from None
-        self.stdout.write(summary(report))  # as `ingest` reports it, errors and warnings included
-        if report.files_indexed + report.files_unchanged == 0:
-            raise CommandError(f"Indexing {path} failed: no page could be indexed (see the errors above)",
-                               returncode=1)
-        if os.environ.get("BOOKCHAT_DEFAULT_BOOK"):
-            self.stdout.write(f"Your book is {report.book!r}; BOOKCHAT_DEFAULT_BOOK keeps "
-                              f"{os.environ['BOOKCHAT_DEFAULT_BOOK']!r} the default.")
-        else:
-            self.stdout.write(f"Your book {report.book!r} is the default book (the manual stays: "
-                              "/?book=bookchat-manual).")
-        return report.book
+            raise CommandError(f"Reading {path} failed: {exc}", returncode=1) from None
 
-    def _indexing(self, message: str, index: Callable[[ProgressBar], IndexReport]) -> IndexReport:
-        """``index(progress)`` under a progress bar on stderr, announced by ``message``."""
-        self.stdout.write(message)
-        progress = ProgressBar(sys.stderr)
-        try:
-            return index(progress)
-        finally:
-            progress.close()
+    def _queue_own_book(self, path: str, slug: str) -> Following:
+        """Index the user's book in the background (incremental: unchanged pages cost nothing)."""
+        self.stdout.write(f"Indexing your book in {path} in the background …")
+
+        def done(report) -> None:
+            self.stdout.write(summary(report))  # as `ingest` reports it, errors and warnings included
+            if report.files_indexed + report.files_unchanged == 0:
+                self.stderr.write(f"Indexing {path} failed: no page could be indexed (see the errors above)")
+            elif os.environ.get("BOOKCHAT_DEFAULT_BOOK"):
+                self.stdout.write(f"Your book is {slug!r}; BOOKCHAT_DEFAULT_BOOK keeps "
+                                  f"{os.environ['BOOKCHAT_DEFAULT_BOOK']!r} the default.")
+            else:
+                self.stdout.write(f"Your book {slug!r} is the default book (the manual stays: "
+                                  "/?book=bookchat-manual).")
+
+        job = queue_local(path=Path(path).expanduser(), book_slug=slug)
+        return Following(job.pk, done=done, failed=lambda message: self.stderr.write(
+            f"Indexing {path} failed: {message}"))
 
     def _start(self, host: str, port: int, role: str, *, default_book: str | None = None) -> list[subprocess.Popen]:
         base = Path(settings.BASE_DIR)
@@ -178,8 +182,9 @@ class Command(BaseCommand):
         return [subprocess.Popen(cmd, cwd=base, env=child_env, start_new_session=True, preexec_fn=start)
                 for cmd, child_env, start in wanted]
 
-    def _wait(self, children: list[subprocess.Popen]) -> None:
+    def _wait(self, children: list[subprocess.Popen], following: list[Following] = ()) -> None:
         stop = {"now": False}
+        progress = ProgressBar(sys.stderr)
 
         def on_signal(signum, frame):
             stop["now"] = True
@@ -188,13 +193,17 @@ class Command(BaseCommand):
         # SIGINT to "ignore", and Ctrl-C must still stop everything.
         signal.signal(signal.SIGINT, on_signal)
         signal.signal(signal.SIGTERM, on_signal)
+        following = list(following)
         while not stop["now"]:
             for child in children:
                 if child.poll() is not None:
+                    progress.close()
                     name = "the task worker" if child.args == task_command() else "gunicorn"
                     self.stderr.write(f"{name} exited with status {child.returncode}; stopping.")
                     return
+            following = [f for f in following if not f.check(progress)]
             time.sleep(0.5)
+        progress.close()
 
     def _stop(self, children: list[subprocess.Popen]) -> None:
         self.stdout.write("\nStopping …")
@@ -263,3 +272,36 @@ def gunicorn_environment(env: dict[str, str]) -> dict[str, str]:
 def graceful_timeout() -> int:
     """Seconds a stopping worker gives the requests in flight: the longest a stream lasts, and one more."""
     return math.ceil(setting("DEADLINE_SECONDS")) + 1
+
+
+class Following:
+    """A background indexing job ``serve`` follows on the terminal: its progress bar while it runs, then ``done``
+    with its report (read as ``ingest``'s report reads) or ``failed`` with why."""
+
+    def __init__(self, job_id: int, *, done: Callable, failed: Callable[[str], None]):
+        self.job_id = job_id
+        self.done = done
+        self.failed = failed
+
+    def check(self, progress: ProgressBar) -> bool:
+        """Draw the job's progress; whether it has ended (and was reported)."""
+        job = IngestionJob.objects.filter(pk=self.job_id).first()
+        if job is None:
+            return True
+        if job.is_active:
+            progress("files", job.files_done, job.files_total)
+            if embedding := _EMBEDDING.search(job.stage or ""):
+                progress("embed", int(embedding[1]), int(embedding[2]))
+            return False
+        progress.close()
+        if job.status == IngestionJob.Status.DONE:
+            self.done(SimpleNamespace(**{**REPORT_DEFAULTS, **job.report}))
+        else:
+            self.failed(job.error or job.status)
+        return True
+
+
+_EMBEDDING = re.compile(r"^embedding passages \((\d+)/(\d+)\)")
+# What a job's stored report may lack (a site's is its editions' sum) that the report's readers read.
+REPORT_DEFAULTS = {"after": {}, "errors": [], "warnings": [], "dry_run": False, "tokens": 0, "embed_seconds": 0.0,
+                   "total_seconds": 0.0}

@@ -126,11 +126,11 @@ def summary(r: IndexReport | SiteReport) -> str:
     ]
     if r.documents_removed:
         lines.append(f"Pages removed: {r.documents_removed}.")
-    if (sentences := r.after.get("sentence_vectors")) and sentences["passages"]:
+    if (sentences := r.after.get("sentence_vectors")) and sentences.get("passages"):
         lines.append(f"Sentence vectors: {sentences['passages']} passages made ({sentences['reused']} shared with "
                      f"equal passages), {sentences['units_embedded']} sentences embedded in "
                      f"{sentences['seconds']:.1f} s.")
-    if calibration := r.after.get("calibration"):
+    if (calibration := r.after.get("calibration")) and "threshold" in calibration:
         lines.append(f"Calibration: questions scoring below {calibration['threshold']:.3f} are not covered (this "
                      f"refuses {calibration['off_topic_refused']:.0%} of the off-topic probes and "
                      f"{calibration['probes_refused'] or 0:.0%} of the book's own); the answerability check is "
