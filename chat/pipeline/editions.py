@@ -8,7 +8,8 @@ again shortly, with how far its indexing has got.
 
 from __future__ import annotations
 
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
+from django.db.models.functions import Coalesce
 
 from bookchat.conf import setting
 from bookchat.errors import NotFound, RequestError
@@ -43,23 +44,23 @@ def resolve_book(slug: str | None, *, version: str | None = None, locale: str | 
     slug = slug or setting("DEFAULT_BOOK") or None
     if slug:
         # One round trip: the book and, when it is a root, its editions (a search runs this on every keystroke).
-        found = list(Book.objects.filter(Q(slug=slug) | Q(edition_of__slug=slug)).select_related("edition_of")
-                     .order_by("pk"))
+        found = list(_with_build_state(Book.objects.filter(Q(slug=slug) | Q(edition_of__slug=slug)))
+                     .select_related("edition_of").order_by("pk"))
         book = next((b for b in found if b.slug == slug), None)
         if book is None:
             if (build := first_build(slug)) is not None:
                 raise BookIndexing(build)
             raise NotFound(f"there is no book {slug!r}; GET /api/v1/books lists them", code="unknown_book",
                            field="book")
-        if (build := first_build(book.root.slug)) is not None:  # stored, and its first run still finishing
-            raise BookIndexing(build)
+        if book.first_build_running and (build := first_build(book.root.slug)) is not None:
+            raise BookIndexing(build)  # stored, and its first run still finishing
         if book.edition_of_id:
             if not (version or locale):
                 return book  # an edition named by its own slug
             return pick_edition(book.root, version=version, locale=locale)
         return pick_edition(book, version=version, locale=locale,
                             editions=[b for b in found if b.edition_of_id == book.pk])
-    books = list(Book.objects.roots().order_by("slug")[:2])
+    books = list(_with_build_state(Book.objects.roots()).order_by("slug")[:2])
     if not books:
         if (build := first_build()) is not None:
             raise BookIndexing(build)
@@ -67,9 +68,16 @@ def resolve_book(slug: str | None, *, version: str | None = None, locale: str | 
     if len(books) > 1:
         raise RequestError("several books are indexed: say which one with `book`", code="book_required",
                            field="book")
-    if (build := first_build(books[0].slug)) is not None:
+    if books[0].first_build_running and (build := first_build(books[0].slug)) is not None:
         raise BookIndexing(build)
     return pick_edition(books[0], version=version, locale=locale)
+
+
+def _with_build_state(books):
+    """``books`` with ``first_build_running``: whether its site's first run is still finishing (in the same query:
+    a search resolves its book on every keystroke)."""
+    root_slug = Coalesce(OuterRef("edition_of__slug"), OuterRef("slug"))
+    return books.annotate(first_build_running=Exists(IngestionJob.objects.first_builds().filter(book_slug=root_slug)))
 
 
 def pick_edition(root: Book, *, version: str | None, locale: str | None, editions: list[Book] | None = None) -> Book:
