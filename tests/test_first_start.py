@@ -83,3 +83,20 @@ def test_a_local_job_indexes_a_folder_of_the_server_in_place(book_dir, settings,
     assert not IngestionJob.objects.first_builds().filter(pk=job.pk).exists()
     missing = jobs.queue_local(path=tmp_path / "nowhere", book_slug=f"{slug}-x")
     assert jobs.run_job(missing.pk)["status"] == "failed"
+
+
+def test_a_job_left_running_by_a_stopped_make_run_is_failed_when_the_next_one_queues(book_dir, settings, tmp_path):
+    """Else it would stand for a first indexing under way, and keep the book from answering until a sweep."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    settings.DATA_DIR = tmp_path
+    slug = f"local-{uuid.uuid4().hex[:8]}"
+    long_ago = timezone.now() - timedelta(minutes=1)
+    dead = building(slug)
+    IngestionJob.objects.filter(pk=dead.pk).update(started_at=long_ago, heartbeat_at=long_ago)
+    book_dir.write("tides.md", "# Tides\n\nHigh tide comes about fifty minutes later each day.\n")
+    jobs.queue_local(path=book_dir.root, book_slug=slug)
+    dead.refresh_from_db()
+    assert dead.status == "failed" and dead.error_code == "worker_lost"

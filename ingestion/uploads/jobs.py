@@ -115,7 +115,10 @@ def queue_job(job: IngestionJob) -> None:
 
 def queue_local(*, path: Path, book_slug: str, title: str | None = None) -> IngestionJob:
     """Queue the indexing of a folder of this server (``index_path``: a site, a book or a folder of pages) into book
-    ``book_slug``, for the worker: what ``make run`` does with the manual and ``BOOK=`` while it already serves."""
+    ``book_slug``, for the worker: what ``make run`` does with the manual and ``BOOK=`` while it already serves. A job
+    of the book left running by a ``make run`` that was stopped is failed first (its worker is gone), so that it
+    doesn't stand for a first indexing under way."""
+    fail_dead_jobs(book_slug)
     with transaction.atomic():
         job = IngestionJob.objects.create(book_slug=book_slug, book_title=title or "",
                                           source=IngestionJob.Source.LOCAL, local_path=str(Path(path).resolve()),
