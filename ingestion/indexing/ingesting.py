@@ -89,7 +89,9 @@ def default_slug(path: Path | str) -> str:
 def index_book(*, path: Path | str, book_slug: str | None = None, base_url: str | None = None,
                title: str | None = None, prune: bool = False, dry_run: bool = False, reindex: bool = False,
                trigger: str = "cli", progress: ProgressCallback | None = None, confined: bool = False) -> IndexReport:
-    """Index the Markdown/MDX pages at ``path`` (a folder or one file) into a book; return the report."""
+    """Index the Markdown/MDX pages at ``path`` (a folder or one file) into a book; return the report. ``confined``
+    changes nothing here (a folder's pages are found inside it, never through a link out of it): ``index_path``
+    passes it to every kind of book."""
     path = Path(path).expanduser()
     if book_slug is None:
         book_slug = slug_from((path if path.is_dir() else path.parent).resolve().name) or "book"
