@@ -21,11 +21,13 @@ from chat.models import ScopeCalibration
 from chat.pipeline.calibration import calibrate_book, is_current
 from chat.pipeline.sentences import enabled, fill_book
 from ingestion.signals import book_indexed
+from ingestion.uploads.jobs import TRIGGERS
 
 logger = logging.getLogger(__name__)
 
-# The runs made on the task worker: the work after them is queued behind them rather than done in them.
-QUEUED_AFTER = ("upload", "publish", "make run")
+# The runs made on the task worker (its jobs' triggers): the work after them is queued behind them rather than done
+# in them.
+QUEUED_AFTER = tuple(TRIGGERS.values())
 
 
 @receiver(book_indexed)
@@ -36,7 +38,7 @@ def embed_sentences_after_indexing(sender, *, book, report, trigger: str = "cli"
         report.after["sentence_vectors"] = {"queued": async_task("chat.tasks.embed_sentences", book.pk,
                                                                  task_name=f"sentences-{book.slug}")}
         return
-    report.after["sentence_vectors"] = embed_sentences(book)
+    report.after["sentence_vectors"] = embed_sentences_now(book)
 
 
 @receiver(book_indexed)
@@ -48,12 +50,12 @@ def calibrate_after_indexing(sender, *, book, report, changed: bool, trigger: st
         report.after["calibration"] = {"queued": async_task("chat.tasks.calibrate", book.pk,
                                                             task_name=f"calibrate-{book.slug}")}
         return
-    details = calibrate(book)
+    details = calibrate_now(book)
     if details is not None:
         report.after["calibration"] = details
 
 
-def embed_sentences(book) -> dict:
+def embed_sentences_now(book) -> dict:
     try:
         return fill_book(book)
     except Exception:  # missing sentence vectors only leave answers as they were without them
@@ -61,7 +63,7 @@ def embed_sentences(book) -> dict:
         return {"failed": True}
 
 
-def calibrate(book) -> dict | None:
+def calibrate_now(book) -> dict | None:
     try:
         details = calibrate_book(book)  # logs the new threshold
     except Exception:  # a failed calibration must not fail the indexing run; the old threshold stays

@@ -10,8 +10,7 @@ from django.utils import timezone
 
 from chat.channels.throttling import purge_old_counters
 from chat.pipeline.conversations import purge_expired_conversations
-from chat.receivers import calibrate as calibrate_book
-from chat.receivers import embed_sentences as embed_sentences_of
+from chat.receivers import calibrate_now, embed_sentences_now
 from ingestion.models import Book
 
 logger = logging.getLogger(__name__)
@@ -31,9 +30,9 @@ def purge_expired_sessions() -> int:
 def embed_sentences(book_id: int) -> dict:
     """The sentence vectors a book's passages lack (a book deleted since: nothing)."""
     book = Book.objects.filter(pk=book_id).first()
-    return embed_sentences_of(book) if book is not None else {"book": None}
+    return embed_sentences_now(book) if book is not None else {"book": None}
 
 
 def calibrate(book_id: int) -> dict | None:
     book = Book.objects.filter(pk=book_id).first()
-    return calibrate_book(book) if book is not None else None
+    return calibrate_now(book) if book is not None else None

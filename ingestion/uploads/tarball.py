@@ -140,6 +140,7 @@ def _extract(inflated: _Limited, intake: Intake) -> None:
     max_file = setting("MAX_FILE_BYTES")
     stored: dict[str, Path] = {}
     links: list[tuple[str, str]] = []  # (member, target), both relative to the root: copied once all is stored
+    linked: set[str] = set()  # the links' own paths
     members = 0
     try:
         with tarfile.open(fileobj=inflated, mode="r|") as archive:
@@ -151,13 +152,14 @@ def _extract(inflated: _Limited, intake: Intake) -> None:
                 rel = _member_path(member.name)
                 if not rel:
                     continue
-                if rel in stored or any(rel == name for name, _ in links):
+                if rel in stored or rel in linked:
                     raise ArchiveError(f"member {member.name!r} appears twice in the archive; refused",
                                        code="duplicate_member")
                 if member.isdir():
                     continue
                 if member.issym() or member.islnk():
                     links.append((rel, _link_target(member, rel)))
+                    linked.add(rel)
                     continue
                 if not member.isreg():
                     raise ArchiveError(f"member {member.name!r} is a device, FIFO or other special file; refused",
