@@ -6,15 +6,15 @@ scores exactly as if it counted live, within its candidate-scan budget; and a bi
 from __future__ import annotations
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 
 import chat.pipeline.lexical as lexical
 from chat.pipeline.lexical import _selecting, bm25_search
 from chat.pipeline.retrieval import retrieve
 from ingestion.indexing import vector_index
-from ingestion.indexing.lexicon import lexeme_counts, refresh_lexicon
+from ingestion.indexing.lexicon import lexeme_counts, refresh_lexicon, stored_statistics
 from ingestion.indexing.vector_index import index_name
-from ingestion.models import Book, LexemeCount, SearchStats
+from ingestion.models import Book, Chunk, LexemeCount, SearchStats
 from tests.test_ingest_command import GUIDE, INTRO, ingest, make_book
 
 pytestmark = pytest.mark.django_db
@@ -158,3 +158,59 @@ def test_a_passage_of_more_words_than_are_scored_keeps_the_words_the_book_has(bo
     assert len(result.idf) == lexical.MAX_QUERY_LEXEMES
     assert result.scores  # the book's own words are among those scored, though they sort last
     assert {"virtual", "environ"} <= set().union(*result.matched.values())
+
+
+def test_the_statistics_read_also_sets_the_searchs_timeout_in_one_round_trip(book_dir):
+    make_book(book_dir)
+    assert ingest(str(book_dir.root), "--book", "lex")[0] == 0
+    book = Book.objects.get(slug="lex")
+    bare = Book.objects.create(slug="no-stats", title="No stats", embedder_name=book.embedder_name,
+                               embedder_dimension=book.embedder_dimension)
+    for target, expected in ((book, SearchStats.objects.get(book=book)), (bare, None)):
+        with transaction.atomic(), connection.cursor() as cursor:
+            stats = stored_statistics(cursor, target.pk, timeout_ms=1234)
+            cursor.execute("SHOW statement_timeout")
+            assert cursor.fetchone()[0] == "1234ms"  # SET LOCAL: for the rest of the transaction
+            if expected is None:
+                assert stats is None
+            else:
+                assert stats == (expected.chunks, pytest.approx(expected.average_length))
+
+
+def test_the_bounded_scan_scores_what_the_full_scan_scores_and_reads_less(book_dir, monkeypatch):
+    make_book(book_dir)
+    book_dir.write("more.md", INTRO.replace("Getting started", "Installing").replace("installer", "setup"))
+    ingest(str(book_dir.root), "--book", "lex-bound")
+    book = Book.objects.get(slug="lex-bound")
+    extra = list(Chunk.objects.filter(book=book).order_by("id").values_list("id", flat=True)[:2])
+    pruned = 0
+    for question in ("How do I install it?", "What do headings get?", "anchor installer virtual environment",
+                     "install the installer in a virtual environment", "zzzz unknownword"):
+        for limit in (1, 2, 10):
+            monkeypatch.setattr(lexical, "BOUNDED_FROM", 10**9)
+            full = bm25_search(book_id=book.pk, text=question, limit=limit, extra_ids=extra)
+            monkeypatch.setattr(lexical, "BOUNDED_FROM", 1)
+            bounded = bm25_search(book_id=book.pk, text=question, limit=limit, extra_ids=extra)
+            assert list(bounded.scores.items()) == list(full.scores.items())  # the same floats, in the same order
+            assert bounded.present == full.present and bounded.idf == full.idf
+            for chunk_id in full.scores:
+                assert bounded.matched[chunk_id] == full.matched[chunk_id]
+                assert bounded.positions[chunk_id] == full.positions[chunk_id]
+                assert bounded.in_heading.get(chunk_id) == full.in_heading.get(chunk_id)
+            pruned += len(bounded.positions) < len(full.positions)
+    assert pruned  # some passages that could not rank were never read
+
+
+@pytest.mark.parametrize("tf", [1, 2, 3, 7, 40, 100, 101, 250])
+@pytest.mark.parametrize("headings", [0, 1])
+def test_the_most_term_frequency_read_from_ts_rank_bounds_the_true_one(tf, headings):
+    positions = ",".join(f"{n}{'A' if n <= headings else ''}" for n in range(1, tf + 1))
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT ts_rank('{1,1,1,1}', %s::tsvector, 'word'::tsquery)", [f"word:{positions} other:500"])
+        rank = cursor.fetchone()[0]
+    most = lexical._most_tf(rank)
+    counted = tf + (lexical.HEADING_TF_WEIGHT - 1) * min(headings, tf)  # as the full scan counts it
+    if tf >= lexical.MOST_TF:
+        assert most is None  # past the table (MOST_TF itself can't be told from more): unbounded
+    else:
+        assert most == tf * lexical.HEADING_TF_WEIGHT >= counted

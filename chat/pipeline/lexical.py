@@ -7,11 +7,13 @@ document frequency in the book (stored per book by ``ingestion.indexing.lexicon`
 GIN look-up per lexeme, for a chapter or a book without them), and the term frequencies of
 the chunks that contain any of the rarer ones; BM25 is computed from those. A lexeme in a heading
 counts ``HEADING_TF_WEIGHT`` times, because questions often name a topic that only its
-heading spells out.
+heading spells out. On a big scan (``BOUNDED_FROM``) the term frequencies are read only for the passages whose
+upper bound can still rank: the same scores, for less reading (``_bounded_scan``).
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass, field
 
@@ -32,6 +34,14 @@ MAX_QUERY_LEXEMES = 256
 # to this many (the rarest always selects). A passage that holds none of those has only common words in
 # common with the question, so it can't rank near the top; a dense candidate is scored whatever selects it.
 SCAN_BUDGET = 2_000
+# From this many passages to scan, the scan first reads only which query lexemes each holds (a cheap match per
+# lexeme) and bounds its score by them, each at its most (``idf × (K1 + 1)``, which no term frequency reaches); it
+# then reads the positions of the passages whose bound can still reach the ``limit``-th best score. The same
+# scores for every passage that can rank, for a fraction of the reading on a big book (BENCHMARKS.md, issue 55):
+# unnesting a passage's whole tsvector is what the scan spends its time on.
+BOUNDED_FROM = 500
+# Most query lexemes bounded one by one; a longer query (a pasted passage) is scanned in full.
+BOUNDED_LEXEMES = 24
 
 
 @dataclass
@@ -45,6 +55,7 @@ class LexicalResult:
     query_positions: dict[str, tuple[int, ...]] = field(default_factory=dict)
     positions: dict[str, dict[str, tuple[int, ...]]] = field(default_factory=dict)
     in_heading: dict[str, set[str]] = field(default_factory=dict)
+    present: set[str] = field(default_factory=set)  # the query lexemes any scanned passage holds
 
     def coverage(self, chunk_ids) -> float:
         """IDF-weighted share of the query's lexemes that occur in any of ``chunk_ids``."""
@@ -135,25 +146,101 @@ def bm25_search(*, book_id: int, text: str, limit: int, document_ids: list[int] 
         if not df:
             return result
         idf = result.idf
-        query = " | ".join(_tsquery_literal(t) for t in _selecting(df, total, scan_budget))
-        cursor.execute(
-            "SELECT c.id, u.lexeme, coalesce(array_length(u.positions, 1), 1) "
-            f"  + {HEADING_TF_WEIGHT - 1} * (SELECT count(*) FROM unnest(u.weights) w WHERE w = 'A'), "
-            "  length(c.search_vector), u.positions, 'A' = ANY(u.weights) "
-            "FROM ingestion_chunk c, unnest(c.search_vector) u "
-            f"WHERE c.book_id = %s{doc_filter.replace('document_id', 'c.document_id')} "
-            "AND (c.search_vector @@ %s::tsquery OR c.id = ANY(%s)) AND u.lexeme = ANY(%s)",
-            [book_id, *doc_params, query, list(extra_ids), list(df)],
-        )
-        scores: dict[str, float] = {}
-        for chunk_id, lexeme, tf, length, positions, in_heading in cursor.fetchall():
-            norm = K1 * (1 - B + B * (length or 1) / float(avg_length))
-            scores[chunk_id] = scores.get(chunk_id, 0.0) + idf[lexeme] * tf * (K1 + 1) / (tf + norm)
-            result.matched.setdefault(chunk_id, set()).add(lexeme)
-            result.positions.setdefault(chunk_id, {})[lexeme] = tuple(positions or ())
-            if in_heading:
-                result.in_heading.setdefault(chunk_id, set()).add(lexeme)
+        selecting = _selecting(df, total, scan_budget)
+        query = " | ".join(_tsquery_literal(t) for t in selecting)
+        where = (f"c.book_id = %s{doc_filter.replace('document_id', 'c.document_id')} "
+                 "AND (c.search_vector @@ %s::tsquery OR c.id = ANY(%s))")
+        where_params = [book_id, *doc_params, query, list(extra_ids)]
+        scanning = sum(df[t] for t in selecting) + len(extra_ids)
+        if scanning >= BOUNDED_FROM and len(df) <= BOUNDED_LEXEMES:
+            scores = _bounded_scan(cursor, result, where, where_params, df=df, idf=idf, avg_length=avg_length,
+                                   limit=limit, extra_ids=extra_ids)
+        else:
+            scores = {}
+            cursor.execute(f"SELECT {ROW_COLUMNS} FROM ingestion_chunk c, unnest(c.search_vector) u "
+                           f"WHERE {where} AND u.lexeme = ANY(%s)", [*where_params, list(df)])
+            _score_rows(cursor.fetchall(), scores, result, idf=idf, avg_length=avg_length)
+            result.present = {t for terms in result.matched.values() for t in terms}
     best = sorted(scores, key=scores.get, reverse=True)[:limit]
     keep = set(best) | (set(extra_ids) & set(scores))
     result.scores = {cid: scores[cid] for cid in keep}
     return result
+
+
+# Each scanned passage's rows: one per query lexeme it holds, with its term frequency (a heading's occurrences
+# counted HEADING_TF_WEIGHT times), the passage's length, the lexeme's positions and whether its heading has it.
+ROW_COLUMNS = ("c.id, u.lexeme, coalesce(array_length(u.positions, 1), 1) "
+               f"  + {HEADING_TF_WEIGHT - 1} * (SELECT count(*) FROM unnest(u.weights) w WHERE w = 'A'), "
+               "  length(c.search_vector), u.positions, 'A' = ANY(u.weights)")
+
+
+def _score_rows(rows, scores: dict[str, float], result: LexicalResult, *, idf: dict[str, float],
+                avg_length: float) -> None:
+    for chunk_id, lexeme, tf, length, positions, in_heading in rows:
+        norm = K1 * (1 - B + B * (length or 1) / float(avg_length))
+        scores[chunk_id] = scores.get(chunk_id, 0.0) + idf[lexeme] * tf * (K1 + 1) / (tf + norm)
+        result.matched.setdefault(chunk_id, set()).add(lexeme)
+        result.positions.setdefault(chunk_id, {})[lexeme] = tuple(positions or ())
+        if in_heading:
+            result.in_heading.setdefault(chunk_id, set()).add(lexeme)
+
+
+def _bounded_scan(cursor, result: LexicalResult, where: str, where_params: list, *, df: dict[str, int],
+                  idf: dict[str, float], avg_length: float, limit: int, extra_ids) -> dict[str, float]:
+    """The scan's scores of every passage that can rank in the best ``limit`` (and of the ``extra_ids`` that hold
+    a query lexeme), reading positions only for those (``BOUNDED_FROM``). In the order a full scan gives them, so
+    that ties rank as they would.
+
+    A passage's bound: each query lexeme it holds scored at the most term frequency it can have. Postgres'
+    ``ts_rank`` with every weight 1 and a one-lexeme query is ``sum(1/j², j = 1..tf) / (π²/6)``, which gives tf
+    back (``_most_tf``), read for a cheap lookup per lexeme; every occurrence counted as a heading's makes it an
+    upper bound."""
+    lexemes = list(df)
+    ranks = ", ".join(f"ts_rank('{{1,1,1,1}}', c.search_vector, {_tsquery_literal(t)}::tsquery)" for t in lexemes)
+    cursor.execute(f"SELECT c.id, length(c.search_vector), ARRAY[{ranks}] FROM ingestion_chunk c WHERE {where}",
+                   where_params)
+    order, bound = [], {}
+    for chunk_id, length, held in cursor.fetchall():
+        norm = K1 * (1 - B + B * (length or 1) / float(avg_length))
+        most = 0.0
+        for lexeme, rank in zip(lexemes, held, strict=True):
+            if rank > 0:
+                tf = _most_tf(rank)
+                most += idf[lexeme] * (K1 + 1) * (1.0 if tf is None else tf / (tf + norm))
+                result.present.add(lexeme)
+        if most:  # an extra passage that holds none of them scores nothing, as in a full scan
+            order.append(chunk_id)
+            bound[chunk_id] = most
+    exact: dict[str, float] = {}
+
+    def read(ids: list[str]) -> None:
+        if ids:
+            cursor.execute(f"SELECT {ROW_COLUMNS} FROM ingestion_chunk c, unnest(c.search_vector) u "
+                           "WHERE c.id = ANY(%s) AND u.lexeme = ANY(%s)", [ids, lexemes])
+            _score_rows(cursor.fetchall(), exact, result, idf=idf, avg_length=avg_length)
+
+    by_bound = sorted(order, key=lambda cid: -bound[cid])
+    first = set(by_bound[:limit]) | (set(extra_ids) & bound.keys())
+    read(list(first))
+    reached = sorted(exact.values(), reverse=True)[limit - 1] if len(exact) >= limit else float("-inf")
+    read([cid for cid in by_bound[limit:] if cid not in first and bound[cid] >= reached])
+    return {cid: exact[cid] for cid in order if cid in exact}
+
+
+# ts_rank's value for a lexeme held tf times, tf = 0..MOST_TF (see _bounded_scan); from MOST_TF on (which a rank
+# can't tell from more), tf is unbounded.
+MOST_TF = 100
+_RANK_OF_TF = [0.0]
+for _tf in range(1, MOST_TF + 1):
+    _RANK_OF_TF.append(_RANK_OF_TF[-1] + 1 / _tf ** 2)
+_RANK_OF_TF = [value / 1.64493406685 for value in _RANK_OF_TF]
+# Postgres sums in single precision: a rank read back may be off by this much, less than the step between two
+# term frequencies up to MOST_TF (1/101² / (π²/6) ≈ 6e-5).
+RANK_TOLERANCE = 3e-5
+
+
+def _most_tf(rank: float) -> float | None:
+    """The most term frequency a lexeme's ``ts_rank`` (every weight 1) allows, counted as a heading's (each
+    occurrence ``HEADING_TF_WEIGHT`` times); None past ``MOST_TF``: unbounded."""
+    most = bisect.bisect_right(_RANK_OF_TF, rank + RANK_TOLERANCE) - 1
+    return None if most >= MOST_TF else float(most * HEADING_TF_WEIGHT)

@@ -123,8 +123,7 @@ def candidate_features(candidates: list, lexical: LexicalResult, *, question: st
     sentence = _sentence_coverage(question, candidates)
     known = {t for t, v in lexical.idf.items() if t in lexical.query_positions} or set(lexical.idf)
     # Words the book has at all: the others can't tell its passages apart.
-    present = {t for chunk_terms in lexical.matched.values() for t in chunk_terms}
-    idf = {t: lexical.idf[t] for t in known & present}
+    idf = {t: lexical.idf[t] for t in known & lexical.present}
     total = sum(idf.values())
     pairs = _pairs(lexical.query_positions, set(idf))
     cosines = [c.dense for c in candidates]

@@ -282,8 +282,7 @@ def retrieve(*, book: Book, question: str, selected_text: str = "", chapter: str
         raise DeadlineExceeded("bookchat ran out of time while searching the book; try again")
     try:
         with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(f"SET LOCAL statement_timeout = {timeout_ms}")
-            stats = stored_statistics(cursor, book.pk)
+            stats = stored_statistics(cursor, book.pk, timeout_ms=timeout_ms)  # and the transaction's timeout
             dense = dense_search.candidates(cursor, book=book, vector=raw_vector, literal=vector, limit=pool,
                                             document_ids=document_ids, seconds=stage_end - time.monotonic(),
                                             passages=stats[0] if stats else None)

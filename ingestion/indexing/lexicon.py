@@ -36,10 +36,17 @@ def refresh_lexicon(book: Book) -> SearchStats:
     return stats
 
 
-def stored_statistics(cursor, book_id: int) -> tuple[int, float] | None:
-    """(passages, mean tsvector length) of the book, or None when it has none stored yet."""
-    cursor.execute("SELECT chunks, average_length FROM ingestion_searchstats WHERE book_id = %s", [book_id])
-    return cursor.fetchone()
+def stored_statistics(cursor, book_id: int, *, timeout_ms: int | None = None) -> tuple[int, float] | None:
+    """(passages, mean tsvector length) of the book, or None when it has none stored yet. ``timeout_ms``: also
+    ``SET LOCAL statement_timeout`` for the rest of the transaction, in the same round trip."""
+    if timeout_ms is None:
+        cursor.execute("SELECT chunks, average_length FROM ingestion_searchstats WHERE book_id = %s", [book_id])
+        return cursor.fetchone()
+    cursor.execute("SELECT set_config('statement_timeout', %s, true), s.chunks, s.average_length "
+                   "FROM (SELECT 1) one LEFT JOIN ingestion_searchstats s ON s.book_id = %s",
+                   [str(int(timeout_ms)), book_id])
+    _, chunks, average_length = cursor.fetchone()
+    return None if chunks is None else (chunks, average_length)
 
 
 # The book's text-search configuration, in SQL: a question is stemmed the way its passages were.
