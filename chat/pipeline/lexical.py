@@ -34,11 +34,11 @@ MAX_QUERY_LEXEMES = 256
 # to this many (the rarest always selects). A passage that holds none of those has only common words in
 # common with the question, so it can't rank near the top; a dense candidate is scored whatever selects it.
 SCAN_BUDGET = 2_000
-# From this many passages to scan, the scan first reads only which query lexemes each holds (a cheap match per
-# lexeme) and bounds its score by them, each at its most (``idf × (K1 + 1)``, which no term frequency reaches); it
+# From this many passages to scan, the scan first reads each passage's term frequency of each query lexeme (one
+# ``ts_rank`` look-up each, no positions) and bounds its score by them, every occurrence counted as a heading's; it
 # then reads the positions of the passages whose bound can still reach the ``limit``-th best score. The same
-# scores for every passage that can rank, for a fraction of the reading on a big book (BENCHMARKS.md, issue 55):
-# unnesting a passage's whole tsvector is what the scan spends its time on.
+# scores for every passage that can rank, for less reading on a big book (BENCHMARKS.md, issue 55): unnesting a
+# passage's whole tsvector is what the full scan spends most of its time on.
 BOUNDED_FROM = 500
 # Most query lexemes bounded one by one; a longer query (a pasted passage) is scanned in full.
 BOUNDED_LEXEMES = 24
