@@ -62,3 +62,25 @@ def children(pid: int) -> list[int]:
             except (OSError, ValueError, IndexError):
                 continue
     return found
+
+
+def named(name: str) -> list[int]:
+    """The processes whose command name is ``name`` (e.g. every ``postgres`` backend)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "comm").read_text().strip() == name:
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU a process has used so far (0 for one that is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

@@ -33,7 +33,6 @@ from chat.channels.serializers import validate_ask
 from chat.pipeline.answering import answer_question
 
 CLIENTS = 8
-TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def profile(questions: list[tuple[str, str]], *, seconds: float = 30.0, log) -> dict:
@@ -47,26 +46,6 @@ def profile(questions: list[tuple[str, str]], *, seconds: float = 30.0, log) -> 
 
 
 # -- 1 and 2: under load -----------------------------------------------------------------------------
-def cpu_seconds(pid: int) -> float:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
-
-
-def processes_named(name: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if (entry / "comm").read_text().strip() == name:
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
-
-
 def under_load(questions, *, seconds: float, log, sample: bool = True) -> dict:
     with latency.Gunicorn(workers=2) as server:
         latency.warm_up(server, questions)
@@ -81,19 +60,24 @@ def under_load(questions, *, seconds: float, log, sample: bool = True) -> dict:
                     [spy, "record", "--pid", str(pid), "--duration", str(int(seconds)), "--rate", "100",
                      "--format", "raw", "--output", str(folder / f"{pid}.txt"), "--nonblocking"],
                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        postgres_before = {pid: cpu_seconds(pid) for pid in processes_named("postgres")}
-        before = {"web workers": sum(cpu_seconds(p) for p in workers), "load generator": cpu_seconds(os.getpid())}
+        postgres_before = {pid: machine.cpu_seconds(pid) for pid in machine.named("postgres")}
+
+        def used() -> dict[str, float]:
+            return {"web workers": sum(machine.cpu_seconds(p) for p in workers),
+                    "load generator": machine.cpu_seconds(os.getpid())}
+
+        before = used()
         log(f"  {CLIENTS} clients for {seconds:.0f} s{' with py-spy sampling the workers' if spy else ''} …")
         load = latency.load(server, questions, clients=CLIENTS, seconds=seconds)
-        after = {"web workers": sum(cpu_seconds(p) for p in workers), "load generator": cpu_seconds(os.getpid())}
-        postgres = sum(cpu_seconds(pid) - postgres_before.get(pid, 0.0) for pid in processes_named("postgres"))
+        after = used()
+        postgres = sum(machine.cpu_seconds(pid) - postgres_before.get(pid, 0.0) for pid in machine.named("postgres"))
         for sampler in samplers:
             sampler.wait(timeout=seconds + 60)
     answers = max(load["answers"], 1)
     cpu = {kind: (after[kind] - before[kind]) for kind in before} | {"postgres": postgres}
     result = {"answers_per_s": load["answers_per_s"], "answers": load["answers"], "errors": load["errors"],
               "seconds": load["seconds"], "cpus": os.cpu_count(),
-              "cpu_ms_per_answer": {kind: used * 1000 / answers for kind, used in cpu.items()},
+              "cpu_ms_per_answer": {kind: spent * 1000 / answers for kind, spent in cpu.items()},
               "cpu_busy_share": sum(cpu.values()) / (load["seconds"] * (os.cpu_count() or 1))}
     if spy:
         result["stacks"] = stack_tops(sorted(folder.glob("*.txt")))
@@ -127,21 +111,9 @@ def stack_tops(files: list[Path], top: int = 15) -> dict:
 
 
 def _label(frame: str) -> str:
-    """``function (path:line)`` → ``function (module path)``, the path from the checkout or site-packages."""
+    """``function (path:line)`` → ``function (short path)`` (``_short``)."""
     match = FRAME.match(frame.strip())
-    if not match:
-        return frame.strip()
-    file = match["file"]
-    for marker in ("site-packages/", "/lib/python3"):
-        if marker in file:
-            file = file.split(marker, 1)[1]
-            break
-    else:
-        for part in OURS + ("bench/",):
-            if f"/{part}" in file:
-                file = part + file.split(f"/{part}", 1)[1]
-                break
-    return f"{match['function']} ({file})"
+    return f"{match['function']} ({_short(match['file'])})" if match else frame.strip()
 
 
 # -- 3: cProfile -----------------------------------------------------------------------------------
@@ -166,11 +138,11 @@ def in_process(questions, top: int = 20) -> dict:
 
 
 def _short(file: str) -> str:
-    for marker in ("site-packages/", "/lib/python3.11/"):
+    """A source file's path from site-packages, the standard library or the checkout."""
+    for marker in ("site-packages/", f"/lib/python{sys.version_info.major}.{sys.version_info.minor}/"):
         if marker in file:
             return file.split(marker, 1)[1]
-    root = str(Path(__file__).resolve().parent.parent) + "/"
-    return file.removeprefix(root)
+    return file.removeprefix(str(Path(__file__).resolve().parent.parent) + "/")
 
 
 # -- 4: SQL ----------------------------------------------------------------------------------------

@@ -488,6 +488,7 @@ def test_after_a_sync_its_sentence_vectors_and_recalibration_are_tasks_of_their_
     def queued() -> list[str]:
         return sorted(package.func() for package in OrmQ.objects.all() if package.func().startswith("chat.tasks"))
 
+    OrmQ.objects.all().delete()  # tasks queued by earlier tests that ran a worker (test_uploads' do) are not ours
     first = publish_and_run(client, slug, key, PAGES)
     calibrated = ScopeCalibration.objects.get(book__slug=slug).computed_at
     assert first["status"] == "done" and queued() == ["chat.tasks.embed_sentences"]

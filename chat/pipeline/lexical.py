@@ -14,6 +14,7 @@ upper bound can still rank: the same scores, for less reading (``_bounded_scan``
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -230,10 +231,8 @@ def _bounded_scan(cursor, result: LexicalResult, where: str, where_params: list,
 # ts_rank's value for a lexeme held tf times, tf = 0..MOST_TF (see _bounded_scan); from MOST_TF on (which a rank
 # can't tell from more), tf is unbounded.
 MOST_TF = 100
-_RANK_OF_TF = [0.0]
-for _tf in range(1, MOST_TF + 1):
-    _RANK_OF_TF.append(_RANK_OF_TF[-1] + 1 / _tf ** 2)
-_RANK_OF_TF = [value / 1.64493406685 for value in _RANK_OF_TF]
+_RANK_OF_TF = [total / 1.64493406685  # Postgres' own constant for π²/6
+               for total in itertools.accumulate((1 / tf ** 2 for tf in range(1, MOST_TF + 1)), initial=0.0)]
 # Postgres sums in single precision: a rank read back may be off by this much, less than the step between two
 # term frequencies up to MOST_TF (1/101² / (π²/6) ≈ 6e-5).
 RANK_TOLERANCE = 3e-5

@@ -225,16 +225,17 @@ class _JobRun:
     def _index(self) -> IndexReport | SiteReport:
         deadline = time.monotonic() + BUSY_WAIT_SECONDS
         job = self.job
+        trigger = TRIGGERS[job.source]  # what progress() and _finish() find its index run by
         while True:
             try:
                 if job.source == IngestionJob.Source.PUBLISH:
                     return index_path(self.folder, book_slug=job.book_slug, prune=True, dry_run=job.dry_run,
-                                      trigger="publish", progress=self.progress, confined=True)
+                                      trigger=trigger, progress=self.progress, confined=True)
                 if job.source == IngestionJob.Source.LOCAL:
                     return index_path(job.local_path, book_slug=job.book_slug, title=job.book_title or None,
-                                      trigger="make run", progress=self.progress)
+                                      trigger=trigger, progress=self.progress)
                 return index_book(path=self.folder, book_slug=job.book_slug, title=job.book_title or None,
-                                  prune=job.prune, trigger="upload", progress=self.progress)
+                                  prune=job.prune, trigger=trigger, progress=self.progress)
             except IndexingError as exc:
                 if exc.code != "busy":
                     raise
