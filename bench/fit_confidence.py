@@ -1,16 +1,21 @@
-"""Fit the confidence model (``chat/pipeline/confidence.py``) and its two level cuts on development question sets, and
+"""Fit the confidence model (``chat/pipeline/confidence.py``) and its three cuts on development question sets, and
 check them on books the model was not fitted on.
 
     .venv/bin/python -m bench.fit_confidence --fit squad2-dev:../shared/data/squad2-dev/questions.jsonl \\
         --fit docusaurus-docs:../shared/data/docusaurus-docs/questions.jsonl \\
         --fit docusaurus-docs:../shared/data/docusaurus-docs/questions-2.jsonl \\
+        --fit docusaurus-docs:bench/questions/kinds-docusaurus-docs.jsonl \\
         --fit mdbook-guide:bench/questions/mdbook-guide.jsonl \\
+        --fit mdbook-guide:bench/questions/kinds-mdbook-guide.jsonl \\
         --fit mkdocs-material:bench/questions/mkdocs-material.jsonl \\
-        --pool docusaurus-docs --pool mdbook-guide --pool mkdocs-material
+        --fit mkdocs-material:bench/questions/kinds-mkdocs-material.jsonl \\
+        --fit bookchat-manual:bench/questions/kinds-bookchat-manual.jsonl \\
+        --pool docusaurus-docs --pool mdbook-guide --pool mkdocs-material --pool bookchat-manual
 
-Each ``BOOK:FILE`` names an indexed book and a question file (the last two are ours, written for
-the mdBook guide and Material for MkDocs in ``../shared/data``; ingest those as ``mdbook-guide``
-from the book root and ``mkdocs-material`` from the site root). Every question is asked through
+Each ``BOOK:FILE`` names an indexed book and a question file (the ``bench/questions/`` ones are ours, written for
+the mdBook guide, Material for MkDocs, Docusaurus's docs and the bundled manual; ``kinds-*`` hold the
+selected-text, follow-up and rare-word unanswerable questions; ingest the shared books as ``mdbook-guide`` from the
+book root and ``mkdocs-material`` from the site root). Every question is asked through
 the pipeline as ``evaluate`` asks it, but answered whatever the scope and answerability checks
 decide and never held back as unsure (``evaluate_question(answer_all=True)``), so that each
 answer's features and whether it is right (``chat.quality.evaluation.answer_right``) are known; what the
@@ -22,26 +27,27 @@ questions that should be answered and that the checks let through, every book we
 Answers to unanswerable and off-topic questions are not among its examples: SQuAD 2.0's
 unanswerable questions are rewrites of answerable ones that keep their words, and as wrong answers
 they turn the weight of covering the question's words negative, which is wrong on every other book
-(BENCHMARKS.md, "Confidence"). They count where the cuts are chosen instead.
+(BENCHMARKS.md, "Confidence"); the documentation books' own, taken as wrong examples, pushed the high cut
+above all but four of their answers. They count where the cuts are chosen instead.
 
 Cross-book: each book's sets are predicted by the model fitted on the other books, and the cuts
-are chosen on those held-out predictions, every book weighing the same: ``HIGH`` is the lowest cut
-from which the answers are ≥ ``HIGH_PRECISION`` right, and with ``--pool`` also the pooled books' answers
-taken together (until 2026-11-27 the books weighing the same alone: squad2-dev's easy answers let the
-documentation books' high answers be 0.84 right); ``MEDIUM`` the lowest cut below it that
+are chosen on those held-out predictions (an answer ``confidence.barred`` from high counts below it):
+``HIGH`` is the lowest cut from which the answers are ≥ ``HIGH_PRECISION`` right with every book weighing
+the same, with the ``--pool`` books' answers taken together, and for each kind of question with at least
+``KIND_ANSWERS`` answers; and from which at most ``MAX_UNANSWERABLE_HIGH`` of the pooled books' unanswerable
+questions are answered (SQuAD 2.0's are reported, not held to it). ``MEDIUM`` is the lowest cut below it where
+the answers between the two are ≥ ``MEDIUM_PRECISION`` right, the same ways; below it an answer is unsure.
+``FLOOR``, below which an unsure answer is held back, the lowest cut under ``MEDIUM`` that
 refuses the most of the questions that should be refused (unanswerable and off-topic, each set's
 share weighing the same) while no set's false refusals (answerable questions refused by either
 check or for being unsure) exceed ``MAX_FALSE_REFUSALS``, or the checks' own plus
-``EXTRA_FALSE_REFUSALS`` where those already do: a higher cut that refuses nothing more only adds
-false refusals on a book not seen here (until 2026-11-27 it took the highest cut within the budget).
-The share right between the two cuts is printed beside the ``MEDIUM_PRECISION`` aimed for: a false
-refusal hides a right answer, so the budget decides and the share is reported. Then the figures of
-each set under its held-out model, and the constants to paste (``MISSING`` too: the fitting books' mean
+``EXTRA_FALSE_REFUSALS`` where those already do. Then the figures of each set under its held-out model, of
+each kind over every book, and the constants to paste (``MISSING`` too: the fitting books' mean
 sentence gap, for a book without sentence vectors).
 
 Each set's figures include the calibration error a perfectly calibrated model would show on the same answers by
 chance (``ece_by_chance``): on a few dozen answers it is 0.1–0.16, so a book's own ECE says little. ``--pool BOOK``
-(repeated) adds one row of those books' held-out answers together, e.g. the three documentation books.
+(repeated) adds one row of those books' held-out answers together, e.g. the documentation books.
 """
 
 from __future__ import annotations
@@ -55,6 +61,8 @@ from bench.fit_reranker import _current, _setup, book_of, cached, fit, fit_argum
 HIGH_PRECISION = 0.90
 MEDIUM_PRECISION = 0.60
 MAX_FALSE_REFUSALS = 0.05
+KIND_ANSWERS = 30  # a kind of question with this many judged answers keeps each level's promise on its own
+MAX_UNANSWERABLE_HIGH = 0.02  # of the unanswerable questions the checks let through, answered high
 EXTRA_FALSE_REFUSALS = 0.01
 
 
@@ -139,28 +147,45 @@ def predict(rows: list[dict], weights: np.ndarray, bias: float) -> np.ndarray:
     return np.where([bool(r["features"]) for r in rows], p, 0.0)
 
 
-def outcome(rows: list[dict], p: np.ndarray, high: float, medium: float, *, by_chance: bool = False) -> dict:
-    """A set's figures when answers below ``medium`` are refused as unsure: what ``evaluate`` reports of its
+def never_high(r: dict) -> bool:
+    """An answer that can't be high, whatever its probability (``confidence.barred``)."""
+    from chat.pipeline.confidence import barred
+
+    return bool(r["features"]) and bool(barred(r["question"], r["answer"], r["features"]))
+
+
+def level(r: dict, prob: float, high: float, medium: float) -> str:
+    return "high" if prob >= high and not never_high(r) else "medium" if prob >= medium else "unsure"
+
+
+def outcome(rows: list[dict], p: np.ndarray, high: float, medium: float, floor: float, *,
+            by_chance: bool = False) -> dict:
+    """A set's figures when answers below ``floor`` are refused as unsure: what ``evaluate`` reports of its
     confidence (``chat.quality.evaluation.confidence_report``: precision and count per level, the share of questions
     that should be answered answered high, the calibration error, and with ``by_chance`` the one a perfectly
-    calibrated model would show on them by chance; how well it tells right from wrong) and the refusals per kind."""
+    calibrated model would show on them by chance; how well it tells right from wrong), the refusals per kind and
+    the share of unanswerable questions answered high."""
     from chat.quality.evaluation import confidence_report
 
-    refused = [not passes_checks(r) or prob < medium for r, prob in zip(rows, p, strict=True)]
+    refused = [not passes_checks(r) or prob < floor for r, prob in zip(rows, p, strict=True)]
+    levels = [level(r, prob, high, medium) for r, prob in zip(rows, p, strict=True)]
     report = confidence_report([
-        {"kind": r["kind"], "confidence": float(prob), "confidence_level": "high" if prob >= high else "medium",
-         "right": r["right"], "refused": ref, "withheld": False}
-        for r, prob, ref in zip(rows, p, refused, strict=True)], by_chance=by_chance)
+        {"kind": r["kind"], "confidence": float(prob), "confidence_level": lvl, "right": r["right"], "refused": ref,
+         "withheld": False}
+        for r, prob, ref, lvl in zip(rows, p, refused, levels, strict=True)], by_chance=by_chance)
 
     def share(flags: list[bool], keep) -> float | None:
         kept = [flag for r, flag in zip(rows, flags, strict=True) if keep(r)]
         return sum(kept) / len(kept) if kept else None
 
     by_checks = [not passes_checks(r) for r in rows]
+    high_answers = [not ref and lvl == "high" for ref, lvl in zip(refused, levels, strict=True)]
     return {
         "high": report["precision"]["high"], "n_high": report["levels"]["high"],
         "medium": report["precision"]["medium"], "n_medium": report["levels"]["medium"],
+        "unsure": report["precision"]["unsure"], "n_unsure": report["levels"]["unsure"],
         "answerable_high": report["answerable_high"],
+        "unanswerable_high": share(high_answers, lambda r: r["kind"] == "unanswerable"),
         "unanswerable_refused": share(refused, lambda r: r["kind"] == "unanswerable"),
         "out_of_scope_refused": share(refused, lambda r: r["kind"] == "out_of_scope"),
         "false_refusals": share(refused, lambda r: not should_refuse(r)),
@@ -171,48 +196,76 @@ def outcome(rows: list[dict], p: np.ndarray, high: float, medium: float, *, by_c
     }
 
 
-def choose_cuts(held: dict[str, tuple[list[dict], np.ndarray]], pool: list[str] = ()) -> tuple[float, float]:
-    """``HIGH`` and ``MEDIUM`` from held-out predictions (see the module docstring); ``pool``: books whose answers
-    taken together must also be ``HIGH_PRECISION`` right from ``HIGH``."""
-    answers: dict[str, list[tuple[float, bool]]] = {}
+def choose_cuts(held: dict[str, tuple[list[dict], np.ndarray]], pool: list[str] = ()) -> tuple[float, float, float]:
+    """``HIGH``, ``MEDIUM`` and ``FLOOR`` from held-out predictions (see the module docstring); ``pool``: books whose
+    answers taken together must also be ``HIGH_PRECISION`` right from ``HIGH``."""
+    answers: dict[str, list[tuple[float, bool, bool]]] = {}
+    by_kind: dict[str, list[tuple[float, bool, bool]]] = {}
+    unanswerable: list[tuple[float, bool]] = []
+    asked_unanswerable = 0  # the pooled books' unanswerable questions, answered or not
     for spec, (rows, p) in held.items():
-        answers.setdefault(book_of(spec), []).extend((prob, bool(r["right"])) for r, prob in zip(rows, p, strict=True)
-                                                     if judged(r))
+        asked_unanswerable += sum(r["kind"] == "unanswerable" and (book_of(spec) in pool or not pool) for r in rows)
+        for r, prob in zip(rows, p, strict=True):
+            if judged(r):
+                item = (prob, bool(r["right"]), never_high(r))
+                answers.setdefault(book_of(spec), []).append(item)
+                by_kind.setdefault(r["kind"], []).append(item)
+            elif (r["kind"] == "unanswerable" and passes_checks(r) and r["features"]
+                  and (book_of(spec) in pool or not pool)):  # SQuAD 2.0's: see the module docstring
+                unanswerable.append((prob, never_high(r)))
     pooled = [item for book in pool for item in answers.get(book, [])]
+    kinds = {kind: items for kind, items in by_kind.items() if len(items) >= KIND_ANSWERS}
+
+    def band(items, cut: float, below: float) -> list[bool]:
+        """Whether each answer from ``cut`` to ``below`` is right (only answers that may be high count as high)."""
+        return [y for prob, y, barred in items if cut <= prob < below and not (barred and below > 1.0)]
 
     def precision(cut: float, below: float = 2.0) -> float:
         """The share right of the answers from ``cut`` to ``below``, each answer weighing 1 / its book's judged
         answers (so every book weighs the same in all, and a book's few answers above a cut weigh little)."""
         right = total = 0.0
         for items in answers.values():
-            at = [y for prob, y in items if cut <= prob < below]
+            at = band(items, cut, below)
             right += sum(at) / len(items)
             total += len(at) / len(items)
-        return right / total if total else 0.0
+        return right / total if total else 1.0
 
-    def pooled_precision(cut: float) -> float:
-        at = [y for prob, y in pooled if prob >= cut]
+    def plain_precision(items, cut: float, below: float = 2.0) -> float:
+        at = band(items, cut, below)
         return sum(at) / len(at) if at else 1.0
 
+    def high_ok(cut: float) -> bool:
+        return (precision(cut) >= HIGH_PRECISION and plain_precision(pooled, cut) >= HIGH_PRECISION
+                and all(plain_precision(items, cut) >= HIGH_PRECISION for items in kinds.values())
+                and sum(prob >= cut and not barred for prob, barred in unanswerable) <= MAX_UNANSWERABLE_HIGH
+                * max(1, asked_unanswerable))
+
     grid = np.round(np.arange(0.05, 0.991, 0.005), 3)
-    high = next((float(c) for c in grid if precision(c) >= HIGH_PRECISION and pooled_precision(c) >= HIGH_PRECISION),
-                0.99)
-    medium, best = 0.0, -1.0
-    for cut in grid[grid < high]:
+    high = next((float(c) for c in grid if high_ok(c)), 0.99)
+
+    def medium_ok(cut: float) -> bool:
+        return (precision(cut, high) >= MEDIUM_PRECISION
+                and all(plain_precision(items, cut, high) >= MEDIUM_PRECISION for items in kinds.values()))
+
+    medium = next((float(c) for c in grid[grid < high] if medium_ok(c)), high)
+    floor, best = float(grid[0]), -1.0
+    for cut in grid[grid <= medium]:
         ok, refused = True, []
         for rows, p in held.values():
-            o = outcome(rows, p, high, cut)
+            o = outcome(rows, p, high, medium, cut)
             allowed = max(MAX_FALSE_REFUSALS, o["checks_false_refusals"] + EXTRA_FALSE_REFUSALS)
             ok = ok and o["false_refusals"] <= allowed
             refused += [o[kind] for kind in ("unanswerable_refused", "out_of_scope_refused") if o[kind] is not None]
         gain = sum(refused) / len(refused) if refused else 0.0
         if ok and gain > best + 1e-9:  # the lowest cut that refuses the most of what should be refused
-            medium, best = float(cut), gain
+            floor, best = float(cut), gain
     print(f"held-out answers right: {precision(high):.3f} from the high cut"
-          + (f" ({pooled_precision(high):.3f} of the pooled books')" if pooled else "")
-          + f", {precision(medium, high):.3f} between the cuts (aimed for: {HIGH_PRECISION}, {MEDIUM_PRECISION})",
-          file=sys.stderr)
-    return high, medium
+          + (f" ({plain_precision(pooled, high):.3f} of the pooled books')" if pooled else "")
+          + f", {precision(medium, high):.3f} between high and medium (aimed for: {HIGH_PRECISION}, "
+          f"{MEDIUM_PRECISION}); per kind, high / medium: "
+          + ", ".join(f"{kind} {plain_precision(items, high):.3f} / {plain_precision(items, medium, high):.3f} "
+                      f"(n {len(items)})" for kind, items in by_kind.items()), file=sys.stderr)
+    return high, medium, floor
 
 
 def main(argv=None) -> int:
@@ -228,18 +281,24 @@ def main(argv=None) -> int:
         held[spec] = (sets[spec], predict(sets[spec], *fit_model(sets, others, l2=args.l2)))
     for spec in args.check:
         held[spec] = (sets[spec], predict(sets[spec], weights, bias))
-    high, medium = choose_cuts({spec: held[spec] for spec in args.fit}, args.pool)
-    print(f"cuts on held-out predictions: high {high:.3f}, medium {medium:.3f}")
-    columns = ("high", "n_high", "medium", "n_medium", "answerable_high", "unanswerable_refused",
-               "out_of_scope_refused", "false_refusals", "checks_false_refusals", "ece", "ece_by_chance",
-               "discrimination")
+    high, medium, floor = choose_cuts({spec: held[spec] for spec in args.fit}, args.pool)
+    print(f"cuts on held-out predictions: high {high:.3f}, medium {medium:.3f}, floor {floor:.3f}")
+    columns = ("high", "n_high", "medium", "n_medium", "unsure", "n_unsure", "answerable_high", "unanswerable_high",
+               "unanswerable_refused", "out_of_scope_refused", "false_refusals", "checks_false_refusals", "ece",
+               "ece_by_chance", "discrimination")
     print(f"{'set (held out)':58} " + " ".join(f"{c[:12]:>12}" for c in columns))
     pooled = [spec for spec in held if book_of(spec) in args.pool]
     if pooled:  # a few dozen answers a book can't show an ECE of 0.08 (ece_by_chance): together they may
         held[f"pooled: {', '.join(args.pool)}"] = ([r for spec in pooled for r in held[spec][0]],
                                                    np.concatenate([held[spec][1] for spec in pooled]))
+    from chat.quality.evaluation import KINDS
+
+    for kind in KINDS:  # each kind's held-out answers over every book
+        of_kind = [(r, prob) for spec in args.fit for r, prob in zip(*held[spec], strict=True) if r["kind"] == kind]
+        if of_kind:
+            held[f"kind: {kind}"] = ([r for r, _ in of_kind], np.asarray([prob for _, prob in of_kind]))
     for spec, (rows, p) in held.items():
-        o = outcome(rows, p, high, medium, by_chance=True)
+        o = outcome(rows, p, high, medium, floor, by_chance=True)
         print(f"{spec[-58:]:58} " + " ".join(
             f"{'—':>12}" if o[c] is None else f"{o[c]:>12.3f}" if isinstance(o[c], float) else f"{o[c]:>12}"
             for c in columns))
@@ -248,6 +307,7 @@ def main(argv=None) -> int:
     print("MISSING = {" + ", ".join(f'"{k}": {v}' for k, v in missing_means(sets, args.fit).items()) + "}")
     print(f"HIGH = {high:.3f}")
     print(f"MEDIUM = {medium:.3f}")
+    print(f"FLOOR = {floor:.3f}")
     print("# " + ", ".join(FEATURES))
     return 0
 

@@ -148,11 +148,14 @@ SETTINGS: list[Setting] = [
     Setting("CONFIDENCE_HIGH", 0.0, "Confidence (the fitted probability that an answer is right) from which the "
             "level is `high`; 0 → the cut fitted with the model (`chat/pipeline/confidence.py`), where ≥ 90 % of high "
             "answers were right on held-out question sets.", float),
-    Setting("CONFIDENCE_MEDIUM", 0.0, "Confidence from which the level is `medium` (below: `low`); 0 → the "
-            "fitted cut.", float),
-    Setting("UNSURE_ANSWERS", "refuse", "An answer below the medium level, or made only of navigation links: "
+    Setting("CONFIDENCE_MEDIUM", 0.0, "Confidence from which the level is `medium` (below: `unsure`, shown as the "
+            "closest passage, said plainly, and sent to the review queue); 0 → the fitted cut, where ≥ 60 % of "
+            "medium answers were right.", float),
+    Setting("CONFIDENCE_FLOOR", 0.0, "Confidence below which an unsure answer is held back under "
+            "`UNSURE_ANSWERS=refuse`; 0 → the fitted cut.", float),
+    Setting("UNSURE_ANSWERS", "refuse", "An answer below the confidence floor, or made only of navigation links: "
             "`refuse` (say the book doesn't seem to answer it directly, link the closest sections and send it to "
-            "the review queue) or `answer` (show it, labelled low, with a disclaimer).", choices=("refuse", "answer")),
+            "the review queue) or `answer` (show it, labelled unsure).", choices=("refuse", "answer")),
     # Conversations and time
     Setting("HISTORY_TURNS", 5, "Question/answer pairs a conversation remembers for follow-ups.", int, minimum=0),
     Setting("SESSION_IDLE_MINUTES", 30, "A conversation idle this long expires (and is purged).", int),

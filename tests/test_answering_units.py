@@ -182,6 +182,69 @@ def test_extractive_answer_from_no_sources_is_empty():
     assert compose_extractive("How do I ingest a folder?", [source("")]) == ""
 
 
+# -- what the reader selected, what a follow-up follows, and leads that answer nothing ----------------
+VERSIONING = ("Most of the time, you don't need versioning: it increases your build time and adds complexity. "
+              "Versioning is best suited for websites with high traffic and rapid changes between versions. "
+              "If your documentation rarely changes, don't add versioning.")
+
+
+def test_a_question_about_a_selection_is_answered_by_what_the_book_says_next():
+    selected = "Most of the time, you don't need versioning: it increases your build time and adds complexity."
+    answer = compose_extractive("So when is it worth it?", [source(VERSIONING, "Guides > Versioning")],
+                                selected_text=selected)
+    assert answer.startswith("Versioning is best suited for websites with high traffic"), answer
+    assert "build time" not in answer, "the selection is the reader's: it is never quoted back"
+
+
+def test_a_selection_that_is_the_whole_passage_gives_no_answer_to_quote():
+    text = "Versioning increases your build time."
+    assert compose_extractive("Why?", [source(text)], selected_text=text) == ""
+
+
+def test_the_words_of_the_question_a_follow_up_follows_only_say_what_it_is_about():
+    sources = [source("The sidebar is 300 pixels wide. Its width has a default of 300 and is set with "
+                      "`sidebarWidth`.", "Theme > Sidebar"),
+               source("The navbar hides on scroll by default. Set `hideOnScroll: false` to keep it.",
+                      "Theme > Navbar", 0.88)]
+    answer = compose_extractive("Can I change its default?", sources, context="How wide is the sidebar?")
+    assert "`sidebarWidth`" in answer and "hideOnScroll" not in answer, answer
+    bare = compose_extractive("How do I keep the navbar on scroll?", sources, context="How wide is the sidebar?")
+    assert "hideOnScroll" in bare, "the question's own words still lead"
+
+
+def test_a_label_with_nothing_after_it_is_never_the_answer():
+    """"Strengths:" closing a passage (its list went to the next one) answers nothing on its own."""
+    sources = [source("Docusaurus is a static site generator.\n\n**Docusaurus strengths:**", "Compare > Docusaurus"),
+               source("Docusaurus builds fast pages and has versioned docs built in.", "Compare > Summary", 0.6)]
+    answer = compose_extractive("What are the strengths of Docusaurus?", sources)
+    assert strip_citations(answer).strip() not in ("**Docusaurus strengths:**", "Docusaurus strengths:"), answer
+    assert "versioned docs" in answer or "static site generator" in answer, answer
+
+
+def test_a_list_item_is_never_cut_from_its_list():
+    items = "\n".join(f"- `option{n}`: sets the {word} of the site." for n, word in enumerate(
+        ["title", "tagline", "favicon", "footer", "colour"], 1))
+    answer = compose_extractive("Which option sets the favicon?", [source(items, "Config > Options")])
+    assert "`option3`: sets the favicon" in answer and "`option2`" in answer and "`option4`" in answer, \
+        "a list that opens its passage comes with the items around the one that answers"
+    introduced = compose_extractive("Which option sets the favicon?",
+                                    [source(f"The site config has five options.\n\n{items}", "Config > Options")])
+    assert introduced.startswith("The site config has five options."), introduced
+
+
+# -- refusals ---------------------------------------------------------------------------------
+def test_a_refusal_quotes_what_was_asked_in_the_readers_words():
+    from chat.pipeline.answering import asked_about, named_as_asked
+
+    assert asked_about("Hi! I run Docusaurus on Linux. Does it generate AMP pages?") == "Does it generate AMP pages?"
+    long = asked_about("How " + "very " * 30 + "long can a question be?")
+    assert long.endswith("…") and len(long.split()) == 16
+    quoted = asked_about("What is [2] ![x](http://evil.example/a) **bold** <script>alert(1)</script>?")
+    assert not set(quoted) & set("[]()<>*!`"), "nothing the answer's Markdown would read as a link or a citation"
+    assert named_as_asked("What Core Web Vitals scores does a new site get?", ["vitals"]) == ["Core Web Vitals"]
+    assert named_as_asked("Can I import pages from notion?", ["notion"]) == ["notion"], "as the reader wrote it"
+
+
 # -- terms ------------------------------------------------------------------------------------
 def test_content_terms_drop_stop_words_and_stem_alike():
     assert content_terms("How do I install the book?") == ("install", "book")
@@ -228,6 +291,8 @@ def test_plain_text_leaves_prose_with_pipes_and_rules_as_it_was():
     ("Why?", True),
     ("What is the default chunk size of the ingest command?", False),
     ("How do I ingest a folder of Markdown files?", False),
+    ("Cool. Could each of them also get a page listing everything they wrote?", True),
+    ("Great, and where do I put the translated copies?", True),
 ])
 def test_is_follow_up(question, follow_up):
     assert is_follow_up(question) is follow_up

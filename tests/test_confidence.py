@@ -13,10 +13,12 @@ import pytest
 from audit.models import AuditLog
 from audit.reports import review_queue_filter
 from chat.pipeline import confidence
-from chat.pipeline.answering import answer_events, answer_question, prepare
+from chat.pipeline.answering import UNSURE_PREFIX, answer_events, answer_question, prepare
 from chat.pipeline.confidence import (
     FEATURES,
+    FLOOR,
     HIGH,
+    LEVEL_NOTES,
     MEDIUM,
     Situation,
     assess,
@@ -38,6 +40,7 @@ from chat.quality.plots import confidence_svg
 from tests.conftest import committed, run_command
 
 MANUAL = "bookchat-manual"
+BELOW_THE_FLOOR = {"CONFIDENCE_HIGH": 0.9999, "CONFIDENCE_MEDIUM": 0.9995, "CONFIDENCE_FLOOR": 0.999}
 NEXT_STEPS = "Next steps:\n\n- [Walking in Isaac Sim](#) [1]\n- [Balance control](#) [1]\n- [Sim-to-real](#) [1]"
 
 
@@ -60,17 +63,17 @@ STRONG = [chunk(BALANCE, score=0.97), chunk("Cameras see the floor.", score=0.05
 
 # -- the model and its levels ----------------------------------------------------------------------------------
 def test_levels_follow_the_fitted_cuts():
-    assert 0 < MEDIUM < HIGH < 1
+    assert 0 < FLOOR <= MEDIUM < HIGH < 1
     assert confidence_level(HIGH) == "high"
     assert confidence_level(HIGH - 0.001) == "medium"
     assert confidence_level(MEDIUM) == "medium"
-    assert confidence_level(MEDIUM - 0.001) == "low"
-    assert confidence_level(1.0, dead_links=True) == "medium", "an answer with a link to # is never high"
+    assert confidence_level(MEDIUM - 0.001) == "unsure"
+    assert confidence_level(1.0, barred=True) == "medium", "an answer with a link to # (say) is never high"
 
 
 def test_settings_replace_the_fitted_cuts(settings):
     settings.BOOKCHAT = {**settings.BOOKCHAT, "CONFIDENCE_HIGH": 0.99, "CONFIDENCE_MEDIUM": 0.5}
-    assert confidence_level(0.98) == "medium" and confidence_level(0.49) == "low"
+    assert confidence_level(0.98) == "medium" and confidence_level(0.49) == "unsure"
 
 
 def test_one_weight_per_feature_and_a_probability():
@@ -116,7 +119,7 @@ def test_a_list_of_links_to_hash_is_never_high_and_is_unsure():
     assessed = assess(situation(NEXT_STEPS, [chunk(NEXT_STEPS, score=0.999), chunk("Other.", score=0.001)]))
     assert assessed.navigation and assessed.dead_links
     assert assessed.level != "high"
-    assert assessed.unsure
+    assert assessed.held_back
 
 
 # -- through the pipeline ---------------------------------------------------------------------------------------
@@ -128,13 +131,14 @@ def test_an_unsure_answer_becomes_a_refusal_with_the_closest_sections_and_is_rev
     assert not plain["refused"] and plain["refusal_reason"] is None
     assert plain["confidence_note"] and plain["retrieval"]["confidence_features"].keys() == set(FEATURES)
 
-    settings.BOOKCHAT = {**settings.BOOKCHAT, "CONFIDENCE_HIGH": 0.9999, "CONFIDENCE_MEDIUM": 0.999}
+    settings.BOOKCHAT = {**settings.BOOKCHAT, **BELOW_THE_FLOOR}
     prepared = prepare(AskRequest(question=question, book=MANUAL, channel="api"))
     events = list(answer_events(prepared))
     tokens = "".join(payload["text"] for kind, payload in events if kind == "token")
     final = events[-1][1]
     assert final["refused"] and final["refusal_reason"] == "unsure"
-    assert "doesn't seem to answer this directly" in final["answer"] and tokens == final["answer"]
+    assert "doesn't seem to answer “How do I ingest a folder?” directly" in final["answer"]
+    assert tokens == final["answer"]
     assert final["sources"] == [] and final["confidence_level"] == "low" and final["confidence_note"] is None
     assert final["confidence"] == plain["confidence"], "the probability of the answer it held back"
     sections = [s["heading_path"] for s in final["suggestions"]]
@@ -147,8 +151,23 @@ def test_an_unsure_answer_becomes_a_refusal_with_the_closest_sections_and_is_rev
 
     settings.BOOKCHAT = {**settings.BOOKCHAT, "UNSURE_ANSWERS": "answer"}
     shown = answer_question(AskRequest(question=question, book=MANUAL))
-    assert not shown["refused"] and shown["answer"] == plain["answer"]
-    assert shown["confidence_level"] == "low" and shown["disclaimer"]
+    assert not shown["refused"] and shown["answer"] == f"{UNSURE_PREFIX}\n\n{plain['answer']}"
+    assert shown["confidence_level"] == "unsure" and shown["disclaimer"] and shown["sources"]
+    assert AuditLog.objects.filter(review_queue_filter(), answer_id=shown["answer_id"]).exists(), \
+        "an unsure answer is shown, and reviewed"
+
+
+@pytest.mark.django_db
+def test_between_the_floor_and_medium_the_closest_passage_is_shown_said_plainly(manual_book, settings):
+    settings.BOOKCHAT = {**settings.BOOKCHAT, "CONFIDENCE_HIGH": 0.9999, "CONFIDENCE_MEDIUM": 0.9995,
+                         "CONFIDENCE_FLOOR": 0.0001}
+    final = answer_question(AskRequest(question="How do I ingest a folder?", book=MANUAL))
+    assert not final["refused"] and final["confidence_level"] == "unsure"
+    assert final["answer"].startswith(UNSURE_PREFIX) and "[1]" in final["answer"] and final["sources"]
+    assert final["confidence_note"] == LEVEL_NOTES["unsure"]
+    row = AuditLog.objects.get(answer_id=final["answer_id"])
+    assert row.status == "unsure" and not row.refused and AuditLog.objects.filter(review_queue_filter(),
+                                                                                  pk=row.pk).exists()
 
 
 @pytest.mark.django_db
@@ -206,12 +225,12 @@ def test_confidence_report_precision_calibration_and_curve():
                + [record("low", 0.0, None, kind="out_of_scope", refused=True, reason="not_covered")])
     report = confidence_report(records)
     assert report["judged"] == 15
-    assert report["precision"] == {"high": 0.9, "medium": 0.6, "low": None}
-    assert report["levels"] == {"high": 10, "medium": 5, "low": 0}
+    assert report["precision"] == {"high": 0.9, "medium": 0.6, "unsure": None, "low": None}
+    assert report["levels"] == {"high": 10, "medium": 5, "unsure": 0, "low": 0}
     # |0.95 - 0.9| × 10 + |0.55 - 0.6| × 5, over 15 answers
     assert report["ece"] == pytest.approx(0.05)
     assert [(b["from"], b["n"]) for b in report["reliability"]] == [(0.5, 5), (0.9, 10)]
-    assert report["should_refuse_answered"] == {"high": 0, "medium": 1, "low": 0}
+    assert report["should_refuse_answered"] == {"high": 0, "medium": 1, "unsure": 0, "low": 0}
     assert report["refusals"] == {"not_covered": 1, "unanswerable": 0, "unsure": 1}
     assert report["answerable_high"] == round(10 / 16, 4)
     curve = report["risk_coverage"]
@@ -276,7 +295,7 @@ def test_evaluate_reports_confidence_and_draws_it(tmp_path, manual_book):
     rows = [json.loads(line) for line in details.read_text().splitlines()]
     assert set(rows[0]["features"]) == set(FEATURES) and rows[1]["features"] == {}
     code, text, _ = run_command("evaluate", str(questions), "--book", MANUAL)
-    assert "right when high / medium / low" in text and "calibration error (ECE)" in text
+    assert "right when high / medium / unsure" in text and "calibration error (ECE)" in text
     assert "by chance alone" in text and "right answers ranked above wrong ones" in text
     code, _, _ = run_command("evaluate", str(questions), "--book", MANUAL, "--compare", "default",
                              "UNSURE_ANSWERS=answer", "--plot", str(plot))
@@ -294,12 +313,70 @@ def test_situation_reads_only_what_it_is_given():
     assert confidence_features(follow)["follow_up"] == 1.0
 
 
+SELECTION = "The robot keeps its balance with an inertial measurement unit."
+
+
+def test_an_answer_that_mostly_repeats_the_selection_is_never_high():
+    """Whatever the model says of it: a reader who selected a sentence learns nothing from it quoted back."""
+    strong = {"rank_logit": 6.0, "rank_margin": 8.0, "scope": 3.0, "unit_gap": 2.0, "coverage": 1.0,
+              "coverage_beyond_names": 1.0, "unseen": 0.0, "selected": 1.0, "selected_echo": 0.0, "follow_up": 0.0,
+              "previous_echo": 0.0}
+    assert confidence.probability(strong) > HIGH, "the model alone would say high"
+    echo = situation(f"{SELECTION} [1]", STRONG, selected_overlap=1.0, selected_text=SELECTION)
+    assessed = assess(echo)
+    assert assessed.features["selected_echo"] == 1.0 and "echo" in assessed.barred
+    assert assessed.level != "high"
+    after = situation("It reads the tilt a thousand times a second. [1]", STRONG, selected_overlap=1.0,
+                      selected_text=SELECTION)
+    assert confidence_features(after)["selected_echo"] == 0.0, "what the book says next is no echo"
+    half = situation(f"{BALANCE} [1]", STRONG, selected_text=SELECTION)
+    assert 0.3 < confidence_features(half)["selected_echo"] < 0.7
+
+
+def test_a_follow_up_answered_with_the_previous_answer_again_is_an_echo():
+    previous = f"{BALANCE} [1]"
+    follow = Situation(question="And how often?", resolved_question="And how often? (How does it balance?)",
+                       answer=previous, chunks=STRONG, cited=[1], previous_answer=previous)
+    assert confidence_features(follow)["previous_echo"] == 1.0 and assess(follow).level != "high"
+    plain = Situation(question="How does it balance?", resolved_question="How does it balance?", answer=previous,
+                      chunks=STRONG, cited=[1], previous_answer=previous)
+    assert confidence_features(plain)["previous_echo"] == 0.0, "only a follow-up leans on the previous answer"
+
+
+def test_coverage_beyond_names_leaves_out_what_only_names_a_thing():
+    """A product's name can carry a passage to the top; the rest of the question says whether it answers."""
+    answer = "Isaac Sim runs the walking controller as a ROS 2 node. [1]"
+    features = confidence_features(situation(answer, STRONG, question="Does Isaac Sim support PhysX cloth?"))
+    assert features["coverage"] == 0.4, "isaac and sim of five words"
+    assert features["coverage_beyond_names"] == 0.0, "neither support nor cloth"
+    assert "names" in confidence.barred("Does Isaac Sim support PhysX cloth?", answer, features)
+
+
+@pytest.mark.parametrize(("question", "answer", "reason"), [
+    ("How many source strings does the free plan include?", "The free plan is for open-source projects. [1]",
+     "quantity"),
+    ("Which axe-core version is bundled?", "The package ships axe-core's script in its wheel. [1]", "quantity"),
+    ("Which AWS region does Flightcontrol deploy to?", "Flightcontrol is a hosting service for web apps. [1]", "names"),
+])
+def test_an_answer_that_does_not_answer_what_is_asked_of_a_named_thing_is_never_high(question, answer, reason):
+    chunks = [chunk(answer.removesuffix(" [1]"), score=0.999), chunk("Other.", score=0.001)]
+    assessed = assess(situation(answer, chunks, question=question))
+    assert reason in assessed.barred and assessed.level != "high"
+
+
+def test_a_quantity_answered_with_a_number_and_a_name_answered_in_full_are_not_barred():
+    answer = "The free plan includes 60,000 source strings. [1]"
+    question = "How many source strings does the Crowdin free plan include?"
+    assert confidence.barred(question, answer, confidence_features(situation(answer, [chunk(answer)],
+                                                                                question=question))) == []
+
+
 @pytest.mark.django_db
 def test_the_page_and_mcp_show_an_unsure_answer_as_related_sections(manual_book, settings, client):
     from chat.channels.mcp_server import render_answer
 
-    settings.BOOKCHAT = {**settings.BOOKCHAT, "CONFIDENCE_HIGH": 0.9999, "CONFIDENCE_MEDIUM": 0.999,
-                         "DEADLINE_SECONDS": 60.0, "RETRIEVAL_SECONDS": 30.0}
+    settings.BOOKCHAT = {**settings.BOOKCHAT, **BELOW_THE_FLOOR, "DEADLINE_SECONDS": 60.0,
+                         "RETRIEVAL_SECONDS": 30.0}
     html = client.post("/", {"question": "How do I ingest a folder?", "book": MANUAL}, follow=True).content.decode()
     assert "Not answered directly" in html and "Not covered" not in html
     assert 'aria-label="Related sections"' in html and 'class="sources"' not in html
@@ -307,6 +384,6 @@ def test_the_page_and_mcp_show_an_unsure_answer_as_related_sections(manual_book,
 
     text = render_answer(answer_question(AskRequest(question="How do I ingest a folder?", book=MANUAL)))
     assert "Related sections (links, not citations):" in text and "Confidence:" not in text
-    settings.BOOKCHAT = {**settings.BOOKCHAT, "CONFIDENCE_HIGH": 0.0, "CONFIDENCE_MEDIUM": 0.0}
+    settings.BOOKCHAT = {**settings.BOOKCHAT, "CONFIDENCE_HIGH": 0.0, "CONFIDENCE_MEDIUM": 0.0, "CONFIDENCE_FLOOR": 0.0}
     shown = render_answer(answer_question(AskRequest(question="How do I ingest a folder?", book=MANUAL)))
     assert re.search(r"Confidence: 0\.\d\d \((high|medium)\)\. \S", shown), "the level and what it means"

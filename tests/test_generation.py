@@ -185,7 +185,7 @@ def test_not_in_book_is_a_refusal_and_the_marker_is_never_streamed(llm):
     stream = events()
     final = stream[-1][1]
     assert final["refused"] is True
-    assert final["answer"].startswith("This isn't covered in")
+    assert "isn't covered in" in final["answer"]
     assert final["sources"] == []
     assert final["suggestions"]
     assert final["grounding"] is None
@@ -226,7 +226,7 @@ def test_conversation_history_reaches_the_llm_on_a_follow_up(llm):
 def test_a_streamed_llm_answer_held_back_as_unsure_is_replaced_by_the_final_event(llm, settings):
     # The model's text goes out as it is written; when confidence then finds it unsure, the final event carries
     # the refusal, and no refusal text is appended to the tokens already sent.
-    configure(settings, CONFIDENCE_HIGH=0.9999, CONFIDENCE_MEDIUM=0.999)
+    configure(settings, CONFIDENCE_HIGH=0.9999, CONFIDENCE_MEDIUM=0.9995, CONFIDENCE_FLOOR=0.999)
     seen = events()
     tokens = [payload["text"] for kind, payload in seen if kind == "token"]
     final = seen[-1][1]

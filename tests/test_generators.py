@@ -72,3 +72,13 @@ def test_a_new_books_title_comes_from_its_index_page_or_readme_before_its_folder
     assert default_title(discover(book_dir.root)) == "Robotics Lecture Notes"
     book_dir.write("index.md", "---\ntitle: Course Handbook\n---\nWelcome.\n")
     assert default_title(discover(book_dir.root)) == "Course Handbook", "index.md first, its front matter title"
+
+
+def test_a_folder_named_for_what_it_holds_takes_its_title_from_the_folder_above(tmp_path, db):
+    from ingestion.indexing.indexer import default_title
+    from ingestion.reading.sources import discover
+
+    docs = tmp_path / "robot-course" / "docs"
+    docs.mkdir(parents=True)
+    (docs / "intro.md").write_text("# Intro\n\nText.\n", encoding="utf-8")
+    assert default_title(discover(docs)) == "Robot Course", "not “Docs”: a refusal names the book by its title"

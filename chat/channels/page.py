@@ -34,7 +34,7 @@ from chat.pipeline.rendering import render_answer
 from ingestion.models import Book, IngestionJob
 from ingestion.reading.outline import book_outline
 
-LEVEL_LABELS = {"high": "High confidence", "medium": "Medium confidence", "low": "Low confidence"}
+LEVEL_LABELS = {"high": "High confidence", "medium": "Medium confidence", "unsure": "Not sure", "low": "Low confidence"}
 REFUSAL_LABELS = {"unsure": "Not answered directly"}  # any other refusal: "Not covered"
 
 

@@ -63,9 +63,10 @@ class AnswerSerializer(serializers.Serializer):
     sources = SourceSerializer(many=True)
     confidence = serializers.FloatField(help_text="The fitted probability that the answer is right (for a "
                                         "refusal: that the best answer found would have been; 0 when none was).")
-    confidence_level = serializers.ChoiceField(["high", "medium", "low"], help_text="`high`: ≥ 90 % of such "
-                                               "answers were right on held-out question sets; `medium`: ≥ 60 %; a "
-                                               "refusal is `low`.")
+    confidence_level = serializers.ChoiceField(["high", "medium", "unsure", "low"], help_text="`high`: ≥ 90 % "
+                                               "of such answers were right on held-out question sets; `medium`: "
+                                               "≥ 60 %; `unsure`: the closest passage, said plainly, and sent to "
+                                               "the review queue; a refusal is `low`.")
     confidence_note = serializers.CharField(allow_null=True, help_text="What the level means, in words to show "
                                             "a reader (null for a refusal).")
     generator = serializers.CharField()
@@ -80,8 +81,8 @@ class AnswerSerializer(serializers.Serializer):
     refusal_reason = serializers.ChoiceField(["not_covered", "unanswerable", "unsure"], allow_null=True,
                                              help_text="`not_covered`: off the book's topic; `unanswerable`: the "
                                              "book never names what the question asks about; `unsure`: the best "
-                                             "answer found was below medium confidence (or only links), so the "
-                                             "closest sections are offered instead.")
+                                             "answer found was below the confidence floor (or only links), so "
+                                             "the closest sections are offered instead.")
     suggestions = SuggestionSerializer(many=True)
     disclaimer = serializers.CharField(allow_null=True)
     notice = serializers.CharField(allow_null=True)

@@ -11,6 +11,7 @@ the response. Every failure that stops an answer is a ``RequestError`` the edges
 from __future__ import annotations
 
 import logging
+import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 
 from bookchat.conf import setting
 from chat.pipeline import conversations
-from chat.pipeline.answerability import Answerability, check_retrieved
+from chat.pipeline.answerability import Answerability, asked, check_retrieved
 from chat.pipeline.calibration import check_scope
 from chat.pipeline.confidence import LEVEL_NOTES, Situation, assess
 from chat.pipeline.deadline import Deadline
@@ -43,8 +44,12 @@ logger = logging.getLogger(__name__)
 
 WITHHELD_MESSAGE = ("I couldn't answer this reliably from the book: the answer I found was not supported by the "
                     "passages it cited. The sources below are the closest passages; please check them.")
-LOW_CONFIDENCE_DISCLAIMER = ("Low confidence: this answer may be incomplete or not quite what you asked. "
-                             "Check the cited sections before relying on it.")
+LOW_CONFIDENCE_DISCLAIMER = ("Not sure: the book may not answer this directly. This is the closest passage; "
+                             "check the cited sections before relying on it.")
+UNSURE_PREFIX = "I'm not sure the book answers this directly. The closest passage I found says:"
+ASKED_WORDS = 16  # a refusal quotes at most this many words of the question
+_GREETING = re.compile(r"^(?:(?:hi|hello|hey|thanks|thank you|ok|okay|so|quick question)\b[\s,:!.-]*)+", re.IGNORECASE)
+_UNQUOTABLE = re.compile(r"[^\w\s.,?'’:/+-]")
 # Why an answer is a refusal: the scope check, the answerability check, or a confidence below medium.
 NOT_COVERED, UNANSWERABLE, UNSURE = "not_covered", "unanswerable", "unsure"
 
@@ -65,6 +70,7 @@ class Prepared:
     answerability: Answerability | None = None  # checked for questions in scope
     confidence_features: dict[str, float] = field(default_factory=dict)  # what the confidence model read
     draft_answer: str = ""  # an unsure answer, as written before it was replaced by the refusal
+    follows: str = ""  # for a follow-up, the question it follows (``resolved_question`` holds both)
     answer_id: uuid.UUID = field(default_factory=uuid.uuid4)
 
 
@@ -79,12 +85,13 @@ def _prepare(request: AskRequest, deadline: Deadline) -> Prepared:
     book = resolve_book(request.book, version=request.version, locale=request.locale)
     conversation = conversations.conversation_for(request.session_id, book)
     turns = conversations.history(conversation)
-    resolved = conversations.resolve_follow_up(request.question, turns)
+    follows = conversations.followed_question(request.question, turns)
+    resolved = f"{request.question} ({follows})" if follows else request.question
     retrieval = retrieve(book=book, question=resolved, selected_text=request.selected_text,
                          chapter=request.chapter, top_k=request.max_results, deadline=deadline)
     scope = check_scope(book, retrieval)
     return Prepared(request, book, conversation, turns, resolved, retrieval, scope.threshold, scope.covered,
-                    deadline, scope_score=scope.score, calibration=scope.calibration)
+                    deadline, scope_score=scope.score, calibration=scope.calibration, follows=follows)
 
 
 def answerability_on(calibration: dict) -> bool:
@@ -104,12 +111,12 @@ def _answer_events(p: Prepared) -> Iterator[tuple[str, dict]]:
     generator_name, notice, refused = "extractive", None, None
     held = True  # LLM text is held back until it cannot be the NOT_IN_BOOK marker
     if p.in_scope and answerability_on(p.calibration):  # on the passages the answer will cite
-        p.answerability = check_retrieved(p.resolved_question, p.retrieval.chunks,
+        p.answerability = check_retrieved(p.request.question, p.retrieval.chunks,  # a follow-up: what it asks
                                           selected_text=p.request.selected_text)
     if not p.in_scope:
-        answer, refused = _not_covered_message(p.book), NOT_COVERED
+        answer, refused = _not_covered_message(p.book, p.request.question), NOT_COVERED
     elif p.answerability is not None and not p.answerability.answerable:
-        answer, refused = _unanswerable_message(p.book, p.answerability.missing), UNANSWERABLE
+        answer, refused = _unanswerable_message(p.book, p.request.question, p.answerability.missing), UNANSWERABLE
     else:
         generator = get_generator()
         generator_name = generator.name
@@ -117,7 +124,7 @@ def _answer_events(p: Prepared) -> Iterator[tuple[str, dict]]:
             question=p.request.question, book_title=p.book.title, selected_text=p.request.selected_text,
             excerpts=[Excerpt(n, c.heading_path, c.text, c.score, c.sentence_similarities)
                       for n, c in enumerate(p.retrieval.chunks, 1)],
-            history=[(t.question, t.answer) for t in p.turns],
+            history=[(t.question, t.answer) for t in p.turns], follows=p.follows,
         )
         pieces: list[str] = []
         try:
@@ -140,7 +147,7 @@ def _answer_events(p: Prepared) -> Iterator[tuple[str, dict]]:
             generator_name = ExtractiveGenerator.name
             answer = "".join(ExtractiveGenerator().stream(data, budget_seconds=0)).strip()
         if answer.startswith(NOT_IN_BOOK) or answer.endswith(NOT_IN_BOOK):
-            answer, refused = _not_covered_message(p.book), NOT_COVERED
+            answer, refused = _not_covered_message(p.book, p.request.question), NOT_COVERED
     p.deadline.check("generation")
     response = _respond(p, answer=answer, refused=refused, generator_name=generator_name, notice=notice,
                         generation_seconds=time.monotonic() - generation_started)
@@ -177,13 +184,16 @@ def _respond(p: Prepared, *, answer: str, refused: str | None, generator_name: s
         assessed = assess(Situation(
             question=p.request.question, resolved_question=p.resolved_question, answer=answer, chunks=chunks,
             cited=grounding.cited, scope_score=p.scope_score, threshold=p.threshold, calibration=p.calibration,
-            selected_overlap=p.retrieval.best_selected_overlap))
+            selected_overlap=p.retrieval.best_selected_overlap, selected_text=p.request.selected_text,
+            previous_answer=p.turns[-1].answer if p.follows and p.turns else ""))
         p.confidence_features = assessed.features
         confidence, level = assessed.probability, assessed.level
-        if assessed.unsure and setting("UNSURE_ANSWERS") == "refuse":
-            p.draft_answer, answer, refused, level = answer, _unsure_message(p.book), UNSURE, "low"
+        if assessed.held_back and setting("UNSURE_ANSWERS") == "refuse":
+            p.draft_answer, answer, refused, level = answer, _unsure_message(p.book, p.request.question), UNSURE, "low"
             logger.info("answer held back as unsure (confidence %.3f%s): %r", confidence,
                         ", navigation links only" if assessed.navigation else "", p.request.question[:200])
+        elif level == "unsure":  # shown as what it is: the closest passage, not an answer
+            answer = f"{UNSURE_PREFIX}\n\n{answer}"
     suggestions = []
     if refused or flagged:
         suggestions = nearest_sections(p.retrieval, by_rank=refused == UNSURE)
@@ -205,7 +215,7 @@ def _respond(p: Prepared, *, answer: str, refused: str | None, generator_name: s
         "refused": bool(refused),
         "refusal_reason": refused,
         "suggestions": suggestions,
-        "disclaimer": LOW_CONFIDENCE_DISCLAIMER if level == "low" and not refused and not flagged else None,
+        "disclaimer": LOW_CONFIDENCE_DISCLAIMER if level == "unsure" else None,
         "notice": notice,
         "flagged_for_review": flagged,
         "grounding": grounding.as_dict() if not refused else None,
@@ -221,7 +231,8 @@ def _respond(p: Prepared, *, answer: str, refused: str | None, generator_name: s
     }
     conversations.record_turn(p.conversation, question=p.request.question, resolved_question=p.resolved_question,
                               answer=answer, answer_id=p.answer_id, refused=bool(refused), response=response)
-    status = UNSURE if refused == UNSURE else "not_covered" if refused else "withheld" if flagged else "answered"
+    status = (UNSURE if refused == UNSURE or level == "unsure" else "not_covered" if refused
+              else "withheld" if flagged else "answered")
     send_audit(p.request, answer_id=p.answer_id, book_slug=p.book.slug, session_id=p.conversation.id,
                 resolved_question=p.resolved_question, answer=answer, generator=generator_name,
                 sources=[audited_source(s) for s in sources], suggestions=suggestions, confidence=confidence,
@@ -232,17 +243,55 @@ def _respond(p: Prepared, *, answer: str, refused: str | None, generator_name: s
     return response
 
 
-def _unanswerable_message(book: Book, missing: list[str]) -> str:
-    named = ", ".join(f"“{term}”" for term in missing[:3])
-    return (f"“{book.title}” doesn't mention {named} where it discusses this, so I can't answer it from the "
-            "book. The sections below came closest.")
+def _unanswerable_message(book: Book, question: str, missing: list[str]) -> str:
+    named = _and([f"“{name}”" for name in named_as_asked(question, missing[:3])])
+    return (f"“{book.title}” doesn't mention {named} where it discusses this, so I can't answer "
+            f"“{asked_about(question)}” from the book. The sections below came closest.")
 
 
-def _unsure_message(book: Book) -> str:
-    return (f"“{book.title}” doesn't seem to answer this directly, and rather than guess, I'll point you to the "
-            "sections that came closest:")
+def _unsure_message(book: Book, question: str) -> str:
+    return (f"“{book.title}” doesn't seem to answer “{asked_about(question)}” directly, and rather than guess, "
+            "I'll point you to the sections that came closest:")
 
 
-def _not_covered_message(book: Book) -> str:
-    return (f"This isn't covered in “{book.title}”, so I can't answer it from the book. "
+def _not_covered_message(book: Book, question: str) -> str:
+    return (f"“{asked_about(question)}” isn't covered in “{book.title}”, so I can't answer it from the book. "
             "The sections below came closest.")
+
+
+def asked_about(question: str, *, words: int = ASKED_WORDS) -> str:
+    """What the question asks, in the reader's words, to quote in a refusal: the sentences that ask (not the
+    situation before them), without a greeting, at most ``words`` words, and only letters, digits and plain
+    punctuation (nothing the answer's Markdown would read as a link, an emphasis or a citation)."""
+    text = _GREETING.sub("", asked(question).strip()).strip()
+    text = " ".join(_UNQUOTABLE.sub(" ", text).split())
+    cut = text.split(" ")
+    if len(cut) > words:
+        text = " ".join(cut[:words]).rstrip(",;:") + "…"
+    return text or "this"
+
+
+def named_as_asked(question: str, terms: list[str]) -> list[str]:
+    """The question's missing names as the reader wrote them: each term in their case, with the capitalised
+    words around it that make one name ("vitals" in "Core Web Vitals scores" → "Core Web Vitals")."""
+    tokens = re.findall(r"[^\s\"“”(),;:!?]+", question)
+    out: list[str] = []
+    for term in terms:
+        at = next((n for n, t in enumerate(tokens) if t.strip(".'’").casefold() == term), None)
+        if at is None:
+            name = term
+        else:
+            start, end = at, at + 1
+            while start > 1 and tokens[start - 1][:1].isupper():  # not the sentence's first word
+                start -= 1
+            while end < len(tokens) and tokens[end][:1].isupper():
+                end += 1
+            name = " ".join(t.strip(".'’") for t in tokens[start:end])
+        name = _UNQUOTABLE.sub("", name)
+        if name and name not in out:
+            out.append(name)
+    return out or ["what it asks about"]
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]

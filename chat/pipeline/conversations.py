@@ -24,7 +24,9 @@ _REFERRING = frozenset(["it", "its", "it's", "this", "that", "these", "those", "
                         "there", "he", "him", "his", "she", "her", "one", "ones", "same", "such", "former", "latter",
                         "above", "previous"])
 _CONTINUING = re.compile(r"^\s*(?:and|also|or|but|so|then|what about|how about|why not|what if|same for|"
-                         r"and what|and how|and why|ok|okay)\b", re.IGNORECASE)
+                         r"and what|and how|and why|ok|okay|cool|great|nice|thanks|thank you|alright|got it|"
+                         r"perfect|right|hmm)\b", re.IGNORECASE)
+REFERRING_TERMS = 6  # a question with a referring word and at most this many words of its own leans on the last one
 
 
 def conversation_for(session_id: uuid.UUID | None, book) -> Conversation:
@@ -46,17 +48,22 @@ def is_follow_up(question: str) -> bool:
     if _CONTINUING.match(question):
         return True
     own_terms = [t for t in content_terms(question)]
-    if any(t in _REFERRING for t in tokens) and len(own_terms) <= 4:
+    if any(t in _REFERRING for t in tokens) and len(own_terms) <= REFERRING_TERMS:
         return True
     return len(own_terms) <= 1
 
 
+def followed_question(question: str, turns: list[Turn]) -> str:
+    """For a follow-up, the question it follows (as that one was searched); else ``""``."""
+    if not turns or not is_follow_up(question):
+        return ""
+    return turns[-1].resolved_question or turns[-1].question
+
+
 def resolve_follow_up(question: str, turns: list[Turn]) -> str:
     """The question to search: ``question`` itself, or, for a follow-up, with the question it follows."""
-    if not turns or not is_follow_up(question):
-        return question
-    previous = turns[-1].resolved_question or turns[-1].question
-    return f"{question} ({previous})"
+    follows = followed_question(question, turns)
+    return f"{question} ({follows})" if follows else question
 
 
 @transaction.atomic

@@ -17,8 +17,10 @@ Then, in order:
    intro line (numbered steps stay numbered), and a code block the span brought is followed to
    the next step when the sentence after it announces another block ("Then, add these lines to
    `mkdocs.yml`:"); a table row comes with its column names.
-   A list item never stands alone without the line that introduced it, nor a nested item without
-   the item it belongs to.
+   A list item never stands alone without the line that introduced it (or, for a list that opens the
+   passage, the items around it), nor a nested item without the item it belongs to. A lead whose span is
+   only a label or an intro with nothing after it ("Strengths:" at a passage's end) is passed over for
+   the next best: a heading alone answers nothing.
 3. **Add** a unit from another passage only when it covers words of the question the lead
    does not and scores nearly as well; at most ``max_units`` prose units in all.
 4. **Code**: a question that asks for code (``wants_code``: how to…, or a command, snippet, example,
@@ -31,6 +33,12 @@ Then, in order:
 5. **Cite** each run of one passage's units once, with the passage that holds them; a unit
    that several passages hold is taken from (and cited to) the best-ranked one only.
 Units keep the book's order within a passage; the lead's passage comes first.
+
+**Context is not evidence.** For a question about a passage the reader selected ("ask about this"), the
+selection's words and, for a follow-up, the previous question's words say what the question is about, not
+what it asks: they weigh ``CONTEXT_WEIGHT`` of the question's own. The selected units are never quoted
+back (the reader has them); the units right after the selection get a bonus that fades unit by unit
+(``NEAR_SELECTION``), as the book's answer to "what does this mean?" is most often what it says next.
 """
 
 from __future__ import annotations
@@ -51,6 +59,9 @@ CODE_RANK_SHARE = 0.3  # …and its passage ranks at least this share of the lea
 CODE_NEAR_BONUS = 0.15  # a block in the lead's passage, and again one right by the lead's paragraph
 RANK_PRIOR = 0.3  # weight of the passage's rank score (the re-ranker's probability) in a unit's score
 SIMILARITY_WEIGHT = 2.0  # per unit of cosine that a unit's sentence vector falls below the best unit's
+CONTEXT_WEIGHT = 0.3  # a word of the selected passage or of the question a follow-up follows, against one of its own
+NEAR_SELECTION = (0.4, 0.3, 0.2, 0.15, 0.1, 0.05)  # bonus of the 1st, 2nd, … unit after the selected passage
+LEAD_TRIES = 5  # units tried in turn for a lead whose span reads as an answer
 _HOW_TO = re.compile(r"\bhow\s+(?:do|can|should|would|to)\s|(?:^|[.!?]\s+)\s*(?:how\s+does\b"
                      r"|what\s+(?:are\s+the\s+)?steps\b|steps\s+to\b|(?:show|tell)\s+me\s+how\b)", re.IGNORECASE)
 # Words that ask for code: the command, the snippet, what to put in a file, what to run.
@@ -73,25 +84,32 @@ def wants_code(question: str) -> bool:
     return is_how_to(question) or bool(_CODE_WORDS.search(question))
 
 
-def compose_extractive(question: str, sources: list, *, max_units: int = 3, selected_text: str = "") -> str:
-    """An answer from ``sources`` (objects with ``text``, ``heading_path`` and ``score``, numbered from 1)."""
+def compose_extractive(question: str, sources: list, *, max_units: int = 3, selected_text: str = "",
+                       context: str = "") -> str:
+    """An answer from ``sources`` (objects with ``text``, ``heading_path`` and ``score``, numbered from 1).
+
+    ``selected_text``: the passage the reader selected and asks about; ``context``: the question a follow-up
+    follows. Their words weigh ``CONTEXT_WEIGHT`` of the question's own (they say what the question is about, not
+    what it asks), and the selection is never quoted back: the answer is what the book says around it."""
     passages = [blocks_of(chunk.text, n) for n, chunk in enumerate(sources, 1)]
     units = [u for blocks in passages for block in blocks for u in block.units]
     if not any(u.kind != "code" for u in units):
         return ""
-    question_terms = set(content_terms(question))
+    own_terms = set(content_terms(question))
+    context_terms = set(content_terms(f"{selected_text} {context}")) - own_terms
+    question_terms = own_terms | context_terms
     chunk_terms = [set(content_terms(f"{chunk.heading_path} {chunk.text}")) for chunk in sources]
-    idf = {t: math.log(1 + len(sources) / (1 + sum(t in terms for terms in chunk_terms))) + 0.1
-           for t in question_terms}
+    idf = {t: (math.log(1 + len(sources) / (1 + sum(t in terms for terms in chunk_terms))) + 0.1)
+           * (CONTEXT_WEIGHT if t in context_terms else 1.0) for t in question_terms}
     weight_total = sum(idf.values()) or 1.0
     top_score = max((c.score for c in sources), default=1.0) or 1.0
     sections = [set(content_terms(chunk.heading_path.rsplit(" > ", 1)[-1])) for chunk in sources]
-    selected = normalise(selected_text) if selected_text else ""
-    given: set[int] = set()  # units of the reader's selected passage
+    given = _selected_units(units, selected_text)  # the reader has these already
+    near = _near_selection(passages, given)
     how_to = is_how_to(question)
     code_wanted = wants_code(question)
     similarity = _similarities(sources, passages)
-    best_similarity = max(similarity.values(), default=0.0) if similarity else 0.0
+    best_similarity = max((v for k, v in similarity.items() if k not in given), default=0.0) if similarity else 0.0
     for unit in units:
         if unit.kind == "code":
             continue
@@ -101,32 +119,31 @@ def compose_extractive(question: str, sources: list, *, max_units: int = 3, sele
         rank_prior = RANK_PRIOR * (chunk.score / top_score)
         # Very short units (a label, "Example:") rarely answer anything on their own.
         shape = 0.5 if len(unit.terms) < 3 else 0.9 if unit.kind == "row" else 1.0
-        unit.score = covered * shape + rank_prior
+        unit.score = covered * shape + rank_prior + near.get(id(unit), 0.0)
         if similarity:  # what the unit means, not only the words it shares (chat/pipeline/sentences.py)
-            unit.score -= SIMILARITY_WEIGHT * (best_similarity - similarity[id(unit)])
+            unit.score -= SIMILARITY_WEIGHT * max(0.0, best_similarity - similarity[id(unit)])
         if how_to and _introduces(passages[unit.source - 1], unit):
             unit.score += HOW_TO_BONUS  # "how do I…" is answered by the steps or code a sentence introduces
-        if selected and len(unit.text) > 20 and (normalise(unit.text) in selected or selected in normalise(unit.text)):
-            unit.score *= 0.5  # the reader has it already: what they ask about is around it
-            given.add(id(unit))
-    ranked = sorted((u for u in units if u.kind != "code"), key=lambda u: (-u.score, u.source, u.position))
-    lead = ranked[0]
-    chosen = _span(passages[lead.source - 1], lead, question_terms, how_to, code_wanted)
+    ranked = sorted((u for u in units if u.kind != "code" and id(u) not in given),
+                    key=lambda u: (-u.score, u.source, u.position))
+    if not ranked:  # the passages hold nothing but the selection
+        return ""
+    lead, chosen = _lead(ranked, passages, question_terms, how_to, code_wanted)
+    chosen = _from_selection(passages[lead.source - 1], lead, given) + [u for u in chosen if id(u) not in given]
     covered_terms = set().union(*(u.terms for u in chosen)) & question_terms
     seen = {normalise(u.text) for u in chosen}
     prose = sum(u.kind != "code" for u in chosen)
-    for unit in ranked[1:]:
+    for unit in ranked:
         if prose >= max_units:
             break
-        if (unit in chosen or normalise(unit.text) in seen or unit.score < ADD_SHARE * lead.score
-                or id(unit) in given):  # never added back: the reader selected it
+        if unit in chosen or normalise(unit.text) in seen or unit.score < ADD_SHARE * lead.score:
             continue
         new = (unit.terms & question_terms) - covered_terms
         if not new or sum(idf[t] for t in new) < 0.1 * weight_total:
             continue
         if unit.source != lead.source and sources[unit.source - 1].score < 0.5 * sources[lead.source - 1].score:
             continue
-        extra = _context(passages[unit.source - 1], unit)
+        extra = [u for u in _context(passages[unit.source - 1], unit) if id(u) not in given]
         chosen += [u for u in extra if u not in chosen]
         seen |= {normalise(u.text) for u in extra}
         covered_terms |= unit.terms & question_terms
@@ -134,6 +151,70 @@ def compose_extractive(question: str, sources: list, *, max_units: int = 3, sele
     if code_wanted and not any(u.kind == "code" for u in chosen):
         chosen += [u for u in _code_for(passages, sources, lead, question_terms, idf) if u not in chosen]
     return _render(chosen, passages, lead.source)
+
+
+def _lead(ranked: list[Unit], passages: list[list[Block]], question_terms: set[str], how_to: bool,
+          code_wanted: bool) -> tuple[Unit, list[Unit]]:
+    """The best unit whose span reads as an answer, and that span: a bare label or an intro whose list or code is
+    not in the passage ("Strengths:" at a passage's end) answers nothing, so the next best leads. The best unit
+    when none does."""
+    for unit in ranked[:LEAD_TRIES]:
+        span = _span(passages[unit.source - 1], unit, question_terms, how_to, code_wanted)
+        if not _bare(span):
+            return unit, span
+    return ranked[0], _span(passages[ranked[0].source - 1], ranked[0], question_terms, how_to, code_wanted)
+
+
+def _bare(span: list[Unit]) -> bool:
+    """A span that is only a heading-like label or an intro with nothing after it."""
+    prose = [u for u in span if u.kind != "code"]
+    return len(span) == 1 and (ends_with_colon(prose[0].text) or len(prose[0].terms) < 3) if prose else True
+
+
+def _selected_units(units: list[Unit], selected_text: str) -> set[int]:
+    """``id`` of the units the reader selected: those inside the selection or holding it."""
+    selected = normalise(selected_text) if selected_text else ""
+    if not selected:
+        return set()
+    out = set()
+    for u in units:
+        text = normalise(u.text)
+        if u.kind == "code" or len(text) <= 20:
+            continue
+        # Whole, or cut at the selection's start or end (a selection of a sentence and a half).
+        cut = len(text) > 40 and (text[:40] in selected or text[-40:] in selected)
+        if text in selected or selected in text or cut:
+            out.add(id(u))
+    return out
+
+
+def _from_selection(blocks: list[Block], lead: Unit, given: set[int]) -> list[Unit]:
+    """The units between the selection and a lead later in the same paragraph: the book's answer reads on from
+    where the selection ends."""
+    units = blocks[lead.block].units
+    at = units.index(lead)
+    marks = [n for n, u in enumerate(units[:at]) if id(u) in given]
+    return units[marks[-1] + 1:at] if marks else []
+
+
+def _near_selection(passages: list[list[Block]], given: set[int]) -> dict[int, float]:
+    """``id(unit)`` → a bonus for the units after the selection in its passage (``NEAR_SELECTION``, fading with
+    each unit; the unit just before it gets the last step): a question about a selected passage is most often
+    answered by what the book says next."""
+    bonus: dict[int, float] = {}
+    for blocks in passages:
+        units = answer_units(blocks)
+        marks = [n for n, u in enumerate(units) if id(u) in given]
+        if not marks:
+            continue
+        for step, unit in enumerate(units[marks[-1] + 1:]):
+            if step >= len(NEAR_SELECTION):
+                break
+            bonus[id(unit)] = max(bonus.get(id(unit), 0.0), NEAR_SELECTION[step])
+        if marks[0] > 0:
+            before = units[marks[0] - 1]
+            bonus[id(before)] = max(bonus.get(id(before), 0.0), NEAR_SELECTION[-1])
+    return bonus
 
 
 def _similarities(sources: list, passages: list[list[Block]]) -> dict[int, float] | None:
@@ -160,7 +241,14 @@ def _span(blocks: list[Block], lead: Unit, question_terms: set[str], how_to: boo
             code = (after.units if after is not None and after.kind == "code" and items == block.units
                     and (code_wanted or ends_with_colon(items[-1].text)) else [])
             return _intro(blocks, lead.block) + items + code
-        return _intro(blocks, lead.block) + _parent(block, lead) + [lead]
+        # One item of a longer list, with what says what the list is: the sentence before it, or else (the list
+        # opens the passage) the items around it, so no item stands cut from its list.
+        intro = _intro(blocks, lead.block) or _lead_in(blocks, lead.block)
+        if intro:
+            return intro + _parent(block, lead) + [lead]
+        at = block.units.index(lead)
+        start = max(0, min(at - MAX_LIST_ITEMS // 2, len(block.units) - MAX_LIST_ITEMS))
+        return block.units[start:start + MAX_LIST_ITEMS]
     if block.kind == "table":
         return [lead]
     span = [lead]
@@ -269,7 +357,7 @@ def _context(blocks: list[Block], unit: Unit) -> list[Unit]:
     """A unit added to the lead, with the intro a list item needs and the code a colon announces."""
     block = blocks[unit.block]
     if block.kind == "list":
-        return _intro(blocks, unit.block) + _parent(block, unit) + [unit]
+        return (_intro(blocks, unit.block) or _lead_in(blocks, unit.block)) + _parent(block, unit) + [unit]
     out = [unit]
     if (ends_with_colon(unit.text) and unit is block.units[-1] and unit.block + 1 < len(blocks)
             and blocks[unit.block + 1].kind == "code"):

@@ -67,6 +67,7 @@ class GenerationInput:
     book_title: str = ""
     selected_text: str = ""
     history: list[tuple[str, str]] = field(default_factory=list)  # (question, answer), oldest first
+    follows: str = ""  # for a follow-up, the question it follows (its words say what "it" is)
 
 
 class Generator(ABC):
@@ -83,9 +84,8 @@ class ExtractiveGenerator(Generator):
     name = "extractive"
 
     def stream(self, data: GenerationInput, *, budget_seconds: float) -> Iterator[str]:
-        question = f"{data.question} {data.selected_text}" if data.selected_text else data.question
-        answer = compose_extractive(question, data.excerpts, max_units=setting("EXTRACTIVE_SENTENCES"),
-                                    selected_text=data.selected_text)
+        answer = compose_extractive(data.question, data.excerpts, max_units=setting("EXTRACTIVE_SENTENCES"),
+                                    selected_text=data.selected_text, context=data.follows)
         if answer:
             yield answer
 

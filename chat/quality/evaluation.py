@@ -39,6 +39,7 @@ ANSWER_KIND_METRICS = ("hit_at_1", "hit_at_5", "mrr_at_10", "answer_contains_rat
                        "false_refusal_rate", "withheld_rate")
 RANKED = 10
 CHANCE_RUNS = 500  # draws of a perfectly calibrated model behind ``ece_by_chance``
+LEVELS = ("high", "medium", "unsure", "low")  # an answer's levels, and a refusal's
 EVIDENCE_PREFIX = 80  # characters of an evidence string an answer must hold to be right, when a question has no answers
 
 
@@ -235,6 +236,28 @@ def by_kind(records: list[dict]) -> dict:
     return figures
 
 
+def levels_by_kind(records: list[dict]) -> dict:
+    """Per kind present: how many answers at each level and, for a kind that should be answered, the share right
+    at each level (of the answers ``answer_right`` can judge) with its 95 % interval; for a kind that should be
+    refused, every answer is wrong, so its counts say it all."""
+    out = {}
+    for kind in KINDS:
+        answered = [r for r in records if r["kind"] == kind and "error" not in r and not r["refused"]
+                    and not r["withheld"]]
+        if not any(r["kind"] == kind for r in records):
+            continue
+        figures = {"answers": {lvl: sum(1 for r in answered if r["confidence_level"] == lvl) for lvl in LEVELS[:3]}}
+        if kind not in SHOULD_REFUSE:
+            judged = [r for r in answered if r.get("right") is not None]
+            figures["precision"] = {lvl: _rate([r for r in judged if r["confidence_level"] == lvl],
+                                               lambda r: r["right"]) for lvl in LEVELS[:3]}
+            figures["precision_interval"] = {lvl: wilson_interval([bool(r["right"]) for r in judged
+                                                                    if r["confidence_level"] == lvl])
+                                             for lvl in LEVELS[:3]}
+        out[kind] = figures
+    return out
+
+
 def confidence_report(records: list[dict], *, by_chance: bool = True) -> dict:
     """How far the confidence can be relied on. Over the answers to questions that should be answered and can
     be judged (``answer_right``): the share right at each level (``precision``) and its 95 % interval, the
@@ -249,7 +272,7 @@ def confidence_report(records: list[dict], *, by_chance: bool = True) -> dict:
     answered = [r for r in ok if not r["refused"] and not r["withheld"]]
     should_answer = [r for r in ok if r["kind"] not in SHOULD_REFUSE]
     judged = [r for r in answered if r["kind"] not in SHOULD_REFUSE and r.get("right") is not None]
-    levels = ("high", "medium", "low")
+    levels = LEVELS
     confidences = [r["confidence"] for r in judged]
     bins = _tenths(confidences)
     reliability = []
@@ -342,7 +365,7 @@ def summarise(records: list[dict], *, book, top_k: int) -> dict:
     refuse = [r for r in ok if r["kind"] in SHOULD_REFUSE]
     latencies = [r["latency_ms"] for r in records]
     kinds = {k: sum(1 for r in records if r["kind"] == k) for k in KINDS if any(r["kind"] == k for r in records)}
-    levels = {lvl: sum(1 for r in ok if r["confidence_level"] == lvl) for lvl in ("high", "medium", "low")}
+    levels = {lvl: sum(1 for r in ok if r["confidence_level"] == lvl) for lvl in LEVELS}
     calibration = book_calibration(book)
     kinds_figures = by_kind(records)
     return {
@@ -361,6 +384,7 @@ def summarise(records: list[dict], *, book, top_k: int) -> dict:
         "by_kind": kinds_figures,
         "confidence_levels": levels,
         "confidence": confidence_report(records),
+        "confidence_by_kind": levels_by_kind(records),
         "latency_ms_p50": int(np.percentile(latencies, 50)) if latencies else None,
         "latency_ms_p95": int(np.percentile(latencies, 95)) if latencies else None,
         "scope_threshold": round(scope_threshold(book, calibration), 4),

@@ -235,7 +235,10 @@ class BookIndexer:
             check_compatible(book, self.embedder)
         if book is None:
             book = Book(slug=self.slug)
-        if self.title or not book.title:
+        # A title that was only a generic folder's name ("Docs", before folder_title) is chosen again.
+        root = self.discovery.root
+        if (self.title or not book.title
+                or (root.name.casefold() in GENERIC_FOLDERS and book.title == _humanised(root.name))):
             book.title = self.title or default_title(self.discovery)
         book.base_url = self._base_url(book)
         if not self.discovery.single_file:
@@ -478,10 +481,28 @@ def _hash(*parts: str) -> str:
 INDEX_PAGES = ("index.md", "index.mdx", "README.md", "readme.md", "README.mdx")
 
 
+# Folder names that say where a book's pages are kept, not what the book is: its title comes from the folder above.
+GENERIC_FOLDERS = frozenset({"docs", "doc", "documentation", "src", "source", "content", "contents", "pages", "site",
+                             "website", "markdown"})
+
+
+def _humanised(name: str) -> str:
+    return name.replace("-", " ").replace("_", " ").title()
+
+
+def folder_title(root: Path) -> str:
+    """The title a folder's name gives: "physical-ai-book" → "Physical Ai Book"; for a folder named only for what
+    it holds ("docs", "src"), the name of the folder above it ("docusaurus-docs/docs" → "Docusaurus Docs")."""
+    name = root.name
+    if name.casefold() in GENERIC_FOLDERS and root.parent.name:
+        name = root.parent.name
+    return _humanised(name)
+
+
 def default_title(discovery: Discovery) -> str:
     """A new book's title when none is given: its root index page's or README's title (front matter or H1),
-    else the folder's name ("physical-ai-book" → "Physical Ai Book")."""
-    folder_name = discovery.root.name.replace("-", " ").replace("_", " ").title()
+    else the folder's name (``folder_title``)."""
+    folder_name = folder_title(discovery.root)
     if discovery.single_file:
         return folder_name
     pages = {file.rel_path: file for file in discovery.files}

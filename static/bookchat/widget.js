@@ -46,7 +46,7 @@
     cutOff: 'The answer was cut off; please ask again.',
     unreadable: "The chat server sent a response the widget couldn't read; please ask again."
   };
-  var LEVELS = { high: 'High confidence', medium: 'Medium confidence', low: 'Low confidence' };
+  var LEVELS = { high: 'High confidence', medium: 'Medium confidence', unsure: 'Not sure', low: 'Low confidence' };
   var REFUSALS = { not_covered: 'Not covered', unanswerable: 'Not covered', unsure: 'Not answered directly' };
   var SEARCH_HINT = 'Type a few words: the sections that use them appear as you type.';
   var SEARCH_DELAY = 150;  // ms after the last keystroke
@@ -480,7 +480,7 @@
     '.bc-badge::before{content:"";width:7px;height:7px;border-radius:50%;background:currentColor;}',
     '.bc-badge[data-level="high"]{color:var(--bc-high);background:var(--bc-high-bg);}',
     '.bc-badge[data-level="medium"]{color:var(--bc-medium);background:var(--bc-medium-bg);}',
-    '.bc-badge[data-level="low"]{color:var(--bc-low);background:var(--bc-low-bg);}',
+    '.bc-badge[data-level="low"],.bc-badge[data-level="unsure"]{color:var(--bc-low);background:var(--bc-low-bg);}',
     '.bc-badge[data-level="none"]{color:var(--bc-muted);background:var(--bc-surface);}',
     '.bc-level-note{font-size:12px;color:var(--bc-muted);}',
     '.bc-disclaimer,.bc-notice{margin:0;font-size:12.5px;padding:8px 10px;border-radius:8px;background:var(--bc-note-bg);',

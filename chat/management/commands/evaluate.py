@@ -127,7 +127,7 @@ def render_summary(s: dict) -> str:
         *([("code answered as code", _fmt(s["code_answered_as_code"]))] if s["code_answered_as_code"] is not None
           else []),
         ("confidence levels", s["confidence_levels"]),
-        ("  right when high / medium / low", " / ".join(_right_at(c, lvl) for lvl in ("high", "medium", "low"))
+        ("  right when high / medium / unsure", " / ".join(_right_at(c, lvl) for lvl in ("high", "medium", "unsure"))
          + f"  (of {c['judged']} judged answers)"),
         ("  answerable answered high", _fmt(c["answerable_high"])),
         ("  calibration error (ECE)", _fmt(c["ece"]) + (f"  ({_fmt(c['ece_by_chance'])} by chance alone)"
@@ -142,7 +142,7 @@ def render_summary(s: dict) -> str:
     ]
     width = max(len(name) for name, _ in rows)
     lines = [f"{name.ljust(width)}  {value}" for name, value in rows]
-    return "\n".join([*lines, "", render_by_kind(s["by_kind"])])
+    return "\n".join([*lines, "", render_by_kind(s["by_kind"]), "", render_levels_by_kind(s["confidence_by_kind"])])
 
 
 LABELS = {
@@ -176,6 +176,16 @@ def render_by_kind(by_kind: dict) -> str:
     return _table(["by kind", *kinds], rows)
 
 
+def render_levels_by_kind(levels: dict) -> str:
+    """Per kind, a row per level: the answers at it and, for a kind that should be answered, the share right."""
+    rows = []
+    for kind, figures in levels.items():
+        for level, n in figures["answers"].items():
+            right = figures.get("precision", {}).get(level)
+            rows.append([kind, level, str(n), "—" if right is None else _fmt(right)])
+    return _table(["kind", "level", "answers", "right"], rows)
+
+
 def _difference(a, b) -> str:
     numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (a, b))
     if not numbers:
@@ -191,8 +201,8 @@ def render_comparison(result: dict, a_name: str, b_name: str) -> str:
             for name, value in result["a"]["settings"].items()]
     for key in TOP_LEVEL:
         rows.append([LABELS.get(key, key), _fmt(a[key]), _fmt(b[key]), _difference(a[key], b[key])])
-    for level in ("high", "medium", "low"):
-        va, vb = a["confidence_levels"][level], b["confidence_levels"][level]
+    for level in ("high", "medium", "unsure", "low"):
+        va, vb = a["confidence_levels"].get(level), b["confidence_levels"].get(level)
         rows.append([f"confidence {level}", _fmt(va), _fmt(vb), _difference(va, vb)])
     kinds = [k for k in KINDS if k in a["by_kind"] or k in b["by_kind"]]
     for kind in kinds:
