@@ -155,7 +155,8 @@ SETTINGS: list[Setting] = [
             "`UNSURE_ANSWERS=refuse`; 0 → the fitted cut.", float),
     Setting("UNSURE_ANSWERS", "refuse", "An answer below the confidence floor, or made only of navigation links: "
             "`refuse` (say the book doesn't seem to answer it directly, link the closest sections and send it to "
-            "the review queue) or `answer` (show it, labelled unsure).", choices=("refuse", "answer")),
+            "the review queue) or `answer` (show it, labelled unsure, with a disclaimer).",
+            choices=("refuse", "answer")),
     # Conversations and time
     Setting("HISTORY_TURNS", 5, "Question/answer pairs a conversation remembers for follow-ups.", int, minimum=0),
     Setting("SESSION_IDLE_MINUTES", 30, "A conversation idle this long expires (and is purged).", int),

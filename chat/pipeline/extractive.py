@@ -109,6 +109,8 @@ def compose_extractive(question: str, sources: list, *, max_units: int = 3, sele
     how_to = is_how_to(question)
     code_wanted = wants_code(question)
     similarity = _similarities(sources, passages)
+    # The cosines are with the question as searched, which for a follow-up holds the question it follows too.
+    similarity_weight = SIMILARITY_WEIGHT * (CONTEXT_WEIGHT if context and not selected_text else 1.0)
     best_similarity = max((v for k, v in similarity.items() if k not in given), default=0.0) if similarity else 0.0
     for unit in units:
         if unit.kind == "code":
@@ -121,7 +123,7 @@ def compose_extractive(question: str, sources: list, *, max_units: int = 3, sele
         shape = 0.5 if len(unit.terms) < 3 else 0.9 if unit.kind == "row" else 1.0
         unit.score = covered * shape + rank_prior + near.get(id(unit), 0.0)
         if similarity:  # what the unit means, not only the words it shares (chat/pipeline/sentences.py)
-            unit.score -= SIMILARITY_WEIGHT * max(0.0, best_similarity - similarity[id(unit)])
+            unit.score -= similarity_weight * max(0.0, best_similarity - similarity[id(unit)])
         if how_to and _introduces(passages[unit.source - 1], unit):
             unit.score += HOW_TO_BONUS  # "how do I…" is answered by the steps or code a sentence introduces
     ranked = sorted((u for u in units if u.kind != "code" and id(u) not in given),
@@ -138,7 +140,7 @@ def compose_extractive(question: str, sources: list, *, max_units: int = 3, sele
             break
         if unit in chosen or normalise(unit.text) in seen or unit.score < ADD_SHARE * lead.score:
             continue
-        new = (unit.terms & question_terms) - covered_terms
+        new = (unit.terms & own_terms) - covered_terms  # the context's words say what it is about, not what to add
         if not new or sum(idf[t] for t in new) < 0.1 * weight_total:
             continue
         if unit.source != lead.source and sources[unit.source - 1].score < 0.5 * sources[lead.source - 1].score:
@@ -149,7 +151,9 @@ def compose_extractive(question: str, sources: list, *, max_units: int = 3, sele
         covered_terms |= unit.terms & question_terms
         prose += sum(u.kind != "code" for u in extra)
     if code_wanted and not any(u.kind == "code" for u in chosen):
-        chosen += [u for u in _code_for(passages, sources, lead, question_terms, idf) if u not in chosen]
+        # The block that shows what the question asks: its own words, not those of what it is about.
+        chosen += [u for u in _code_for(passages, sources, lead, own_terms, {t: idf[t] for t in own_terms})
+                   if u not in chosen]
     return _render(chosen, passages, lead.source)
 
 
@@ -357,7 +361,7 @@ def _context(blocks: list[Block], unit: Unit) -> list[Unit]:
     """A unit added to the lead, with the intro a list item needs and the code a colon announces."""
     block = blocks[unit.block]
     if block.kind == "list":
-        return (_intro(blocks, unit.block) or _lead_in(blocks, unit.block)) + _parent(block, unit) + [unit]
+        return _intro(blocks, unit.block) + _parent(block, unit) + [unit]
     out = [unit]
     if (ends_with_colon(unit.text) and unit is block.units[-1] and unit.block + 1 < len(blocks)
             and blocks[unit.block + 1].kind == "code"):
