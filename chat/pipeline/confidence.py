@@ -77,10 +77,10 @@ FEATURES = ("rank_logit", "rank_margin", "scope", "unit_gap", "coverage", "selec
 # What ``confidence_features`` reads of an answer: the model's inputs and what the rules that bar high read besides.
 READINGS = (*FEATURES, "coverage_beyond_names", "unseen")
 # Fitted by bench/fit_confidence.py (see BENCHMARKS.md, "Confidence"): one weight per feature, in FEATURES order.
-WEIGHTS = (0.3453, 0.3852, 0.0226, 1.1861, 0.0913, -0.6257, 0.0000, -0.6576, -1.7526)
-BIAS = -0.1764
+WEIGHTS = (0.3460, 0.3853, 0.0232, 1.1733, 0.0878, -0.6298, 0.0000, -0.6580, -1.7538)
+BIAS = -0.1747
 # Feature values used when a book has no sentence vectors: their means on the fitting books (each weighing the same).
-MISSING = {"unit_gap": 0.037}
+MISSING = {"unit_gap": 0.036}
 HIGH = 0.905  # the fitted cut from which an answer is "high"
 MEDIUM = 0.475  # … and "medium"; below it an answer is "unsure"
 FLOOR = 0.000  # … below which an unsure answer is held back (``UNSURE_ANSWERS=refuse``)
