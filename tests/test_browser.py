@@ -354,7 +354,9 @@ def test_widget_ask_about_selected_text(servers, open_page, widget_key):
     answer = page.locator(".bc-answer[data-state=done]").last
     answer.wait_for()
     excerpts = " ".join(answer.locator(".bc-excerpt").all_text_contents())
-    assert "such as a docs folder on its own" in excerpts, "the selected passage is among the sources"
+    text = answer.locator(".bc-answer-text").text_content()
+    assert "such as a docs folder on its own" not in text, "the selection is the reader's: never quoted back"
+    assert "bookchat walks the folder" in excerpts, "the answer is what the book says next, from the same passage"
     screenshot(page, "widget-selection")
     assert errors == []
 
