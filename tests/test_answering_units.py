@@ -196,6 +196,15 @@ def test_a_question_about_a_selection_is_answered_by_what_the_book_says_next():
     assert "build time" not in answer, "the selection is the reader's: it is never quoted back"
 
 
+def test_an_answer_about_a_selected_list_item_has_each_other_item_once():
+    steps = ("To publish:\n\n1. Build the site with the build command of the generator.\n"
+             "2. Upload the build folder to the static host of your choice.\n"
+             "3. Check the published pages in a private browser window.")
+    answer = compose_extractive("And how do I check the published pages?", [source(steps, "Guide > Publish")],
+                                selected_text="Build the site with the build command of the generator.")
+    assert answer.count("Upload the build folder") <= 1 and answer.count("Check the published pages") == 1, answer
+
+
 def test_a_selection_that_is_the_whole_passage_gives_no_answer_to_quote():
     text = "Versioning increases your build time."
     assert compose_extractive("Why?", [source(text)], selected_text=text) == ""

@@ -131,7 +131,8 @@ def compose_extractive(question: str, sources: list, *, max_units: int = 3, sele
     if not ranked:  # the passages hold nothing but the selection
         return ""
     lead, chosen = _lead(ranked, passages, question_terms, how_to, code_wanted)
-    chosen = _from_selection(passages[lead.source - 1], lead, given) + [u for u in chosen if id(u) not in given]
+    chosen = [u for u in chosen if id(u) not in given]
+    chosen = [u for u in _from_selection(passages[lead.source - 1], lead, given) if u not in chosen] + chosen
     covered_terms = set().union(*(u.terms for u in chosen)) & question_terms
     seen = {normalise(u.text) for u in chosen}
     prose = sum(u.kind != "code" for u in chosen)
