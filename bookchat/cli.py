@@ -23,7 +23,7 @@ def data_dir() -> Path:
 
 def db_command(action: str, *, as_json: bool) -> int:
     if embedded_db.is_configured_externally():
-        print("DATABASE_URL is set: bookchat does not manage that server.", file=sys.stderr)
+        print("DATABASE_URL (or DATABASE_URL_FILE) is set: bookchat does not manage that server.", file=sys.stderr)
         return 2
     pgdata = data_dir() / "pgdata"
     if action == "stop":

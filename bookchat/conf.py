@@ -265,12 +265,44 @@ def parse_value(spec: Setting, raw: str) -> Any:
     return raw
 
 
+MAX_SECRET_FILE_BYTES = 65536  # a ``*_FILE`` variable names a secret, not a document
+
+
+def environment_value(name: str, environ: os._Environ | dict | None = None) -> str | None:
+    """Variable ``name`` from the environment, or the contents of the file that ``name_FILE`` names (how container
+    platforms hand over secrets: ``BOOKCHAT_SECRET_KEY_FILE=/run/secrets/key``), without its final line break;
+    ``None`` when neither is set. Both set, or a file that can't be read as text, is a ``ConfigurationError``
+    naming the variable."""
+    environ = os.environ if environ is None else environ
+    value, path = environ.get(name), environ.get(f"{name}_FILE")
+    if path is None:
+        return value
+    if value is not None:
+        raise ConfigurationError(f"{name} and {name}_FILE are both set: set one", code="bad_setting")
+    try:
+        with open(path, "rb") as file:
+            data = file.read(MAX_SECRET_FILE_BYTES + 1)
+    except OSError as exc:
+        raise ConfigurationError(f"{name}_FILE={path!r} can't be read: {exc.strerror or exc}",
+                                 code="bad_setting") from None
+    if len(data) > MAX_SECRET_FILE_BYTES:
+        raise ConfigurationError(f"{name}_FILE={path!r} is larger than {MAX_SECRET_FILE_BYTES} bytes: it should "
+                                 "hold one value", code="bad_setting")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigurationError(f"{name}_FILE={path!r} is not UTF-8 text", code="bad_setting") from None
+    if "\x00" in text:
+        raise ConfigurationError(f"{name}_FILE={path!r} is not text (it holds a NUL byte)", code="bad_setting")
+    return text.removesuffix("\n").removesuffix("\r")
+
+
 def from_environment(environ: os._Environ | dict | None = None) -> dict[str, Any]:
-    """The BOOKCHAT namespace: defaults, overridden by every ``BOOKCHAT_*`` variable that is set."""
+    """The BOOKCHAT namespace: defaults, overridden by every ``BOOKCHAT_*`` variable that is set (or its ``_FILE``)."""
     environ = os.environ if environ is None else environ
     values = {}
     for spec in SETTINGS:
-        raw = environ.get(spec.env)
+        raw = environment_value(spec.env, environ)
         values[spec.name] = spec.default if raw is None else parse_value(spec, raw)
     return values
 
@@ -348,7 +380,9 @@ def settings_reference() -> str:
              "Every setting is an environment variable with a default, so `make run` needs none of them. "
              "bookchat's own start with `BOOKCHAT_`; a value it can't use stops the start with one line naming "
              "the variable. Booleans take `true` or `false` (also `1`/`0`, `yes`/`no`, `on`/`off`); lists are "
-             "comma-separated; rates read `N/second`, `N/minute`, `N/hour` or `N/day`. "
+             "comma-separated; rates read `N/second`, `N/minute`, `N/hour` or `N/day`. Any of them, `DATABASE_URL` "
+             "too, can instead be read from a file: set `NAME_FILE` to its path (`BOOKCHAT_SECRET_KEY_FILE="
+             "/run/secrets/bookchat-key`), as container platforms hand over secrets; not both. "
              "[Configuration](./configuration.md) explains the ones you are most likely to change.", "",
              "## Outside the BOOKCHAT_ prefix", "", *head]
     lines += [f"| `{name}` | {shown_default(default)} | {meaning} |" for name, default, meaning in UNPREFIXED]

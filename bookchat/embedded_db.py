@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from bookchat.conf import environment_value
 from bookchat.errors import ConfigurationError
 
 logger = logging.getLogger(__name__)
@@ -211,4 +211,4 @@ def stop_if_unused(data_dir: Path) -> bool:
 
 
 def is_configured_externally() -> bool:
-    return bool(os.environ.get("DATABASE_URL"))
+    return bool(environment_value("DATABASE_URL"))

@@ -115,10 +115,11 @@ TEMPLATES = [
     },
 ]
 
-if os.environ.get("DATABASE_URL"):
+DATABASE_URL = conf.environment_value("DATABASE_URL")  # or DATABASE_URL_FILE
+if DATABASE_URL:
     import dj_database_url
 
-    DATABASES = {"default": dj_database_url.parse(os.environ["DATABASE_URL"], conn_max_age=60)}
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
 else:
     DATABASES = {"default": embedded_db.ensure_running(DATA_DIR).django_settings() | {"CONN_MAX_AGE": 60}}
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True

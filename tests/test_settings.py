@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from bookchat.conf import SETTINGS, from_environment, setting, settings_reference
+from bookchat.conf import SETTINGS, environment_value, from_environment, setting, settings_reference
 from bookchat.errors import ConfigurationError
 from tests.conftest import REPO
 
@@ -91,3 +91,34 @@ def test_bookchat_processes_let_idle_native_threads_sleep_unless_told_otherwise(
                                                                      "OPENBLAS_NUM_THREADS": "2"},
                           capture_output=True, text=True, check=True)
     assert told.stdout.split() == ["ACTIVE", "2"]
+
+
+def test_a_secret_can_come_from_a_file_as_container_platforms_hand_them_over(tmp_path):
+    key = tmp_path / "key"
+    key.write_text("s3cret-from-a-file\n", encoding="utf-8")
+    values = from_environment({"BOOKCHAT_SECRET_KEY_FILE": str(key)})
+    assert values["SECRET_KEY"] == "s3cret-from-a-file", "the file's text, without its final line break"
+    workers = tmp_path / "workers"
+    workers.write_text("3", encoding="utf-8")
+    assert from_environment({"BOOKCHAT_WEB_WORKERS_FILE": str(workers)})["WEB_WORKERS"] == 3, "typed as usual"
+    assert environment_value("DATABASE_URL", {"DATABASE_URL_FILE": str(key)}) == "s3cret-from-a-file"
+    assert environment_value("DATABASE_URL", {}) is None
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (None, "can't be read"), (b"\xff\xfe not text", "not UTF-8"), (b"a\x00b", "NUL"),
+    (b"x" * 70000, "larger than"),
+])
+def test_a_secret_file_that_cant_be_used_names_its_variable(tmp_path, content, message):
+    path = tmp_path / "secret"
+    if content is not None:
+        path.write_bytes(content)
+    with pytest.raises(ConfigurationError, match=rf"BOOKCHAT_SECRET_KEY_FILE=.*{message}"):
+        from_environment({"BOOKCHAT_SECRET_KEY_FILE": str(path)})
+
+
+def test_a_secret_set_both_ways_is_refused(tmp_path):
+    path = tmp_path / "secret"
+    path.write_text("one", encoding="utf-8")
+    with pytest.raises(ConfigurationError, match="BOOKCHAT_SECRET_KEY and BOOKCHAT_SECRET_KEY_FILE are both set"):
+        from_environment({"BOOKCHAT_SECRET_KEY": "two", "BOOKCHAT_SECRET_KEY_FILE": str(path)})
