@@ -7,7 +7,7 @@ PORT ?= 8000
 PYTEST_ARGS ?=
 SHARED_DATA ?= ../shared/data
 
-.PHONY: run test test-fast drills lint format docs bench db-stop db-status clean
+.PHONY: run test test-fast drills lint format docs bench image db-stop db-status clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -61,6 +61,11 @@ format: $(VENV)/.installed-dev
 # Speed, scale and quality on the shared corpora: rewrites BENCHMARKS.md's measured section. QUICK=1: ~2 minutes (~4 on a fresh clone).
 bench: $(VENV)/.installed
 	$(BIN)/python manage.py bench --data $(SHARED_DATA) $(if $(QUICK),--quick,)
+
+# The container image (deploy/Containerfile), built with podman from Debian's packages and PyPI alone (needs root,
+# podman, runc and debootstrap: apt-get install -y podman runc debootstrap). TAG=bookchat:latest by default.
+image: $(VENV)/.installed
+	deploy/image.sh $(TAG)
 
 db-stop: $(VENV)/.installed
 	$(BIN)/python -m bookchat.cli db stop
