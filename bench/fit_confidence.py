@@ -150,10 +150,13 @@ def predict(rows: list[dict], weights: np.ndarray, bias: float) -> np.ndarray:
 
 
 def never_high(r: dict) -> bool:
-    """An answer that can't be high, whatever its probability (``confidence.barred``)."""
-    from chat.pipeline.confidence import barred
+    """An answer that can't be high, whatever its probability (``confidence.barred``); kept on the row, as the cuts
+    are tried by the hundred."""
+    if "_never_high" not in r:
+        from chat.pipeline.confidence import barred
 
-    return bool(r["features"]) and bool(barred(r["question"], r["answer"], r["features"]))
+        r["_never_high"] = bool(r["features"]) and bool(barred(r["question"], r["answer"], r["features"]))
+    return r["_never_high"]
 
 
 def level(r: dict, prob: float, high: float, medium: float) -> str:

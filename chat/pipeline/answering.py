@@ -87,7 +87,7 @@ def _prepare(request: AskRequest, deadline: Deadline) -> Prepared:
     conversation = conversations.conversation_for(request.session_id, book)
     turns = conversations.history(conversation)
     follows = conversations.followed_question(request.question, turns)
-    resolved = f"{request.question} ({follows})" if follows else request.question
+    resolved = conversations.searched_with(request.question, follows)
     retrieval = retrieve(book=book, question=resolved, selected_text=request.selected_text,
                          chapter=request.chapter, top_k=request.max_results, deadline=deadline)
     scope = check_scope(book, retrieval)
@@ -186,11 +186,12 @@ def _respond(p: Prepared, *, answer: str, refused: str | None, generator_name: s
             question=p.request.question, resolved_question=p.resolved_question, answer=answer, chunks=chunks,
             cited=grounding.cited, scope_score=p.scope_score, threshold=p.threshold, calibration=p.calibration,
             selected_overlap=p.retrieval.best_selected_overlap, selected_text=p.request.selected_text,
-            previous_answer=p.turns[-1].answer if p.follows and p.turns else ""))
+            previous_answer=p.turns[-1].answer if p.follows else ""))
         p.confidence_features = assessed.features
         confidence, level = assessed.probability, assessed.level
-        shown_below_floor = assessed.held_back and setting("UNSURE_ANSWERS") == "answer"
-        if assessed.held_back and setting("UNSURE_ANSWERS") == "refuse":
+        refuse_unsure = setting("UNSURE_ANSWERS") == "refuse"
+        shown_below_floor = assessed.held_back and not refuse_unsure
+        if assessed.held_back and refuse_unsure:
             p.draft_answer, answer, refused, level = answer, _unsure_message(p.book, p.request.question), UNSURE, "low"
             logger.info("answer held back as unsure (confidence %.3f%s): %r", confidence,
                         ", navigation links only" if assessed.navigation else "", p.request.question[:200])

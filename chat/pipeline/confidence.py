@@ -216,9 +216,7 @@ def question_coverage(question: str, answer: str, cited_headings: list[str], *, 
     """Share of the question's content words found in the answer or in the headings of the sources it cites;
     ``beyond_names``: of its words other than the names it asks about (``specific_terms``), which alone can carry
     a passage to the top ("Does Docusaurus support …?" answered from any passage about Docusaurus)."""
-    asked = set(content_terms(question))
-    if beyond_names:
-        asked -= set(content_terms(" ".join(specific_terms(question))))
+    asked = words_beyond_names(question) if beyond_names else set(content_terms(question))
     if not asked:
         return 1.0
     seen = set(content_terms(strip_citations(answer)))
@@ -227,10 +225,15 @@ def question_coverage(question: str, answer: str, cited_headings: list[str], *, 
     return len(asked & seen) / len(asked)
 
 
+def words_beyond_names(question: str) -> set[str]:
+    """The question's content words other than those of the names it asks about (``specific_terms``)."""
+    return set(content_terms(question)) - set(content_terms(" ".join(specific_terms(question))))
+
+
 def unseen_share(question: str, chunks: list[RetrievedChunk]) -> float:
     """The share of the question's words, names aside, that no source holds (text or headings): what a question
     asks of a thing the book names ("which AWS region…", "what hash algorithm…") is often nowhere near it."""
-    asked = set(content_terms(question)) - set(content_terms(" ".join(specific_terms(question))))
+    asked = words_beyond_names(question)
     if not asked:
         return 0.0
     held = set().union(*(set(content_terms(f"{c.heading_path} {c.text}")) for c in chunks)) if chunks else set()

@@ -59,10 +59,14 @@ def followed_question(question: str, turns: list[Turn]) -> str:
     return turns[-1].resolved_question or turns[-1].question
 
 
-def resolve_follow_up(question: str, turns: list[Turn]) -> str:
-    """The question to search: ``question`` itself, or, for a follow-up, with the question it follows."""
-    follows = followed_question(question, turns)
+def searched_with(question: str, follows: str) -> str:
+    """The question to search: ``question`` itself, or, for a follow-up, with the question it ``follows``."""
     return f"{question} ({follows})" if follows else question
+
+
+def resolve_follow_up(question: str, turns: list[Turn]) -> str:
+    """The question to search, given the conversation's last turns (``searched_with``)."""
+    return searched_with(question, followed_question(question, turns))
 
 
 @transaction.atomic

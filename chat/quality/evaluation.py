@@ -242,10 +242,10 @@ def levels_by_kind(records: list[dict]) -> dict:
     refused, every answer is wrong, so its counts say it all."""
     out = {}
     for kind in KINDS:
-        answered = [r for r in records if r["kind"] == kind and "error" not in r and not r["refused"]
-                    and not r["withheld"]]
         if not any(r["kind"] == kind for r in records):
             continue
+        answered = [r for r in records if r["kind"] == kind and "error" not in r and not r["refused"]
+                    and not r["withheld"]]
         figures = {"answers": {lvl: sum(1 for r in answered if r["confidence_level"] == lvl) for lvl in LEVELS[:3]}}
         if kind not in SHOULD_REFUSE:
             judged = [r for r in answered if r.get("right") is not None]
