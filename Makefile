@@ -7,7 +7,7 @@ PORT ?= 8000
 PYTEST_ARGS ?=
 SHARED_DATA ?= ../shared/data
 
-.PHONY: run test test-fast drills lint format docs bench image db-stop db-status clean
+.PHONY: run test test-fast drills deploy-test lint format docs bench image db-stop db-status clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,17 +34,24 @@ run: $(VENV)/.installed
 
 test: $(VENV)/.installed-dev
 	$(COMPILE)
-	$(BIN)/python -m pytest -m "not drill" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not drill and not deploy" $(PYTEST_ARGS)
 
 test-fast: $(VENV)/.installed-dev
 	$(COMPILE)
-	$(BIN)/python -m pytest -m "not slow and not drill" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not slow and not drill and not deploy" $(PYTEST_ARGS)
 
 # The drills that bring up whole deployments of their own (several nodes, an external Postgres, Redis): a suite of
 # their own, so that `make test` stays under 10 minutes; .ci/run runs them after it.
 drills: $(VENV)/.installed-dev
 	$(COMPILE)
 	$(BIN)/python -m pytest -m drill $(PYTEST_ARGS)
+
+# The deployments run for real (tests/test_deployed.py): the images built (deploy/image.sh --services: base images by
+# debootstrap, cached in var/cache/images), then the Kubernetes manifests played by podman and compose.yaml brought up,
+# each asked, uploaded to, cut down and restarted. Needs root, podman, runc and debootstrap (.ci/run installs them).
+deploy-test: $(VENV)/.installed-dev
+	deploy/image.sh --services
+	$(BIN)/python -m pytest -m deploy -s $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .

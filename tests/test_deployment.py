@@ -130,3 +130,27 @@ def test_bootstrap_by_a_user_who_may_not_install_pgvector_says_so_in_one_line(dj
         with psycopg.connect(host=host, user="postgres", dbname="postgres", autocommit=True) as conn:
             conn.execute(f"DROP DATABASE {name} WITH (FORCE)")
             conn.execute(f"DROP ROLE {name}")
+
+
+@pytest.mark.slow
+def test_bootstrap_waits_for_a_database_that_is_not_up_then_says_why_in_one_line(tmp_path):
+    """--wait keeps trying (a container platform starts PostgreSQL beside it); past the wait, one line, no trace."""
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = os.environ | {"DATABASE_URL": f"postgresql://app:secret@127.0.0.1:{port}/books",
+                        "BOOKCHAT_DATA_DIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "manage.py", "bootstrap", "--no-index", "--wait", "2"], cwd=REPO,
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done
+    lines = done.stderr.strip().splitlines()
+    assert lines[0] == "Waiting up to 2 s for the database …", lines
+    assert len(lines) == 2 and "bootstrapping failed: OperationalError" in lines[1], lines
+    assert "Traceback" not in done.stderr and "secret" not in done.stderr
+
+
+def test_bootstrap_refuses_a_wait_that_is_not_a_number():
+    with pytest.raises(CommandError, match="--wait"):
+        call_command("bootstrap", "--wait", "soon")

@@ -2,6 +2,8 @@
 login, index the bundled book. Under the deployment's advisory lock (``bookchat.deployment``), so nodes that
 run it together take turns and the later ones find nothing to do. ``make run`` (``serve --role all``) runs it
 first; on several machines, run it once per deployment (the manual, "Deploying and running").
+``--wait SECONDS`` first waits that long for the database to accept connections: a container platform starts
+PostgreSQL beside it, and compose's health conditions aren't honoured everywhere (podman 4.3 ignores them).
 """
 
 from __future__ import annotations
@@ -9,12 +11,13 @@ from __future__ import annotations
 import io
 import json
 import sys
+import time
 from pathlib import Path
 
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, OperationalError, connection
 
 from bookchat.conf import setting
 from bookchat.deployment import PgvectorUnusable, check_pgvector, deployment_lock, pending_migrations
@@ -51,6 +54,8 @@ class Command(BaseCommand):
     def add_arguments(self, parser) -> None:
         parser.add_argument("--no-index", action="store_true", help="Don't index the bundled book.")
         parser.add_argument("--json", action="store_true", help="Print the outcome as one JSON object.")
+        parser.add_argument("--wait", type=float, default=0, metavar="SECONDS",
+                            help="Wait up to this long for the database to accept connections (default: 0).")
 
     def handle(self, *args, **options) -> None:
         as_json = options["json"]
@@ -60,6 +65,7 @@ class Command(BaseCommand):
             self.stderr.write("Another node is bootstrapping this deployment; waiting for it …")
 
         try:
+            self._wait_for_database(options["wait"])
             with deployment_lock(on_wait=waiting) as waited:
                 result["waited_seconds"] = round(waited, 3)
                 with connection.cursor() as cursor:
@@ -85,6 +91,22 @@ class Command(BaseCommand):
             self._fail(as_json, exc.code, f"indexing the bundled book failed: {exc}")
         if as_json:
             self.stdout.write(json.dumps(result))
+
+    def _wait_for_database(self, seconds: float) -> None:
+        """Return once a connection opens; the last error escapes after ``seconds``."""
+        deadline, said = time.monotonic() + seconds, False
+        while True:
+            try:
+                connection.ensure_connection()
+                return
+            except OperationalError:
+                if time.monotonic() >= deadline:
+                    raise
+                if not said:
+                    self.stderr.write(f"Waiting up to {seconds:g} s for the database …")
+                    said = True
+                connection.close()
+                time.sleep(1)
 
     def _index(self, *, as_json: bool) -> dict | None:
         docs = bundled_book_dir()

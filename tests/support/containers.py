@@ -1,0 +1,235 @@
+"""bookchat's deployments run for real with podman (``make deploy-test``, tests/test_deployed.py): the Kubernetes
+manifests in deploy/kubernetes played by ``podman kube play``, and deploy/compose.yaml brought up by podman-compose.
+
+Podman here is Debian bookworm's 4.3, whose ``kube play`` differs from a cluster in four ways this module makes up
+for, and nothing else: it skips a Job (the bootstrap Job's pod template is played as a Pod), it can't read a Secret
+it made itself (the Secret's values are handed to ``podman secret create`` as the JSON it reads), it has no
+Services (each web pod is reached at its own address, with the Host and X-Forwarded-Proto headers the ConfigMap's
+ingress would send), and its probes need systemd timers (they don't run; the test polls /api/v1/ready itself).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+MANIFESTS = REPO / "deploy" / "kubernetes"
+COMPOSE_FILE = REPO / "deploy" / "compose.yaml"
+PODMAN = ["podman", "--runtime", "runc", "--cgroup-manager=cgroupfs"]
+IMAGES = {"bookchat": "localhost/bookchat:latest", "postgres": "localhost/bookchat-postgres:latest",
+          "redis": "localhost/bookchat-redis:latest"}
+READY_SECONDS = 600  # the bootstrap indexes the manual first (~2 minutes on 2 busy cores)
+
+
+def podman(*args: str, check: bool = True, timeout: float = 600) -> subprocess.CompletedProcess:
+    done = subprocess.run([*PODMAN, *args], capture_output=True, text=True, timeout=timeout)
+    if check and done.returncode != 0:
+        raise AssertionError(f"podman {' '.join(args)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+    return done
+
+
+def missing() -> str | None:
+    """Why these deployments can't run here, or None."""
+    if shutil.which("podman") is None:
+        return "podman is not installed (apt-get install -y podman runc)"
+    for image in IMAGES.values():
+        if podman("image", "exists", image, check=False).returncode != 0:
+            return f"the image {image} is missing: build it with deploy/image.sh --services (make deploy-test does)"
+    return None
+
+
+class Deployment:
+    """One running deployment: its web replicas' URLs and the headers a request through its front door carries."""
+
+    name = ""
+    admin = "admin"
+    admin_password = "change-me-too"
+
+    def __init__(self) -> None:
+        self.webs: list[str] = []
+        self.headers: dict[str, str] = {}
+
+    def up(self) -> None: ...
+    def down(self) -> None: ...
+    def kill_web(self, index: int) -> None: ...
+    def stop_all(self) -> None: ...
+    def start_all(self) -> None: ...
+    def worker_logs(self) -> str: ...
+    def exec_web(self, index: int, *command: str) -> str: ...
+
+    def wait_ready(self, webs: list[str] | None = None, seconds: float = READY_SECONDS) -> None:
+        deadline = time.monotonic() + seconds
+        for url in webs or self.webs:
+            while True:
+                try:
+                    if httpx.get(f"{url}/api/v1/ready", headers=self.headers, timeout=5).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"{url} not ready after {seconds} s:\n{self.diagnosis()}")
+                time.sleep(2)
+
+    def diagnosis(self) -> str:
+        listing = podman("ps", "-a", "--format", "{{.Names}} {{.Status}}", check=False).stdout
+        logs = []
+        for name in listing.split():
+            if name.startswith(("bookchat", "postgres", "redis")) and not name.endswith("-infra"):
+                logs.append(f"--- {name}\n" + podman("logs", "--tail", "20", name, check=False).stderr[-3000:])
+        return listing + "\n".join(logs)
+
+
+class KubePlay(Deployment):
+    """deploy/kubernetes played by ``podman kube play`` on a network of its own, beside tests/deploy/services.yaml
+    (the external PostgreSQL and Redis the manifests expect)."""
+
+    name = "kubernetes"
+    network = "bookchat-deploy-test"
+    host = "chat.example.org"  # the ConfigMap's BOOKCHAT_ALLOWED_HOSTS: requests come as its ingress sends them
+
+    def __init__(self, workdir: Path) -> None:
+        super().__init__()
+        self.workdir = workdir
+        self.headers = {"Host": self.host, "X-Forwarded-Proto": "https", "X-Forwarded-For": "203.0.113.7"}
+        self.secret = yaml.safe_load((MANIFESTS / "secret.yaml").read_text())
+        self.admin_password = self.secret["stringData"]["admin-password"]
+
+    def play(self, path: Path) -> None:
+        podman("kube", "play", "--network", self.network, "--configmap", str(MANIFESTS / "configmap.yaml"),
+               str(path))
+
+    def up(self) -> None:
+        self.down()
+        podman("network", "create", self.network)
+        self.play(REPO / "tests" / "deploy" / "services.yaml")
+        values = {key: base64.b64encode(value.encode()).decode()
+                  for key, value in self.secret["stringData"].items()}
+        secret_file = self.workdir / "secret.json"
+        secret_file.write_text(json.dumps(values))
+        podman("secret", "create", self.secret["metadata"]["name"], str(secret_file))
+        self.play(MANIFESTS / "data.yaml")
+        job = yaml.safe_load((MANIFESTS / "bootstrap-job.yaml").read_text())
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": job["metadata"]["name"]},
+               "spec": job["spec"]["template"]["spec"] | {"restartPolicy": "Never"}}
+        pod_file = self.workdir / "bootstrap-pod.yaml"
+        pod_file.write_text(yaml.safe_dump(pod))
+        self.play(pod_file)
+        container = f"{job['metadata']['name']}-{pod['spec']['containers'][0]['name']}"
+        exit_code = podman("wait", container, timeout=READY_SECONDS).stdout.strip()
+        assert exit_code == "0", f"the bootstrap Job failed ({exit_code}):\n" + podman("logs", container).stderr
+        self.play(MANIFESTS / "web.yaml")
+        self.play(MANIFESTS / "worker.yaml")
+        self.find_webs()
+        self.wait_ready()
+
+    def web_containers(self) -> list[str]:
+        names = podman("ps", "-a", "--format", "{{.Names}}").stdout.split()
+        return sorted(name for name in names if name.startswith("bookchat-web-pod-") and name.endswith("-web"))
+
+    def find_webs(self) -> None:
+        self.webs = []
+        for container in self.web_containers():
+            address = podman("inspect", container, "--format",
+                             "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}").stdout.strip()
+            self.webs.append(f"http://{address}:8000")
+        assert len(self.webs) == 2, f"the web Deployment's 2 replicas: {self.web_containers()}"
+
+    def kill_web(self, index: int) -> None:
+        podman("kill", self.web_containers()[index])
+
+    def pods(self) -> list[str]:
+        return podman("pod", "ps", "--format", "{{.Name}}").stdout.split()
+
+    def stop_all(self) -> None:
+        podman("pod", "stop", "--all", timeout=300)
+
+    def start_all(self) -> None:
+        for pod in ["postgres", "redis"] + [p for p in self.pods() if p.startswith(("bookchat-web", "bookchat-worker"))]:
+            podman("pod", "start", pod)
+        self.find_webs()
+        self.wait_ready()
+
+    def worker_logs(self) -> str:
+        return podman("logs", "bookchat-worker-pod-0-worker").stderr
+
+    def exec_web(self, index: int, *command: str) -> str:
+        return podman("exec", self.web_containers()[index], "bookchat", *command).stdout
+
+    def down(self) -> None:
+        for pod in self.pods():
+            if pod.startswith(("bookchat-", "postgres", "redis")):
+                podman("pod", "rm", "--force", pod, check=False)
+        for volume in ("bookchat-data", "bookchat-postgres-data"):
+            podman("volume", "rm", "--force", volume, check=False)
+        podman("secret", "rm", self.secret["metadata"]["name"], check=False)
+        podman("network", "rm", "--force", self.network, check=False)
+
+
+class Compose(Deployment):
+    """deploy/compose.yaml brought up by podman-compose, with its secrets in a folder of the test's own and the
+    PostgreSQL and Redis images deploy/image.sh --services builds."""
+
+    name = "compose"
+    project = "bookchat-deploy-test"
+
+    def __init__(self, workdir: Path) -> None:
+        super().__init__()
+        self.secrets = workdir / "secrets"
+        self.webs = ["http://127.0.0.1:8001", "http://127.0.0.1:8002"]
+        self.admin_password = "deploy-test-admin-password"
+
+    def compose(self, *args: str, timeout: float = READY_SECONDS) -> subprocess.CompletedProcess:
+        env = os.environ | {"BOOKCHAT_SECRETS_DIR": str(self.secrets), "BOOKCHAT_IMAGE": IMAGES["bookchat"],
+                            "BOOKCHAT_POSTGRES_IMAGE": IMAGES["postgres"], "BOOKCHAT_REDIS_IMAGE": IMAGES["redis"]}
+        podman_compose = Path(sys.executable).with_name("podman-compose")
+        done = subprocess.run([str(podman_compose), "--project-name", self.project, "--file", str(COMPOSE_FILE),
+                               f"--podman-args={' '.join(PODMAN[1:])}", *args],
+                              capture_output=True, text=True, timeout=timeout, env=env)
+        assert done.returncode == 0, f"podman-compose {' '.join(args)}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        return done
+
+    def container(self, service: str) -> str:
+        return f"{self.project}_{service}_1"
+
+    def up(self) -> None:
+        self.secrets.mkdir(parents=True, exist_ok=True)
+        password = "deploy-test-database-password"
+        for name, value in {"postgres-password": password, "secret-key": "deploy-test-secret-key-" + "x" * 40,
+                            "admin-password": self.admin_password,
+                            "database-url": f"postgresql://bookchat:{password}@postgres:5432/bookchat"}.items():
+            (self.secrets / name).write_text(value + "\n")
+        self.down()
+        self.compose("up", "-d")
+        exit_code = podman("wait", self.container("bootstrap"), timeout=READY_SECONDS).stdout.strip()
+        assert exit_code == "0", "bootstrap failed:\n" + podman("logs", self.container("bootstrap")).stderr
+        self.wait_ready()
+
+    def kill_web(self, index: int) -> None:
+        podman("kill", self.container(f"web-{index + 1}"))
+
+    def stop_all(self) -> None:
+        self.compose("stop")
+
+    def start_all(self) -> None:
+        self.compose("start")
+        self.wait_ready()
+
+    def worker_logs(self) -> str:
+        return podman("logs", self.container("worker")).stderr
+
+    def exec_web(self, index: int, *command: str) -> str:
+        return podman("exec", self.container(f"web-{index + 1}"), "bookchat", *command).stdout
+
+    def down(self) -> None:
+        if self.secrets.exists():
+            self.compose("down", "--volumes")
