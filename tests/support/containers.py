@@ -154,7 +154,8 @@ class KubePlay(Deployment):
         podman("pod", "stop", "--all", timeout=300)
 
     def start_all(self) -> None:
-        for pod in ["postgres", "redis"] + [p for p in self.pods() if p.startswith(("bookchat-web", "bookchat-worker"))]:
+        ours = [pod for pod in self.pods() if pod.startswith(("bookchat-web", "bookchat-worker"))]
+        for pod in ["postgres", "redis", *ours]:
             podman("pod", "start", pod)
         self.find_webs()
         self.wait_ready()
@@ -201,6 +202,9 @@ class Compose(Deployment):
     def container(self, service: str) -> str:
         return f"{self.project}_{service}_1"
 
+    def web_container(self, index: int) -> str:
+        return self.container(f"web-{index % len(self.webs) + 1}")
+
     def up(self) -> None:
         self.secrets.mkdir(parents=True, exist_ok=True)
         password = "deploy-test-database-password"
@@ -215,7 +219,7 @@ class Compose(Deployment):
         self.wait_ready()
 
     def kill_web(self, index: int) -> None:
-        podman("kill", self.container(f"web-{index + 1}"))
+        podman("kill", self.web_container(index))
 
     def stop_all(self) -> None:
         self.compose("stop")
@@ -228,7 +232,7 @@ class Compose(Deployment):
         return podman("logs", self.container("worker")).stderr
 
     def exec_web(self, index: int, *command: str) -> str:
-        return podman("exec", self.container(f"web-{index + 1}"), "bookchat", *command).stdout
+        return podman("exec", self.web_container(index), "bookchat", *command).stdout
 
     def down(self) -> None:
         if self.secrets.exists():
