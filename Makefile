@@ -47,7 +47,7 @@ drills: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -m drill $(PYTEST_ARGS)
 
 # The deployments run for real (tests/test_deployed.py): the images built (deploy/image.sh --services: base images by
-# debootstrap, cached in var/cache/images), then the Kubernetes manifests played by podman and compose.yaml brought up,
+# debootstrap, cached in ~/.cache/bookchat/images), then the Kubernetes manifests played by podman and compose.yaml brought up,
 # each asked, uploaded to, cut down and restarted. Needs root, podman, runc and debootstrap (.ci/run installs them).
 deploy-test: $(VENV)/.installed-dev
 	deploy/image.sh --services

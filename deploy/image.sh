@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build bookchat's image with podman, from Debian's packages and PyPI only (no image registry is needed):
 #   1. the base: Debian bookworm by debootstrap (minbase, with python3, python3-venv, libgomp1, ca-certificates),
-#      imported as localhost/bookchat-base:bookworm; its tarball is kept in var/cache/images/ and reused;
+#      imported as localhost/bookchat-base:bookworm; its tarball is kept in BOOKCHAT_IMAGE_CACHE (default
+#      ~/.cache/bookchat/images, outside the checkout: every clone on the machine reuses it);
 #   2. the wheelhouse: this checkout and every dependency as wheels (build/wheelhouse, `pip wheel` on this machine,
 #      which is Python 3.11 on glibc 2.36 like the base);
 #   3. the image: deploy/Containerfile, built from a context of only what it copies (build/image-context).
@@ -15,7 +16,7 @@ SERVICES=""
 if [ "${1:-}" = "--services" ]; then SERVICES=1; shift; fi
 TAG="${1:-bookchat:latest}"
 PODMAN=(podman --runtime runc --cgroup-manager=cgroupfs)
-CACHE=var/cache/images
+CACHE="${BOOKCHAT_IMAGE_CACHE:-${HOME:-/root}/.cache/bookchat/images}"
 MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 mkdir -p "$CACHE"
 
