@@ -65,10 +65,11 @@ def test_every_setting_with_choices_names_them_in_its_help():
 
 def test_every_bookchat_variable_the_docs_name_exists():
     """README, CONTRIBUTING and the manual name only variables the code reads: a setting, or one the tests,
-    the benchmarks or CI read (a renamed one fails here)."""
+    the benchmarks, CI or the deployment files read (a renamed one fails here)."""
     variable = re.compile(r"\bBOOKCHAT_[A-Z0-9_]*[A-Z0-9]")
     code = [path for folder in ("bookchat", "chat", "ingestion", "audit", "bench", "tests")
             for path in (REPO / folder).rglob("*.py")] + [REPO / "Makefile", REPO / ".ci" / "run"]
+    code += [path for path in (REPO / "deploy").rglob("*") if path.suffix in (".sh", ".yaml")]
     known = {spec.env for spec in SETTINGS} | {name for path in code for name in variable.findall(path.read_text())}
     docs = [REPO / "README.md", *(REPO / "docs").rglob("*.md*")]
     docs += [REPO / "CONTRIBUTING.md"] if (REPO / "CONTRIBUTING.md").exists() else []
