@@ -8,16 +8,15 @@ again every book, audit row and API key still there. How podman 4.3 differs from
 
 from __future__ import annotations
 
-import io
 import json
 import re
 import time
-import zipfile
 
 import httpx
 import pytest
 
 from tests.support.containers import Compose, Deployment, KubePlay, missing
+from tests.test_uploads import make_zip
 
 pytestmark = [pytest.mark.slow, pytest.mark.deploy]
 
@@ -27,14 +26,6 @@ UPLOAD_QUESTION = "How often does the brass lens at Cape Morrow turn?"
 MANUAL_QUESTIONS = ["How do I upload a book?", "What does the readiness probe report?",
                     "How do I create an API key?", "Where does bookchat keep its data?"]
 AFTER_KILL = 12  # questions through the surviving replica once the other is gone
-
-
-def zipped(files: dict[str, str]) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        for name, text in files.items():
-            archive.writestr(name, text)
-    return buffer.getvalue()
 
 
 class Staff:
@@ -118,7 +109,7 @@ def test_a_deployment_answers_indexes_uploads_survives_losing_a_web_replica_and_
     # An upload through the admin: the web replica stores it, the worker indexes it.
     staff = Staff(deployment, deployment.webs[0])
     staff.log_in(deployment.admin, deployment.admin_password)
-    staff.upload("lanterns", "Lanterns", zipped({"docs/lanterns.md": CHAPTER}))
+    staff.upload("lanterns", "Lanterns", make_zip({"docs/lanterns.md": CHAPTER.encode()}))
     deadline = time.monotonic() + 300
     while True:
         answered = ask(deployment, deployment.webs[1], key, UPLOAD_QUESTION, book="lanterns")

@@ -7,7 +7,6 @@ web node and the worker indexing the upload are SIGKILLed whole. Figures are pri
 
 from __future__ import annotations
 
-import io
 import itertools
 import json
 import os
@@ -19,7 +18,6 @@ import sys
 import tempfile
 import threading
 import time
-import zipfile
 from collections import Counter
 from pathlib import Path
 
@@ -28,6 +26,7 @@ import pytest
 
 from bench.latency import KEEP_ALIVE
 from tests.support.nodes import REPO, ExternalPostgres, Node, RedisServer
+from tests.test_uploads import make_zip
 
 pytestmark = [pytest.mark.slow, pytest.mark.drill]  # `make drills`
 
@@ -51,16 +50,6 @@ READ_AFTER_LOSS_SECONDS = 4
 # every request reaches a live node, without taking the cores the rest of the drill and the suite need.
 READ_PAUSE_SECONDS = 1.0
 STALE_SECONDS = 6  # the heartbeat comes every second; a busy 2-core CI machine may delay it a few
-
-
-def make_zip(entries: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in entries.items():
-            archive.writestr(name, data)
-    return buffer.getvalue()
-
-
 
 
 class Balancer:

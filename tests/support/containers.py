@@ -61,15 +61,23 @@ class Deployment:
 
     def up(self) -> None: ...
     def down(self) -> None: ...
-    def kill_web(self, index: int) -> None: ...
     def stop_all(self) -> None: ...
     def start_all(self) -> None: ...
-    def worker_logs(self) -> str: ...
-    def exec_web(self, index: int, *command: str) -> str: ...
+    def web_container(self, index: int) -> str: ...
+    def worker_container(self) -> str: ...
 
-    def wait_ready(self, webs: list[str] | None = None, seconds: float = READY_SECONDS) -> None:
+    def kill_web(self, index: int) -> None:
+        podman("kill", self.web_container(index))
+
+    def exec_web(self, index: int, *command: str) -> str:
+        return podman("exec", self.web_container(index), "bookchat", *command).stdout
+
+    def worker_logs(self) -> str:
+        return podman("logs", self.worker_container()).stderr
+
+    def wait_ready(self, seconds: float = READY_SECONDS) -> None:
         deadline = time.monotonic() + seconds
-        for url in webs or self.webs:
+        for url in self.webs:
             while True:
                 try:
                     if httpx.get(f"{url}/api/v1/ready", headers=self.headers, timeout=5).status_code == 200:
@@ -144,8 +152,11 @@ class KubePlay(Deployment):
             self.webs.append(f"http://{address}:8000")
         assert len(self.webs) == 2, f"the web Deployment's 2 replicas: {self.web_containers()}"
 
-    def kill_web(self, index: int) -> None:
-        podman("kill", self.web_containers()[index])
+    def web_container(self, index: int) -> str:
+        return self.web_containers()[index]
+
+    def worker_container(self) -> str:
+        return "bookchat-worker-pod-0-worker"
 
     def pods(self) -> list[str]:
         return podman("pod", "ps", "--format", "{{.Name}}").stdout.split()
@@ -159,12 +170,6 @@ class KubePlay(Deployment):
             podman("pod", "start", pod)
         self.find_webs()
         self.wait_ready()
-
-    def worker_logs(self) -> str:
-        return podman("logs", "bookchat-worker-pod-0-worker").stderr
-
-    def exec_web(self, index: int, *command: str) -> str:
-        return podman("exec", self.web_containers()[index], "bookchat", *command).stdout
 
     def down(self) -> None:
         for pod in self.pods():
@@ -205,6 +210,9 @@ class Compose(Deployment):
     def web_container(self, index: int) -> str:
         return self.container(f"web-{index % len(self.webs) + 1}")
 
+    def worker_container(self) -> str:
+        return self.container("worker")
+
     def up(self) -> None:
         self.secrets.mkdir(parents=True, exist_ok=True)
         password = "deploy-test-database-password"
@@ -218,21 +226,12 @@ class Compose(Deployment):
         assert exit_code == "0", "bootstrap failed:\n" + podman("logs", self.container("bootstrap")).stderr
         self.wait_ready()
 
-    def kill_web(self, index: int) -> None:
-        podman("kill", self.web_container(index))
-
     def stop_all(self) -> None:
         self.compose("stop")
 
     def start_all(self) -> None:
         self.compose("start")
         self.wait_ready()
-
-    def worker_logs(self) -> str:
-        return podman("logs", self.container("worker")).stderr
-
-    def exec_web(self, index: int, *command: str) -> str:
-        return podman("exec", self.web_container(index), "bookchat", *command).stdout
 
     def down(self) -> None:
         if self.secrets.exists():
