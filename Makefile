@@ -7,7 +7,7 @@ PORT ?= 8000
 PYTEST_ARGS ?=
 SHARED_DATA ?= ../shared/data
 
-.PHONY: run test test-fast drills deploy-test lint format docs bench image db-stop db-status clean
+.PHONY: run test test-fast drills deploy-test llm-test lint format docs bench image db-stop db-status clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,11 +34,11 @@ run: $(VENV)/.installed
 
 test: $(VENV)/.installed-dev
 	$(COMPILE)
-	$(BIN)/python -m pytest -m "not drill and not deploy" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not drill and not deploy and not llm" $(PYTEST_ARGS)
 
 test-fast: $(VENV)/.installed-dev
 	$(COMPILE)
-	$(BIN)/python -m pytest -m "not slow and not drill and not deploy" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not slow and not drill and not deploy and not llm" $(PYTEST_ARGS)
 
 # The drills that bring up whole deployments of their own (several nodes, an external Postgres, Redis): a suite of
 # their own, so that `make test` stays under 10 minutes; .ci/run runs them after it.
@@ -52,6 +52,23 @@ drills: $(VENV)/.installed-dev
 deploy-test: $(VENV)/.installed-dev
 	deploy/image.sh --services
 	$(BIN)/python -m pytest -m deploy -s $(PYTEST_ARGS)
+
+# The LLM path against a real model server: llama.cpp's (llama-cpp-python's OpenAI-compatible server) on Gemma 3 270M,
+# started by tests/support/llama_server.py exactly as the manual's recipe says. pip compiles llama.cpp once (~4 minutes
+# on 2 cores), without tuning for this CPU (a native build died with "Illegal instruction" on another machine), into
+# LLM_WHEELS, which every clone on the machine reuses; pip's own cache is bypassed so that no native build slips in.
+LLM_WHEELS ?= $(HOME)/.cache/bookchat/llm-wheels/avx2
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
+	-DLLAVA_BUILD=OFF
+$(VENV)/.installed-llm: pyproject.toml $(VENV)/.installed-dev
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip wheel --quiet --no-cache-dir --no-deps \
+		--find-links $(LLM_WHEELS) --wheel-dir $(LLM_WHEELS) 'llama-cpp-python>=0.3.36,<0.4'
+	$(BIN)/python -m pip install --quiet --find-links $(LLM_WHEELS) -e '.[dev,llm]'
+	touch $@
+
+llm-test: $(VENV)/.installed-llm
+	$(COMPILE)
+	$(BIN)/python -m pytest -m llm $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .

@@ -95,7 +95,7 @@ class AuditLogAdmin(BookScopedAdmin, admin.ModelAdmin):
     actions = ["mark_ok", "mark_wrong", "mark_needs_doc_fix", "export_csv"]
     change_list_template = "admin/audit/auditlog/change_list.html"
     book_lookup = "book_slug"  # rows copy the slug: they outlive the book
-    exclude = ("question_vector", "sources", "suggestions", "grounding", "retrieval", "timings_ms")
+    exclude = ("question_vector", "sources", "suggestions", "grounding", "retrieval", "timings_ms", "llm_usage")
     fieldsets = [
         ("Review", {"fields": ("review_status", "reviewer_note", "reviewed_by", "reviewed_at")}),
         ("Question", {"fields": ("created_at", "channel", "book_slug", "question", "selected_text",
@@ -105,7 +105,7 @@ class AuditLogAdmin(BookScopedAdmin, admin.ModelAdmin):
                                "error_message")}),
         ("Feedback", {"fields": ("feedback_rating", "feedback_comment", "feedback_at")}),
         ("Request", {"fields": ("answer_id", "session_id", "api_key_id", "api_key_name", "client_ip_hash",
-                                "latency_ms", "timings", "retrieval_summary")}),
+                                "latency_ms", "timings", "tokens", "retrieval_summary")}),
     ]
 
     def get_readonly_fields(self, request, obj=None):
@@ -165,6 +165,14 @@ class AuditLogAdmin(BookScopedAdmin, admin.ModelAdmin):
     @admin.display(description="timings (ms)")
     def timings(self, obj: AuditLog) -> str:
         return ", ".join(f"{k} {v}" for k, v in (obj.timings_ms or {}).items()) or "—"
+
+    @admin.display(description="language model tokens")
+    def tokens(self, obj: AuditLog) -> str:
+        u = obj.llm_usage
+        if not u:
+            return "—"
+        prompt = "?" if u.get("prompt_tokens") is None else u["prompt_tokens"]
+        return f"prompt {prompt}, completion {u.get('completion_tokens')} (counted by {u.get('counted_by')})"
 
     @admin.display(description="retrieval")
     def retrieval_summary(self, obj: AuditLog) -> str:

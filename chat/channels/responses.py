@@ -55,6 +55,16 @@ class RetrievalSerializer(serializers.Serializer):
                                                 "drafted no answer.")
 
 
+class UsageSerializer(serializers.Serializer):
+    prompt_tokens = serializers.IntegerField(allow_null=True, help_text="The prompt's tokens, as the server counted "
+                                             "them (null when it gave no count).")
+    completion_tokens = serializers.IntegerField(help_text="The tokens the model wrote.")
+    total_tokens = serializers.IntegerField(allow_null=True)
+    counted_by = serializers.ChoiceField(["server", "bookchat"], help_text="`server`: the model server's own "
+                                         "`usage`; `bookchat`: the server gave none, so the streamed pieces were "
+                                         "counted, one token each.")
+
+
 class AnswerSerializer(serializers.Serializer):
     """The response to a question (ask, the stream's ``final`` event, ``ask --json``, the chat page)."""
 
@@ -91,6 +101,8 @@ class AnswerSerializer(serializers.Serializer):
     resolved_question = serializers.CharField()
     retrieval = RetrievalSerializer()
     timings_ms = serializers.DictField(child=serializers.FloatField())
+    llm_usage = UsageSerializer(allow_null=True, help_text="The language model's tokens for this answer, also when "
+                                "it failed and the extractive generator answered; null when no model was asked.")
 
 
 class FeedbackSerializer(serializers.Serializer):

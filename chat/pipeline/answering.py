@@ -30,6 +30,7 @@ from chat.pipeline.generation import (
     ExtractiveGenerator,
     GenerationFailed,
     GenerationInput,
+    Usage,
     get_generator,
 )
 from chat.pipeline.grounding import GroundingReport, check_grounding
@@ -109,7 +110,7 @@ def answer_events(prepared: Prepared) -> Iterator[tuple[str, dict]]:
 
 def _answer_events(p: Prepared) -> Iterator[tuple[str, dict]]:
     generation_started = time.monotonic()
-    generator_name, notice, refused = "extractive", None, None
+    generator_name, notice, refused, usage = "extractive", None, None, None
     held = True  # LLM text is held back until it cannot be the NOT_IN_BOOK marker
     if p.in_scope and answerability_on(p.calibration):  # on the passages the answer will cite
         p.answerability = check_retrieved(p.request.question, p.retrieval.chunks,  # a follow-up: what it asks
@@ -128,9 +129,10 @@ def _answer_events(p: Prepared) -> Iterator[tuple[str, dict]]:
             history=[(t.question, t.answer) for t in p.turns], follows=p.follows,
         )
         pieces: list[str] = []
+        usage = None if isinstance(generator, ExtractiveGenerator) else Usage()
         try:
             budget = p.deadline.stage_budget(setting("GENERATION_SECONDS"))
-            for piece in generator.stream(data, budget_seconds=budget):
+            for piece in generator.stream(data, budget_seconds=budget, usage=usage):
                 pieces.append(piece)
                 if isinstance(generator, ExtractiveGenerator):
                     continue
@@ -151,7 +153,7 @@ def _answer_events(p: Prepared) -> Iterator[tuple[str, dict]]:
             answer, refused = _not_covered_message(p.book, p.request.question), NOT_COVERED
     p.deadline.check("generation")
     response = _respond(p, answer=answer, refused=refused, generator_name=generator_name, notice=notice,
-                        generation_seconds=time.monotonic() - generation_started)
+                        generation_seconds=time.monotonic() - generation_started, usage=usage)
     # An extractive answer or a refusal goes out in one piece, once it is known to be sent (confidence may still
     # turn an answer into a refusal); an LLM's text already streamed is replaced by the final event when it must be.
     if generator_name == ExtractiveGenerator.name or (response["refused"] and held):
@@ -170,7 +172,7 @@ def answer_question(request: AskRequest, *, deadline: Deadline | None = None) ->
 
 # -- the response -----------------------------------------------------------------------------
 def _respond(p: Prepared, *, answer: str, refused: str | None, generator_name: str, notice: str | None,
-             generation_seconds: float) -> dict:
+             generation_seconds: float, usage: Usage | None = None) -> dict:
     chunks = p.retrieval.chunks
     grounding = GroundingReport()
     flagged = False
@@ -233,6 +235,8 @@ def _respond(p: Prepared, *, answer: str, refused: str | None, generator_name: s
         "timings_ms": {"retrieval": round(p.retrieval.seconds * 1000, 2), **p.retrieval.timings_ms,
                        "generation": round(generation_seconds * 1000, 2),
                        "grounding": round((time.monotonic() - grounding_started) * 1000, 2)},
+        # The language model's tokens, also when it failed and the extractive generator answered: they were spent.
+        "llm_usage": usage.as_dict() if usage else None,
     }
     conversations.record_turn(p.conversation, question=p.request.question, resolved_question=p.resolved_question,
                               answer=answer, answer_id=p.answer_id, refused=bool(refused), response=response)
@@ -244,7 +248,8 @@ def _respond(p: Prepared, *, answer: str, refused: str | None, generator_name: s
                 confidence_level=level, status=status, refused=bool(refused), flagged=flagged,
                 draft_answer=p.draft_answer,
                 grounding=response["grounding"], retrieval=response["retrieval"],
-                latency_ms=response["response_time_ms"], timings_ms=response["timings_ms"])
+                latency_ms=response["response_time_ms"], timings_ms=response["timings_ms"],
+                llm_usage=response["llm_usage"])
     return response
 
 

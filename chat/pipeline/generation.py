@@ -8,6 +8,12 @@ answer, and hands it the question (and any selected passage) as quoted data. It 
 an error, malformed or empty output, a stream cut off before the model finished, or an
 exhausted time budget raises ``GenerationFailed``, and the pipeline then answers with the
 extractive generator instead.
+
+Token counts (``Usage``): the request asks for them (``stream_options.include_usage``, which OpenAI, vLLM, Ollama
+and llama.cpp's ``llama-server`` answer with a last chunk carrying ``usage``); a server that gives none
+(llama-cpp-python's server ignores the option) has its answer's content chunks counted instead, one token each as
+such servers stream them, and the count says so (``counted_by``). A server that refuses the option with HTTP
+400/422 naming it is asked again without it, and never again with it.
 """
 
 from __future__ import annotations
@@ -43,6 +49,12 @@ links, images or HTML that the excerpts don't contain."""
 # A run of this many words copied from the system prompt is an echo of it, not an answer (see PromptEchoGuard).
 ECHO_WINDOW = 8
 _PROMPT_WORD = re.compile(r"[^\W_]+")
+# The user message's own scaffolding (``OpenAIChatGenerator.messages``): an answer that holds it copied the prompt
+# rather than answering from it. Gemma 3 270M, a base model, answered "Excerpts from the book:\n\n[1] (Using bookchat >
+# …)" and its copied excerpt passed the grounding check.
+_SCAFFOLD = re.compile(r"Excerpts from the book:|The reader's question:|The reader selected this passage:"
+                       r"|Earlier in this conversation \(context only\)|</?(?:question|passage|conversation)>"
+                       r"|^\[\d+\] \([^)\n]*\)[ \t]*$", re.MULTILINE)
 
 
 class GenerationFailed(BookchatError):
@@ -70,20 +82,36 @@ class GenerationInput:
     follows: str = ""  # for a follow-up, the question it follows (its words say what "it" is)
 
 
+@dataclass
+class Usage:
+    """The tokens one call of a language model took: the server's own figures (``counted_by="server"``), or, from a
+    server that gives none, the answer's streamed content chunks counted (``"bookchat"``; no prompt count)."""
+
+    prompt_tokens: int | None = None
+    completion_tokens: int = 0
+    counted_by: str = "bookchat"
+
+    def as_dict(self) -> dict:
+        total = None if self.prompt_tokens is None else self.prompt_tokens + self.completion_tokens
+        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+                "total_tokens": total, "counted_by": self.counted_by}
+
+
 class Generator(ABC):
     """Writes an answer to a question from numbered excerpts, as a stream of text pieces."""
 
     name: str
 
     @abstractmethod
-    def stream(self, data: GenerationInput, *, budget_seconds: float) -> Iterator[str]:
-        """Yield the answer's text in pieces. Raise ``GenerationFailed`` when no answer can be had."""
+    def stream(self, data: GenerationInput, *, budget_seconds: float, usage: Usage | None = None) -> Iterator[str]:
+        """Yield the answer's text in pieces. Raise ``GenerationFailed`` when no answer can be had. A generator
+        that calls a model records the tokens it took in ``usage``."""
 
 
 class ExtractiveGenerator(Generator):
     name = "extractive"
 
-    def stream(self, data: GenerationInput, *, budget_seconds: float) -> Iterator[str]:
+    def stream(self, data: GenerationInput, *, budget_seconds: float, usage: Usage | None = None) -> Iterator[str]:
         answer = compose_extractive(data.question, data.excerpts, max_units=setting("EXTRACTIVE_SENTENCES"),
                                     selected_text=data.selected_text, context=data.follows)
         if answer:
@@ -144,6 +172,7 @@ class OpenAIChatGenerator(Generator):
         self.name = self.model
         self._client = openai.OpenAI(base_url=setting("LLM_BASE_URL"), api_key=setting("LLM_API_KEY"),
                                      max_retries=0)
+        self._ask_usage = True  # until the server refuses stream_options
 
     def messages(self, data: GenerationInput) -> list[dict]:
         excerpts = "\n\n".join(f"[{e.n}] ({e.heading_path})\n{e.text}" for e in data.excerpts)
@@ -157,7 +186,7 @@ class OpenAIChatGenerator(Generator):
         return [{"role": "system", "content": SYSTEM_PROMPT.format(title=data.book_title or "this book")},
                 {"role": "user", "content": "\n\n".join(parts)}]
 
-    def stream(self, data: GenerationInput, *, budget_seconds: float) -> Iterator[str]:
+    def stream(self, data: GenerationInput, *, budget_seconds: float, usage: Usage | None = None) -> Iterator[str]:
         """The model's pieces as they arrive. The call runs on a thread of its own so that the budget holds
         whatever the server does: the client's timeout counts from the last byte read, so a server that
         stalls mid-answer would otherwise keep the reader waiting up to twice the budget."""
@@ -166,10 +195,11 @@ class OpenAIChatGenerator(Generator):
         expires = time.monotonic() + budget_seconds
         messages = self.messages(data)
         guard = PromptEchoGuard(messages[0]["content"])
+        written: list[str] = []
         pieces: queue.Queue = queue.Queue()
         cancelled = threading.Event()
-        threading.Thread(target=self._read, args=(messages, budget_seconds, pieces, cancelled), daemon=True,
-                         name="bookchat-llm").start()
+        threading.Thread(target=self._read, args=(messages, budget_seconds, pieces, cancelled, usage or Usage()),
+                         daemon=True, name="bookchat-llm").start()
         try:
             while True:
                 try:
@@ -178,33 +208,54 @@ class OpenAIChatGenerator(Generator):
                     raise GenerationFailed(
                         f"the language model did not answer within {budget_seconds:.1f} s") from None
                 if kind == "piece":
+                    written.append(value)
                     yield from _word_by_word(guard.feed(value))
                 elif kind == "failed":
                     raise value
                 else:
                     yield from _word_by_word(guard.finish())
+                    if _SCAFFOLD.search("".join(written)):  # the pipeline's final event replaces what streamed
+                        raise GenerationFailed("the language model copied its prompt instead of answering")
                     return
         finally:
             cancelled.set()  # the reader stops at its next event (or its own timeout) and closes the response
 
-    def _read(self, messages: list[dict], budget_seconds: float, out: queue.Queue, cancelled: threading.Event):
-        """Call the model and put ``("piece", text)``… then ``("done", None)`` or ``("failed", GenerationFailed)``."""
+    def _create(self, messages: list[dict], budget_seconds: float):
+        """The streamed completion, with token counts asked for unless this server refused the option."""
+        request = {"model": self.model, "messages": messages, "temperature": setting("LLM_TEMPERATURE"),
+                   "max_tokens": setting("LLM_MAX_TOKENS"), "stream": True, "timeout": budget_seconds}
+        if self._ask_usage:
+            try:
+                return self._client.chat.completions.create(**request, stream_options={"include_usage": True})
+            except (self._openai.BadRequestError, self._openai.UnprocessableEntityError) as exc:
+                if "stream_options" not in str(exc):
+                    raise
+                self._ask_usage = False  # e.g. "Unrecognized request argument supplied: stream_options"
+        return self._client.chat.completions.create(**request)
+
+    def _read(self, messages: list[dict], budget_seconds: float, out: queue.Queue, cancelled: threading.Event,
+              usage: Usage):
+        """Call the model and put ``("piece", text)``… then ``("done", None)`` or ``("failed", GenerationFailed)``;
+        the tokens taken go into ``usage`` as they come."""
         try:
-            response = self._client.chat.completions.create(
-                model=self.model, messages=messages, temperature=setting("LLM_TEMPERATURE"),
-                max_tokens=setting("LLM_MAX_TOKENS"), stream=True, timeout=budget_seconds,
-            )
+            response = self._create(messages, budget_seconds)
             produced = finished = False
             with response:
                 for event in response:
                     if cancelled.is_set():
                         return
+                    if getattr(event, "usage", None) and event.usage.completion_tokens is not None:
+                        usage.prompt_tokens = event.usage.prompt_tokens
+                        usage.completion_tokens = event.usage.completion_tokens
+                        usage.counted_by = "server"
                     if not event.choices:
                         continue
                     finished = finished or event.choices[0].finish_reason is not None
                     piece = event.choices[0].delta.content
                     if piece:
                         produced = True
+                        if usage.counted_by != "server":
+                            usage.completion_tokens += 1
                         out.put(("piece", piece))
             if not produced:
                 raise GenerationFailed("the language model returned an empty answer")
@@ -215,6 +266,9 @@ class OpenAIChatGenerator(Generator):
             out.put(("failed", exc))
         except self._openai.APITimeoutError:
             out.put(("failed", GenerationFailed(f"the language model did not answer within {budget_seconds:.1f} s")))
+        except self._openai.APIConnectionError:  # refused, reset or dropped: its server stopped or went away
+            out.put(("failed", GenerationFailed("the language model's server could not be reached or closed the "
+                                                "connection")))
         except self._openai.OpenAIError as exc:
             out.put(("failed", GenerationFailed(f"the language model failed: {type(exc).__name__}")))
         except Exception as exc:  # malformed stream: a bad server must not fail the answer

@@ -16,6 +16,11 @@ connection without finishing), ``"garbage"`` (HTTP 200 with an HTML page instead
 ``choices`` are empty). ``server.reply`` overrides the text, and ``"template"`` plays a model that
 fell for a prompt injection: it answers ``server.reply_template`` with ``{first}`` (that first
 sentence of excerpt [1], outside its code blocks) and ``{system}`` (the system prompt it got) filled in.
+
+A stream asked for ``stream_options.include_usage`` ends, as OpenAI's does, with a chunk of no choices carrying
+``usage``: the prompt's words, and twice the answer's words as its completion tokens (so that a count taken from
+the stream's pieces would differ). ``server.refuse_stream_options`` plays a strict server that answers such a
+request HTTP 400 "Unrecognized request argument supplied: stream_options".
 """
 
 from __future__ import annotations
@@ -115,6 +120,10 @@ class _Handler(BaseHTTPRequestHandler):
     def _chat(self, payload: dict) -> None:
         server = self.server
         mode = server.chat_mode
+        if server.refuse_stream_options and "stream_options" in payload:
+            self._send(400, {"error": {"message": "Unrecognized request argument supplied: stream_options",
+                                       "type": "invalid_request_error", "param": None, "code": None}})
+            return
         if mode == "error":
             self._send(500, {"error": {"message": "test server told to fail", "type": "server_error"}})
             return
@@ -165,7 +174,14 @@ class _Handler(BaseHTTPRequestHandler):
                 time.sleep(server.token_delay)
         done = {"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0, "model": model,
                 "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
-        self.wfile.write(f"data: {json.dumps(done)}\n\ndata: [DONE]\n\n".encode())
+        self.wfile.write(f"data: {json.dumps(done)}\n\n".encode())
+        if (payload.get("stream_options") or {}).get("include_usage"):
+            prompt = sum(len(str(m.get("content", "")).split()) for m in payload.get("messages", []))
+            usage = {"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0, "model": model,
+                     "choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": 2 * len(words),
+                                              "total_tokens": prompt + 2 * len(words)}}
+            self.wfile.write(f"data: {json.dumps(usage)}\n\n".encode())
+        self.wfile.write(b"data: [DONE]\n\n")
         self.wfile.flush()
 
 
@@ -183,6 +199,7 @@ class FakeOpenAIServer(ThreadingHTTPServer):
         self.reply_template = ""
         self.delay = 0.0
         self.token_delay = 0.0
+        self.refuse_stream_options = False
         self._thread = threading.Thread(target=self.serve_forever, daemon=True)
 
     @property
@@ -200,7 +217,7 @@ class FakeOpenAIServer(ThreadingHTTPServer):
 
     def reset(self) -> None:
         self.fail_next, self.chat_mode, self.reply, self.delay, self.token_delay = 0, "answer", None, 0.0, 0.0
-        self.reply_template = ""
+        self.reply_template, self.refuse_stream_options = "", False
         self.requests.clear()
 
     def __exit__(self, *exc) -> None:
