@@ -5,8 +5,9 @@
 ``BOOKCHAT_LLM_BASE_URL``, ``_API_KEY`` and ``_MODEL`` are all set. Its prompt confines it to
 the numbered excerpts, asks for ``[n]`` citations and for ``NOT_IN_BOOK`` when they don't
 answer, and hands it the question (and any selected passage) as quoted data. It streams;
-an error, malformed or empty output, a stream cut off before the model finished, or an
-exhausted time budget raises ``GenerationFailed``, and the pipeline then answers with the
+an error, malformed or empty output, a stream cut off before the model finished, a server gone
+mid-answer, an answer that recites its rules or copies the prompt's scaffolding, or an exhausted time
+budget raises ``GenerationFailed``, and the pipeline then answers with the
 extractive generator instead.
 
 Token counts (``Usage``): the request asks for them (``stream_options.include_usage``, which OpenAI, vLLM, Ollama
