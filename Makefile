@@ -1,32 +1,43 @@
 # bookchat: `make run` serves on http://127.0.0.1:8000 (`make run BOOK=path/to/site` with your book as the
 # default), `make test` runs the whole suite.
-PYTHON ?= python3
+# The first Python 3.11 or newer on the PATH; `make run PYTHON=/path/to/python3.11` chooses one.
+PYTHON ?= $(firstword $(foreach candidate,python3.13 python3.12 python3.11 python3,$(shell $(candidate) -c \
+	'import sys; sys.exit(sys.version_info < (3, 11))' >/dev/null 2>&1 && echo $(candidate))))
 VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 8000
 PYTEST_ARGS ?=
 SHARED_DATA ?= ../shared/data
 
-.PHONY: run test test-fast drills deploy-test llm-test lint format docs bench image db-stop db-status clean
+.PHONY: run test test-fast drills deploy-test llm-test lint format docs bench image db-stop db-status clean \
+	erase-data
 
-$(BIN)/python:
+# The virtualenv, made whole or made again: a .venv left by an interrupted run or by a Python older than 3.11 (which
+# can't install bookchat) has no .created and is replaced.
+$(VENV)/.created:
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { echo "bookchat needs \
+	Python 3.11 or newer, and '$(or $(PYTHON),python3)' is not: run make $(or $(MAKECMDGOALS),run) \
+	PYTHON=/path/to/python3.11 (or newer)" >&2; exit 1; }
+	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	touch $@
 
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
+$(VENV)/.installed: pyproject.toml | $(VENV)/.created
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
 # One install for the tests (the dev extras hold the app's own dependencies): it counts for `make run` too.
 # pip byte-compiles the dependencies here (~10 s): a machine with PYTHONDONTWRITEBYTECODE set (CI's) would
 # otherwise compile every import again in each of the suite's hundreds of processes.
-$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+$(VENV)/.installed-dev: pyproject.toml | $(VENV)/.created
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(VENV)/.installed $@
 
 # The suite starts hundreds of Python processes (servers, workers, commands); where PYTHONDONTWRITEBYTECODE is
 # set (as on CI's machine) none keeps what it compiles, so each would compile bookchat's modules anew: once here.
-COMPILE = $(BIN)/python -m compileall -q bookchat chat ingestion audit bench tests
+APPS := bookchat chat ingestion audit bench tests
+COMPILE = $(BIN)/python -m compileall -q $(APPS)
 
 run: $(VENV)/.installed
 	$(COMPILE)
@@ -97,5 +108,14 @@ db-stop: $(VENV)/.installed
 db-status: $(VENV)/.installed
 	$(BIN)/python -m bookchat.cli db status
 
-clean: db-stop
-	rm -rf var $(VENV) *.egg-info
+# What a build makes, and nothing else: the virtualenv, caches, build output. The data (books, logins, keys, the
+# audit trail and its archives, in var/) stays; `make erase-data` deletes it, after asking.
+clean:
+	-[ ! -x $(BIN)/python ] || $(BIN)/python -m bookchat.cli db stop
+	rm -rf $(VENV) *.egg-info build dist .pytest_cache .ruff_cache
+	$(if $(wildcard $(APPS)),find $(wildcard $(APPS)) -name __pycache__ -type d -prune -exec rm -rf {} +)
+
+# Deletes the data folder (BOOKCHAT_DATA_DIR, var/ by default) after stopping the embedded database: it says what
+# is there and asks for the folder's name (ARGS=--yes: no question).
+erase-data: $(VENV)/.installed
+	$(BIN)/python -m bookchat.cli data erase $(ARGS)
