@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -111,3 +112,10 @@ def test_the_makefile_stops_naming_python_when_it_is_too_old(tmp_path):
     assert result.returncode != 0
     assert "needs Python 3.11 or newer" in result.stderr and "PYTHON=/path/to/python3.11" in result.stderr
     assert not (folder / ".venv").exists()
+
+
+def test_the_commands_page_names_every_make_target():
+    text = (REPO / "Makefile").read_text()
+    phony = re.search(r"^\.PHONY:(.*?)(?<!\\)\n", text, re.S | re.M).group(1).replace("\\", " ").split()
+    page = (REPO / "docs/operating/commands.md").read_text()
+    assert phony and [t for t in phony if f"`make {t}" not in page] == []
