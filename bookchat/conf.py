@@ -46,6 +46,9 @@ SETTINGS: list[Setting] = [
     Setting("ALLOWED_HOSTS", "127.0.0.1,localhost", "Comma-separated host names the server answers to."),
     Setting("DATA_DIR", "var", "Where the embedded database, secret key and archives live (relative to the "
             "checkout)."),
+    Setting("PG_BIN_DIR", "", "Folder of PostgreSQL's client tools (`pg_dump`, `pg_restore`) that `backup` and "
+            "`restore` run; unset → those bundled with the embedded server (PostgreSQL 18: they read servers up "
+            "to 18)."),
     Setting("ADMIN_USER", "admin", "User name of the admin login `make run` creates when no superuser exists."),
     Setting("ADMIN_PASSWORD", "", "Its password; unset → a random one, printed once."),
     Setting("WEB_WORKERS", 2, "gunicorn worker processes started by `make run`.", int, minimum=1),

@@ -1,0 +1,62 @@
+"""``manage.py restore ARCHIVE [--force] [--with-secrets] [--json]``: bring a backup (``manage.py backup``) into
+this install's database (embedded, or the one ``DATABASE_URL`` names) and data folder, then migrate it.
+
+The archive is checked whole first; a database that already holds bookchat's data is refused unless ``--force``,
+which replaces it. Exit status: 0 restored, 1 failed (the database is left as it was), 2 refused (a database
+with data and no ``--force``, a backup from a newer bookchat, no such file).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from bookchat.backups import restore_archive
+from bookchat.errors import BookchatError
+
+
+class Command(BaseCommand):
+    help = "Restore a backup made by `manage.py backup` into this install (embedded or DATABASE_URL), then migrate."
+    requires_system_checks = []
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("archive", metavar="ARCHIVE", help="The backup file.")
+        parser.add_argument("--force", action="store_true",
+                            help="Replace the database even when it holds bookchat's data: that data is deleted.")
+        parser.add_argument("--with-secrets", action="store_true",
+                            help="Restore the secret key too, when the backup holds it.")
+        parser.add_argument("--json", action="store_true", help="Print a summary as one JSON object.")
+
+    def handle(self, *args, **options) -> None:
+        try:
+            report = restore_archive(Path(options["archive"]), force=options["force"],
+                                     with_secrets=options["with_secrets"])
+        except BookchatError as exc:
+            if options["json"]:
+                self.stdout.write(json.dumps({"error": exc.code, "message": exc.message}))
+            else:
+                self.stderr.write(f"restore: {exc.message}")
+            sys.exit(getattr(exc, "status", 1))
+        if report.replaced:
+            held = ", ".join(f"{what}: {n}" for what, n in report.database["replaced_rows"].items())
+            self.stderr.write(f"WARNING: --force: the data that was in the database {report.database['name']} "
+                              f"({held}) was REPLACED by the backup's and is gone.")
+        for warning in report.warnings:
+            self.stderr.write(f"Note: {warning}")
+        if options["json"]:
+            self.stdout.write(json.dumps(report.as_dict()))
+            return
+        files = report.files
+        migrated = (f"applied {len(report.migrations_applied)} migration(s) the backup lacked"
+                    if report.migrations_applied else "no migration needed")
+        self.stdout.write(
+            f"Restored {report.archive} (bookchat {report.bookchat_version}, made {report.created_at}) in "
+            f"{report.seconds:.1f} s:\n"
+            f"  the database {report.database['name']} ({report.database['source']}); {migrated}\n"
+            f"  {files.get('uploads', 0)} upload file(s), {files.get('archive', 0)} audit archive(s)"
+            + "".join(f"\n  an existing archive of the same name was kept as {p}"
+                      for p in files.get("archives_kept_aside", []))
+            + f"\n  the secret key: {report.secret_key.replace('_', ' ')}")
