@@ -54,7 +54,7 @@ OPTIONAL_PACKAGES = [
 
 
 def _check_needs() -> list[Error]:
-    errors = _check_broker()
+    errors = _check_broker() + _check_metrics_allow()
     if setting("VECTOR_STORE") == "qdrant" and not (setting("QDRANT_URL") or setting("QDRANT_PATH")):
         errors.append(Error("BOOKCHAT_VECTOR_STORE='qdrant' needs BOOKCHAT_QDRANT_URL (a Qdrant server) or "
                             "BOOKCHAT_QDRANT_PATH (local mode).", id="bookchat.E004"))
@@ -69,6 +69,17 @@ def _check_needs() -> list[Error]:
             errors.append(Error(f"BOOKCHAT_{name}={value!r} needs {', '.join(missing)}, which is not installed.",
                                 id="bookchat.E005", hint=f"pip install 'bookchat[{extra}]'"))
     return errors
+
+
+def _check_metrics_allow() -> list[Error]:
+    from bookchat.scraping import allowed_networks
+
+    try:
+        allowed_networks()
+    except ConfigurationError as exc:
+        return [Error(f"{exc.message}.", id="bookchat.E007",
+                      hint="Comma-separated addresses or networks, or empty to let any address scrape with the token.")]
+    return []
 
 
 def _check_broker() -> list[Error]:

@@ -189,6 +189,11 @@ SETTINGS: list[Setting] = [
             minimum=1),
     Setting("LOGIN_LOCKOUT_MINUTES", 15, "How long a lockout lasts, from the last failed login "
             "(`manage.py lockouts --lift` ends one sooner).", int, minimum=1),
+    # Metrics (the manual, "Metrics")
+    Setting("METRICS_TOKEN", "", "Turns on `/metrics` (Prometheus' text format): the scraper sends it as "
+            "`Authorization: Bearer TOKEN`. Empty: `/metrics` is off (404)."),
+    Setting("METRICS_ALLOW", "", "Comma-separated addresses or networks (`10.0.0.0/8,127.0.0.1`) that may scrape "
+            "`/metrics` (see `TRUSTED_PROXIES`), others get 403; empty: any address with the token."),
     # Audit trail
     Setting("AUDIT_RETENTION_DAYS", 365, "Audit records older than this are archived to `var/archive/` and "
             "deleted.", int),
@@ -227,7 +232,7 @@ SECTIONS = {"DEBUG": "Running", "HTTPS": "Serving over HTTPS", "BOOK_BASE_URL": 
             "EMBEDDING_BACKEND": "Embeddings", "DEFAULT_BOOK": "Answering: requests",
             "TOP_K": "Answering: retrieval", "LLM_BASE_URL": "Answering: generation, grounding, confidence",
             "HISTORY_TURNS": "Conversations and time", "RATE_ANONYMOUS": "Rate limits",
-            "ADMIN_2FA": "Staff logins", "AUDIT_RETENTION_DAYS": "Audit trail",
+            "ADMIN_2FA": "Staff logins", "METRICS_TOKEN": "Metrics", "AUDIT_RETENTION_DAYS": "Audit trail",
             "UPLOAD_MAX_BYTES": "Uploads and background indexing", "PUBLISH_MAX_BYTES": "Publishing from CI",
             "QDRANT_URL": "Qdrant mirror"}
 UNPREFIXED = [("DATABASE_URL", "", "PostgreSQL with pgvector 0.8 or later (`postgresql://user:password@host:5432/db`); "

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from bookchat.conf import setting
 
-# The probes a load balancer or an orchestrator sends: exempt from the HTTPS redirect, and answered whatever the
-# Host header (``ProbesByAddressMiddleware``).
-PROBE_PATHS = ("/api/v1/health", "/api/v1/ready")
+# The probes a load balancer or an orchestrator sends, and Prometheus' scrape (``bookchat.scraping``, which needs
+# its token): exempt from the HTTPS redirect, and answered whatever the Host header (``ProbesByAddressMiddleware``).
+PROBE_PATHS = ("/api/v1/health", "/api/v1/ready", "/metrics")
 
 CONTENT_SECURITY_POLICY = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
                            "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")

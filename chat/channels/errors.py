@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from rest_framework import exceptions
 
 from bookchat.errors import DATABASE_ERRORS, error_body, failure
+from bookchat.metrics import count_error
 from bookchat.outage import log_outage
 from chat.channels.access import KEY_REQUIRED
 
@@ -39,7 +40,13 @@ class ErrorReply:
 
 def error_reply(exc: BaseException, request=None) -> ErrorReply:
     """What ``exc`` is answered with: DRF's exceptions here, the rest as ``bookchat.errors.failure`` says. With
-    ``request``, outages and unexpected errors are logged."""
+    ``request``, outages and unexpected errors are logged. Each is counted for ``/metrics`` by its code."""
+    reply = _reply(exc, request)
+    count_error(reply.code, reply.status)
+    return reply
+
+
+def _reply(exc: BaseException, request) -> ErrorReply:
     if isinstance(exc, exceptions.Throttled):
         wait = max(1, int(exc.wait or 1))
         return ErrorReply(429, error_body("rate_limited", _detail(exc)), {"Retry-After": str(wait)})

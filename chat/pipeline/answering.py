@@ -245,8 +245,8 @@ def _respond(p: Prepared, *, answer: str, refused: str | None, generator_name: s
     send_audit(p.request, answer_id=p.answer_id, book_slug=p.book.slug, session_id=p.conversation.id,
                 resolved_question=p.resolved_question, answer=answer, generator=generator_name,
                 sources=[audited_source(s) for s in sources], suggestions=suggestions, confidence=confidence,
-                confidence_level=level, status=status, refused=bool(refused), flagged=flagged,
-                draft_answer=p.draft_answer,
+                confidence_level=level, status=status, refused=bool(refused), refusal_reason=refused,
+                flagged=flagged, draft_answer=p.draft_answer,
                 grounding=response["grounding"], retrieval=response["retrieval"],
                 latency_ms=response["response_time_ms"], timings_ms=response["timings_ms"],
                 llm_usage=response["llm_usage"])

@@ -249,6 +249,7 @@ def gunicorn_command(*, bind: str, workers: int | None = None, threads: int | No
     workers = setting("WEB_WORKERS") if workers is None else workers
     threads = setting("WEB_THREADS") if threads is None else threads
     return [sys.executable, "-m", "gunicorn", "bookchat.wsgi:application", "--bind", bind,
+            "--config", "python:bookchat.gunicorn_config",  # its hooks: /metrics counts every worker
             "--worker-class", "gthread", "--workers", str(workers), "--threads", str(threads),
             "--timeout", "30", "--graceful-timeout", str(graceful_timeout()),
             *(["--access-logfile", "-"] if access_log else [])]

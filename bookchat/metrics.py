@@ -1,0 +1,88 @@
+"""What bookchat counts for Prometheus (served at ``/metrics`` by ``bookchat.scraping``): answers, refusals, errors,
+searches and the time of each pipeline stage, recorded where they happen at the cost of a counter's increment.
+
+Under gunicorn the counters live in prometheus_client's multiprocess files (``PROMETHEUS_MULTIPROC_DIR``, made
+fresh by ``bookchat.gunicorn_config`` at every start), so a scrape that one worker answers counts every worker.
+Recording never fails what it records: an error here is logged and the answer goes out.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from prometheus_client import Counter, Gauge, Histogram
+
+logger = logging.getLogger(__name__)
+
+MULTIPROCESS_DIR = "PROMETHEUS_MULTIPROC_DIR"  # prometheus_client's own variable
+
+# Label values come from the code, never from a request, so the series stay few; anything else is "other".
+CHANNELS = ("page", "widget", "api", "stream", "mcp", "cli", "publish", "bench")
+LEVELS = ("high", "medium", "unsure", "low")
+STAGES = ("retrieval", "embed", "dense", "lexical", "fusion", "generation", "grounding")
+REFUSAL_REASONS = ("not_covered", "unanswerable", "unsure", "withheld")
+# What the audit trail calls an answer that was given (a refusal is an answer too); ``searched`` is a search.
+ANSWER_STATUSES = ("answered", "not_covered", "unsure", "withheld")
+
+ANSWERS = Counter("bookchat_answers", "Answers given, refusals included, by confidence level and channel.",
+                  ["level", "channel"])
+REFUSALS = Counter("bookchat_refusals", "Answers that refused or were withheld, by reason: not_covered (outside "
+                   "the book), unanswerable (the book lacks what the question names), unsure (confidence below the "
+                   "floor), withheld (failed the grounding check).", ["reason"])
+ERRORS = Counter("bookchat_errors", "Failed requests by error code (the API's `error` field) and HTTP status.",
+                 ["code", "status"])
+SEARCHES = Counter("bookchat_searches", "Searches (the search box, the API's and MCP's), by channel.", ["channel"])
+ANSWER_SECONDS = Histogram("bookchat_answer_seconds", "Time from the question to the response, by channel.",
+                           ["channel"])
+STAGE_SECONDS = Histogram("bookchat_stage_seconds", "Time of each step of an answer: retrieval (embed + dense + "
+                          "lexical + fusion), generation, grounding.", ["stage"])
+# One series per live worker process (the pid label, added in multiprocess mode): whose answers these are.
+WORKER_ANSWERS = Gauge("bookchat_worker_answers", "Answers this web worker process gave since it started.",
+                       multiprocess_mode="liveall")
+
+
+def multiprocess_dir() -> str | None:
+    """The folder the workers share their counts in, or None (one process: ``runserver``, tests, commands)."""
+    return os.environ.get(MULTIPROCESS_DIR) or None
+
+
+def _known(value, allowed: tuple[str, ...]) -> str:
+    return value if value in allowed else "other"
+
+
+def on_answered(sender, *, record: dict, **kwargs) -> None:
+    """Receiver of ``chat.pipeline.signals.answered``: count the answer or search that ``record`` describes. Failed
+    questions are counted where their error is rendered (``count_error``)."""
+    try:
+        record_answer(record)
+    except Exception:
+        logger.exception("recording the metrics of answer %s failed; the answer was served", record.get("answer_id"))
+
+
+def record_answer(record: dict) -> None:
+    channel = _known(record.get("channel"), CHANNELS)
+    status = record.get("status")
+    if status == "searched":
+        SEARCHES.labels(channel).inc()
+        return
+    if status not in ANSWER_STATUSES:
+        return
+    ANSWERS.labels(_known(record.get("confidence_level"), LEVELS), channel).inc()
+    WORKER_ANSWERS.inc()
+    reason = record.get("refusal_reason") or ("withheld" if record.get("flagged") else None)
+    if reason:
+        REFUSALS.labels(_known(reason, REFUSAL_REASONS)).inc()
+    if record.get("latency_ms") is not None:
+        ANSWER_SECONDS.labels(channel).observe(float(record["latency_ms"]) / 1000)
+    for stage, ms in (record.get("timings_ms") or {}).items():
+        if stage in STAGES:
+            STAGE_SECONDS.labels(stage).observe(float(ms) / 1000)
+
+
+def count_error(code: str, status: int) -> None:
+    """One request answered with error ``code`` and HTTP ``status`` (``chat.channels.errors.error_reply``)."""
+    try:
+        ERRORS.labels(str(code)[:64], str(int(status))).inc()
+    except Exception:
+        logger.exception("counting error %r failed", code)
