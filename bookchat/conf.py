@@ -103,8 +103,9 @@ SETTINGS: list[Setting] = [
     Setting("EMBEDDING_TIMEOUT", 30.0, "Seconds before a call to the embeddings server gives up.", float),
     Setting("EMBED_BATCH_SIZE", 16, "Passages embedded per batch.", int, minimum=1),
     # Answering: validation
-    Setting("DEFAULT_BOOK", "", "Book asked when a request names none; empty → the only indexed book (a request must "
-            "name one when there are several)."),
+    Setting("DEFAULT_BOOK", "", "Book asked when a request names none, over the stored default (set by `serve "
+            "--book`, `ingest --default` or the admin); empty → the stored default, else the only indexed book (a "
+            "request must name one when there are several)."),
     Setting("MAX_QUESTION_CHARS", 1000, "Longest question, in characters as sent (HTML tags included).", int),
     Setting("MAX_QUESTION_WORDS", 500, "Most words in a question.", int),
     Setting("MAX_SELECTED_CHARS", 2000, "Longest selected/pasted passage sent with a question.", int),

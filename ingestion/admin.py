@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
+from django.db.models import BooleanField, ExpressionWrapper, Q
 from django.utils.html import format_html
 
-from ingestion.models import Book, BookAccess, Chunk, Document, IndexRun
+from bookchat.conf import setting
+from ingestion.models import Book, BookAccess, Chunk, DefaultBook, Document, IndexRun
 from ingestion.roles import BookScopedAdmin
 from ingestion.uploads import admin as upload_admin  # noqa: F401  (registers the upload jobs' admin)
 
@@ -40,12 +42,39 @@ def _pretty_json(value) -> str:
 @admin.register(Book)
 class BookAdmin(ReadOnlyAdmin):
     book_lookup = "pk"
-    list_display = ("slug", "title", "document_count", "chunk_count", "embedder_name", "updated_at")
+    list_display = ("slug", "title", "is_default", "document_count", "chunk_count", "embedder_name", "updated_at")
     search_fields = ("slug", "title", "source_path")
     list_filter = ("embedder_name",)
+    actions = ["make_default"]
 
     def get_queryset(self, request):
-        return super().get_queryset(request).with_counts()
+        # The default in force, read once per list (BOOKCHAT_DEFAULT_BOOK, else the stored one).
+        default = Q(slug=DefaultBook.in_force() or "")
+        return super().get_queryset(request).with_counts().annotate(
+            default=ExpressionWrapper(default, output_field=BooleanField()))
+
+    @admin.display(boolean=True, ordering="-default", description="default")
+    def is_default(self, obj: Book) -> bool:
+        return obj.default
+
+    def has_default_permission(self, request) -> bool:
+        return request.user.has_perm("ingestion.change_defaultbook")
+
+    @admin.action(description="Make the selected book the default book", permissions=["default"])
+    def make_default(self, request, queryset) -> None:
+        """The book asked when a request names none, for every process (``DefaultBook``)."""
+        books = list(queryset[:2])
+        if len(books) != 1 or books[0].edition_of_id:
+            self.message_user(request, "Select one book (not a version or translation of one) to make it the "
+                              "default.", messages.ERROR)
+            return
+        book = books[0]
+        DefaultBook.choose(book.slug, by=f"admin: {request.user.get_username()}")
+        self.log_change(request, book, "Made the default book.")
+        note = (f" BOOKCHAT_DEFAULT_BOOK={setting('DEFAULT_BOOK')} is set in this server's environment and wins "
+                "over it." if setting("DEFAULT_BOOK") and setting("DEFAULT_BOOK") != book.slug else "")
+        self.message_user(request, f"{book} is the default book: the one asked when a request names none.{note}",
+                          messages.WARNING if note else messages.SUCCESS)
 
     @admin.display(ordering="document_count", description="pages")
     def document_count(self, obj: Book) -> int:

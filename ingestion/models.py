@@ -18,6 +18,8 @@ from django.db.models import Count, F, IntegerField, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 from pgvector.django import VectorField
 
+from bookchat.conf import setting
+
 # Vector sizes that get an HNSW index (a migration creates one per size).
 INDEXED_DIMENSIONS = (384, 512, 768, 1024, 1536)
 # Full-text configuration of a book's search vectors unless its locale has another (``search_config_for``).
@@ -115,6 +117,41 @@ class Book(models.Model):
     def root(self) -> Book:
         return self.edition_of if self.edition_of_id else self
 
+
+
+class DefaultBook(models.Model):
+    """The book asked when a request names none, stored so that every process reads it: the web workers, the task
+    worker, `manage.py ask` from another shell. One row at most (pk 1). It names a slug, not a Book, because
+    ``serve --book`` makes a book the default before its first indexing has stored it.
+
+    ``BOOKCHAT_DEFAULT_BOOK``, when set, still wins (a deployment that pins it in its environment); a stored slug
+    naming no book and no first indexing under way (a ``--book`` whose indexing failed, a book since deleted) is
+    passed over, so that it never turns every question into a 404 (``chat.pipeline.editions``)."""
+
+    slug = models.CharField(max_length=64, validators=[book_slug_validator])
+    set_by = models.CharField(max_length=200, help_text="What made it the default: `serve --book`, `ingest "
+                              "--default`, or the admin user.")
+    set_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "default book"
+
+    def __str__(self) -> str:
+        return self.slug
+
+    @classmethod
+    def stored(cls) -> str | None:
+        return cls.objects.filter(pk=1).values_list("slug", flat=True).first()
+
+    @classmethod
+    def in_force(cls) -> str | None:
+        """``BOOKCHAT_DEFAULT_BOOK``, else the stored slug, else None (it may name a book not indexed yet, or no
+        longer there)."""
+        return setting("DEFAULT_BOOK") or cls.stored()
+
+    @classmethod
+    def choose(cls, slug: str, *, by: str) -> None:
+        cls.objects.update_or_create(pk=1, defaults={"slug": slug, "set_by": by[:200]})
 
 class BookAccess(models.Model):
     """The books one staff member may see and act on in the admin (``ingestion.roles``). A user without a row

@@ -16,7 +16,8 @@ import psutil
 import pytest
 from django.core.management import CommandError, call_command
 
-from ingestion.models import Book, Chunk
+from chat.pipeline.editions import resolve_book
+from ingestion.models import Book, Chunk, DefaultBook
 from tests.conftest import REPO, committed
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
@@ -65,6 +66,9 @@ def test_serve_indexes_the_bundled_book_and_yours_serves_the_admin_and_stops_on_
             time.sleep(0.5)
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as response:
             assert b'data-book="serve-own-book"' in response.read(), "your book is the default"
+        # Stored, not in serve's children's environment: this process (another shell's `manage.py ask`) reads it.
+        assert committed(DefaultBook.stored) == "serve-own-book"
+        assert committed(lambda: resolve_book(None).slug) == "serve-own-book"
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/?book=bookchat-manual", timeout=5) as response:
             assert b'data-book="bookchat-manual"' in response.read(), "the manual stays"
         from ingestion.models import IngestionJob
@@ -84,6 +88,7 @@ def test_serve_indexes_the_bundled_book_and_yours_serves_the_admin_and_stops_on_
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
         committed(lambda: Book.objects.filter(slug="serve-own-book").delete())
+        committed(lambda: DefaultBook.objects.all().delete())
     assert proc.returncode == 0, out
     # The manual went through an index run (this session had indexed it already, so its pages are unchanged),
     # then your book was indexed and holds its passage.

@@ -9,7 +9,7 @@
 - a link from an answer to its feedback call, carrying ``answer_id`` and ``session_id``;
 - the three ways to call (``chat.channels.access``) as security schemes;
 - the books there are: ``book`` is one of the slugs the caller may name (a key bound to a book: that book and its
-  editions), and required when more than one book is reachable and ``BOOKCHAT_DEFAULT_BOOK`` is not set, as
+  editions), and required when more than one book is reachable and no default book is set, as
   the code answers 400 ``book_required`` then. The schema is built per request, so it is current (one built
   without a request, ``manage.py spectacular`` or the MCP tools' inputs, states no books).
 
@@ -25,7 +25,7 @@ from bookchat.conf import setting
 from bookchat.errors import DATABASE_ERRORS
 from chat.channels.access import bound_book
 from chat.channels.responses import ErrorSerializer
-from ingestion.models import Book
+from ingestion.models import Book, DefaultBook
 
 ERROR = OpenApiResponse(ErrorSerializer, description="`{\"error\": code, \"message\": …, \"field\": …}` (the codes: "
                                                      "the manual's \"REST API\" page).")
@@ -83,7 +83,8 @@ def books_a_client_may_name(request) -> tuple[list[str], bool]:
     roots = Book.objects.roots() if bound is None else Book.objects.filter(pk=bound.root.pk)
     root_slugs = list(roots.order_by("slug").values_list("slug", flat=True))
     editions = Book.objects.filter(edition_of__slug__in=root_slugs).order_by("slug").values_list("slug", flat=True)
-    required = bound is None and len(root_slugs) > 1 and not setting("DEFAULT_BOOK")
+    has_default = bool(setting("DEFAULT_BOOK")) or DefaultBook.stored() in root_slugs  # as resolve_book reads it
+    required = bound is None and len(root_slugs) > 1 and not has_default
     return root_slugs + list(editions), required
 
 

@@ -31,7 +31,7 @@ from chat.models import Feedback, Turn
 from chat.pipeline.conversations import live_conversation
 from chat.pipeline.editions import BookIndexing, first_build, pick_edition
 from chat.pipeline.rendering import render_answer
-from ingestion.models import Book, IngestionJob
+from ingestion.models import Book, DefaultBook, IngestionJob
 from ingestion.reading.outline import book_outline
 
 LEVEL_LABELS = {"high": "High confidence", "medium": "Medium confidence", "unsure": "Not sure", "low": "Low confidence"}
@@ -44,7 +44,7 @@ def _books() -> list[Book]:
 
 def _current_book(request, books: list[Book], slug: str | None) -> Book | None:
     by_slug = {b.slug: b for b in books}
-    for candidate in (slug, request.session.get("bookchat_book"), setting("DEFAULT_BOOK")):
+    for candidate in (slug, request.session.get("bookchat_book"), DefaultBook.in_force()):
         if candidate in by_slug:
             return by_slug[candidate]
     return books[0] if books else None

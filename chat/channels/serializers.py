@@ -227,7 +227,7 @@ class AskRequestSerializer(StrictSerializer):
                                        help_text="Text the reader selected on the page, to ask about it."),
             "session_id": SessionIdField(),
             "book": TextField(required=False, max_length=64, help_text="Book slug; optional when only one book is "
-                              "indexed or `BOOKCHAT_DEFAULT_BOOK` is set."),
+                              "indexed or a default book is set."),
             "version": TextField(required=False, max_length=100, help_text="A version of a versioned book: its "
                                  "name, label or URL path (`GET /books` lists them); default: the latest."),
             "locale": TextField(required=False, max_length=35, help_text="The reader's language (`fr`, `pt-BR`): "

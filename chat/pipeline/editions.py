@@ -1,5 +1,5 @@
-"""Which book a question is asked of, and which edition of it: a request names a book (or the configured default,
-or the only one there is), and for a Docusaurus site a version and a locale (``ingestion.reading.site``).
+"""Which book a question is asked of, and which edition of it: a request names a book (or the default, configured or
+stored, or the only one there is), and for a Docusaurus site a version and a locale (``ingestion.reading.site``).
 
 A book being indexed for the first time (``make run``'s manual, a first publish) has no version readers can see
 yet, or one whose first run is still finishing (its calibration): a question to it is ``BookIndexing``, a 503 to ask
@@ -13,7 +13,7 @@ from django.db.models.functions import Coalesce
 
 from bookchat.conf import setting
 from bookchat.errors import NotFound, RequestError
-from ingestion.models import Book, IngestionJob
+from ingestion.models import Book, DefaultBook, IngestionJob
 
 # What a client asking a book being indexed for the first time is told to wait, in seconds.
 INDEXING_RETRY_SECONDS = 15
@@ -39,9 +39,11 @@ def first_build(slug: str | None = None) -> IngestionJob | None:
 
 
 def resolve_book(slug: str | None, *, version: str | None = None, locale: str | None = None) -> Book:
-    """The book a request names, the configured default, or the only one there is; for a site, its edition in
-    ``version`` (default: the latest) and ``locale`` (default, or without a translation: the default locale)."""
-    slug = slug or setting("DEFAULT_BOOK") or None
+    """The book a request names, the default (``BOOKCHAT_DEFAULT_BOOK``, else the stored one: ``DefaultBook``), or
+    the only one there is; for a site, its edition in ``version`` (default: the latest) and ``locale`` (default, or
+    without a translation: the default locale)."""
+    named = slug or setting("DEFAULT_BOOK") or None
+    slug = named or DefaultBook.stored()
     if slug:
         # One round trip: the book and, when it is a root, its editions (a search runs this on every keystroke).
         found = list(_with_build_state(Book.objects.filter(Q(slug=slug) | Q(edition_of__slug=slug)))
@@ -50,16 +52,19 @@ def resolve_book(slug: str | None, *, version: str | None = None, locale: str | 
         if book is None:
             if (build := first_build(slug)) is not None:
                 raise BookIndexing(build)
-            raise NotFound(f"there is no book {slug!r}; GET /api/v1/books lists them", code="unknown_book",
-                           field="book")
-        if book.first_build_running and (build := first_build(book.root.slug)) is not None:
-            raise BookIndexing(build)  # stored, and its first run still finishing
-        if book.edition_of_id:
-            if not (version or locale):
-                return book  # an edition named by its own slug
-            return pick_edition(book.root, version=version, locale=locale)
-        return pick_edition(book, version=version, locale=locale,
-                            editions=[b for b in found if b.edition_of_id == book.pk])
+            if named:
+                raise NotFound(f"there is no book {slug!r}; GET /api/v1/books lists them", code="unknown_book",
+                               field="book")
+            # A stored default naming nothing now (its first indexing failed, or it was deleted): as if unset.
+        else:
+            if book.first_build_running and (build := first_build(book.root.slug)) is not None:
+                raise BookIndexing(build)  # stored, and its first run still finishing
+            if book.edition_of_id:
+                if not (version or locale):
+                    return book  # an edition named by its own slug
+                return pick_edition(book.root, version=version, locale=locale)
+            return pick_edition(book, version=version, locale=locale,
+                                editions=[b for b in found if b.edition_of_id == book.pk])
     books = list(_with_build_state(Book.objects.roots()).order_by("slug")[:2])
     if not books:
         if (build := first_build()) is not None:

@@ -59,7 +59,7 @@ from bookchat.errors import BookchatError
 from bookchat.management.commands.bootstrap import BUNDLED_SLUG, BUNDLED_TITLE, bundled_book_dir, describe
 from ingestion.indexing.ingesting import default_slug
 from ingestion.management.commands.ingest import ProgressBar, summary
-from ingestion.models import IngestionJob
+from ingestion.models import DefaultBook, IngestionJob
 from ingestion.uploads.jobs import queue_local, sweep_stale_jobs
 
 ROLES = ("all", "web", "worker")
@@ -77,14 +77,15 @@ class Command(BaseCommand):
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
         parser.add_argument("--no-index", action="store_true", help="Don't index the bundled book first (role all).")
         parser.add_argument("--book", metavar="PATH", help="Also index this book (a Docusaurus site's root, a folder "
-                            "of Markdown or one page) before serving, and make it the default book, unless "
-                            "BOOKCHAT_DEFAULT_BOOK names another (role all; `make run BOOK=PATH`).")
+                            "of Markdown or one page) before serving, and make it the default book (stored: every "
+                            "process reads it), unless BOOKCHAT_DEFAULT_BOOK names another (role all; `make run "
+                            "BOOK=PATH`).")
 
     def handle(self, *args, **options) -> None:
         role = options["role"]
         if options["book"] and role != "all":
-            raise CommandError("--book is for --role all (one machine); on several, run `manage.py ingest PATH` "
-                               "once and set BOOKCHAT_DEFAULT_BOOK", returncode=1)
+            raise CommandError("--book is for --role all (one machine); on several, run `manage.py ingest PATH "
+                               "--default` once", returncode=1)
         if options["book"] and not Path(options["book"]).expanduser().exists():
             raise CommandError(f"--book: {options['book']} does not exist", returncode=1)
         if role == "all":
@@ -100,7 +101,10 @@ class Command(BaseCommand):
             sweep_stale_jobs()  # upload jobs left "running" by a worker that died (with the previous run)
         self._check_connection_budget(role)
         default_book = self._own_slug(options["book"]) if options["book"] else None
-        children = self._start(options["host"], options["port"], role, default_book=default_book)
+        if default_book and not setting("DEFAULT_BOOK"):
+            # Stored before the children start, so that the page shows it (being indexed) from the first request.
+            DefaultBook.choose(default_book, by="serve --book")
+        children = self._start(options["host"], options["port"], role)
         if role == "worker":
             self.stdout.write("bookchat's task worker is running. Ctrl-C stops it.")
         else:
@@ -153,9 +157,9 @@ class Command(BaseCommand):
             self.stdout.write(summary(report))  # as `ingest` reports it, errors and warnings included
             if report.files_indexed + report.files_unchanged == 0:
                 self.stderr.write(f"Indexing {path} failed: no page could be indexed (see the errors above)")
-            elif os.environ.get("BOOKCHAT_DEFAULT_BOOK"):
+            elif setting("DEFAULT_BOOK"):
                 self.stdout.write(f"Your book is {slug!r}; BOOKCHAT_DEFAULT_BOOK keeps "
-                                  f"{os.environ['BOOKCHAT_DEFAULT_BOOK']!r} the default.")
+                                  f"{setting('DEFAULT_BOOK')!r} the default.")
             else:
                 self.stdout.write(f"Your book {slug!r} is the default book (the manual stays: "
                                   "/?book=bookchat-manual).")
@@ -164,11 +168,9 @@ class Command(BaseCommand):
         return Following(job.pk, done=done, failed=lambda message: self.stderr.write(
             f"Indexing {path} failed: {message}"))
 
-    def _start(self, host: str, port: int, role: str, *, default_book: str | None = None) -> list[subprocess.Popen]:
+    def _start(self, host: str, port: int, role: str) -> list[subprocess.Popen]:
         base = Path(settings.BASE_DIR)
         env = {"DJANGO_SETTINGS_MODULE": "bookchat.settings"} | os.environ  # the children run with our settings
-        if default_book and not env.get("BOOKCHAT_DEFAULT_BOOK"):
-            env["BOOKCHAT_DEFAULT_BOOK"] = default_book
         web, web_env = gunicorn_command(bind=f"{host}:{port}"), gunicorn_environment(env)
         tasks = task_command()
         # Even so, an upload's embedding takes both cores for as long as it runs; at a lower CPU priority it

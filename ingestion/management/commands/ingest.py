@@ -16,9 +16,12 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from bookchat.conf import setting
 from bookchat.errors import BookchatError
+from bookchat.models import StaffCommand
 from ingestion.indexing.ingesting import index_path
 from ingestion.indexing.reports import IndexReport, SiteReport
+from ingestion.models import DefaultBook
 
 
 class ProgressBar:
@@ -70,6 +73,8 @@ class Command(BaseCommand):
                             help="Report what would change without embedding or writing anything.")
         parser.add_argument("--reindex", action="store_true",
                             help="Drop the book's passages and embed everything again (after changing embedder).")
+        parser.add_argument("--default", action="store_true", help="Make this book the default book, the one asked "
+                            "when a request names none (stored: every process reads it).")
         parser.add_argument("--json", action="store_true", help="Print the index report as one JSON object.")
 
     def handle(self, *args, **options) -> None:
@@ -86,12 +91,33 @@ class Command(BaseCommand):
             self._fail(exc, as_json=options["json"])
         if progress:
             progress.close()
+        made_default = options["default"] and self._make_default(report)
         if options["json"]:
-            self.stdout.write(json.dumps(report.as_dict(), ensure_ascii=False))
+            self.stdout.write(json.dumps(report.as_dict() | ({"default_book": report.book} if made_default else {}),
+                                         ensure_ascii=False))
         else:
             self.stdout.write(summary(report))
+            if made_default:
+                self.stdout.write(f"{report.book!r} is the default book.")
         if report.exit_code:
             sys.exit(report.exit_code)
+
+    def _make_default(self, report: IndexReport | SiteReport) -> bool:
+        """``--default``: store the book as the default, when it has pages to answer from (the warning on stderr,
+        the run's exit code unchanged)."""
+        if report.dry_run:
+            self.stderr.write("--dry-run: the default book is left as it was.")
+            return False
+        if not report.files_indexed + report.files_unchanged:
+            self.stderr.write(f"--default: no page of {report.book!r} could be indexed; the default book is left "
+                              "as it was.")
+            return False
+        DefaultBook.choose(report.book, by="ingest --default")
+        StaffCommand.record(f"ingest --default --book {report.book}", "default book set", report.book)
+        if setting("DEFAULT_BOOK") and setting("DEFAULT_BOOK") != report.book:
+            self.stderr.write(f"Warning: BOOKCHAT_DEFAULT_BOOK={setting('DEFAULT_BOOK')} is set here and wins over "
+                              f"the stored default {report.book!r} in every process that has it.")
+        return True
 
     def _fail(self, exc: BookchatError, *, as_json: bool) -> None:
         if as_json:
