@@ -445,6 +445,14 @@ def _restore_secret_key(staging: Path, data_dir: Path) -> None:
     os.replace(partial, data_dir / SECRET_KEY_FILE)
 
 
+def _server_major() -> int:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW server_version_num")
+        return int(cursor.fetchone()[0]) // 10000
+
+
 def _migrate() -> list[str]:
     from django.core.management import call_command
     from django.db import connection, connections
@@ -480,13 +488,10 @@ def restore_archive(path: Path, *, force: bool = False, with_secrets: bool = Fal
         listing, extensions = _restore_list(staging / DUMP, connection.settings_dict, staging)
         _ensure_extensions(extensions)
         clean = contents["tables"] > 0
+        server_major = _server_major()
         connection.close()
-        pgtools.run("pg_restore", [
-            "--no-owner", "--no-privileges", "--single-transaction", "--exit-on-error", "--no-password",
-            *(["--clean", "--if-exists"] if clean else []), f"--use-list={listing}",
-            f"--dbname={pgtools.conninfo_dbname(connection.settings_dict['NAME'])}", str(staging / DUMP),
-        ], connection.settings_dict, extra_options="-c lock_timeout=60s",
-            what="pg_restore failed (the database was left as it was)")
+        pgtools.restore_dump(staging / DUMP, listing, connection.settings_dict, clean=clean,
+                             server_major=server_major, what="pg_restore failed (the database was left as it was)")
         report = RestoreReport(archive=str(path), created_at=manifest.get("created_at", ""),
                                bookchat_version=manifest.get("bookchat_version", ""),
                                database={"name": connection.settings_dict["NAME"],

@@ -11,9 +11,11 @@ decides which database is read or replaced.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
+import tempfile
 from pathlib import Path
 
 from bookchat.conf import setting
@@ -106,3 +108,50 @@ def run(name: str, args: list[str], db: dict, *, extra_options: str = "", timeou
         detail = result.stderr.strip()[-1500:] or f"exit status {result.returncode}"
         raise ToolError(f"{what}: {detail}")
     return result
+
+
+# Session settings a newer pg_restore writes at the top of a script that an older server doesn't know.
+_NEWER_SETTINGS = {17: (b"SET transaction_timeout = 0;",)}
+
+
+def restore_dump(dump: Path, listing: Path, db: dict, *, clean: bool, server_major: int, what: str) -> None:
+    """Restore the custom-format ``dump`` (the entries of ``listing``) into ``db`` in one transaction, objects
+    owned by the connecting user. Into a server older than the tools, pg_restore writes a script that psql plays,
+    without the session settings that server doesn't know (pg_restore 18 sets ``transaction_timeout``, which
+    PostgreSQL 16 refuses)."""
+    options = ["--no-owner", "--no-privileges", "--no-password", *(["--clean", "--if-exists"] if clean else []),
+               f"--use-list={listing}"]
+    lock_wait = "-c lock_timeout=60s"  # a running bookchat holding a table: fail, don't wait forever
+    unknown = {line for major, lines in _NEWER_SETTINGS.items() if server_major < major for line in lines}
+    if not unknown:
+        run("pg_restore", [*options, "--single-transaction", "--exit-on-error",
+                           f"--dbname={conninfo_dbname(db['NAME'])}", str(dump)], db, extra_options=lock_wait,
+            what=what)
+        return
+    env = libpq_environment(db, extra_options=lock_wait)
+    with tempfile.TemporaryFile() as restore_err, tempfile.TemporaryFile() as psql_err:
+        writer = subprocess.Popen([str(tool("pg_restore")), *options, "--file=-", str(dump)], env=env,
+                                  stdout=subprocess.PIPE, stderr=restore_err)
+        player = subprocess.Popen([str(tool("psql")), "--no-psqlrc", "--quiet", "--single-transaction",
+                                   "--set=ON_ERROR_STOP=1", f"--dbname={conninfo_dbname(db['NAME'])}", "--file=-"],
+                                  env=env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=psql_err)
+        preamble = True
+        try:
+            for line in writer.stdout:
+                if preamble and line.strip() in unknown:
+                    continue
+                preamble = preamble and not line.startswith((b"CREATE ", b"COPY ", b"DROP ", b"ALTER "))
+                player.stdin.write(line)
+        except BrokenPipeError:
+            pass  # psql stopped at an error: said below
+        finally:
+            with contextlib.suppress(BrokenPipeError):
+                player.stdin.close()
+            writer.stdout.close()
+        failed = [(name, err) for name, code, err in (("psql", player.wait(), psql_err),
+                                                      ("pg_restore", writer.wait(), restore_err)) if code]
+        if failed:
+            name, err = failed[0]
+            err.seek(0)
+            detail = err.read().decode(errors="replace").strip()[-1500:] or f"{name} failed"
+            raise ToolError(f"{what}: {detail}")

