@@ -14,8 +14,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from bookchat.backups import restore_archive
 from bookchat.errors import BookchatError
+from bookchat.restoring import restore_archive
 
 
 class Command(BaseCommand):
