@@ -123,7 +123,7 @@ def _ensure_extensions(names: list[str]) -> None:
             label = "pgvector" if name == "vector" else name
             if not cursor.fetchone():
                 raise BackupError(f"the database server has no {label} extension installed, which bookchat needs: "
-                                  f"install {label} on the server (it is the `{name}` extension), then restore again",
+                                  f"install {label} on the server (it is the {name} extension), then restore again",
                                   code="extension_missing")
             try:
                 with connection.cursor() as create:

@@ -27,7 +27,7 @@ import pytest
 
 from bookchat import embedded_db, pgtools
 from tests.conftest import REPO, run_command
-from tests.support.nodes import ExternalPostgres
+from tests.support.nodes import ExternalPostgres, free_port
 
 BOOK = {
     "guide/water.md": "---\ntitle: Water\n---\n\n# Water\n\n## Filtering water\n\nPour the water through a cloth "
@@ -311,6 +311,17 @@ def test_a_full_disk_leaves_no_half_archive(tmp_path):
         assert [p.name for p in disk.iterdir()] == ["filler"]
     finally:
         subprocess.run(["umount", str(disk)], check=True)
+
+
+def test_a_database_that_cannot_be_reached_is_named_not_a_traceback(tmp_path):
+    env = environment(tmp_path / "data", f"postgresql://bookchat:pw@127.0.0.1:{free_port()}/bookchat")
+    out = tmp_path / "b.tar.gz"
+    backup = manage(env, "backup", str(out))
+    assert backup.returncode == 1 and "backup: the database is unavailable" in backup.stderr, backup.stderr
+    assert "Traceback" not in backup.stderr and not out.exists()
+    restore = manage(env, "restore", str(write_tar(tmp_path / "a.tar.gz", {"manifest.json": manifest_for(GOOD),
+                                                                            **GOOD})), "--json")
+    assert restore.returncode == 1 and json.loads(restore.stdout)["error"] == "database_unavailable"
 
 
 def test_the_password_reaches_the_tools_only_in_their_environment(monkeypatch):

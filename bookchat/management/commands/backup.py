@@ -14,7 +14,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandParser
 
 from bookchat.backups import create_backup
-from bookchat.errors import BookchatError
+from bookchat.errors import DATABASE_ERRORS, BookchatError
 
 
 class Command(BaseCommand):
@@ -31,12 +31,11 @@ class Command(BaseCommand):
     def handle(self, *args, **options) -> None:
         try:
             report = create_backup(Path(options["out"]), force=options["force"], with_secrets=options["with_secrets"])
+        except DATABASE_ERRORS as exc:
+            self._fail(BookchatError(f"the database is unavailable: {str(exc).strip()}", code="database_unavailable"),
+                       options)
         except BookchatError as exc:
-            if options["json"]:
-                self.stdout.write(json.dumps({"error": exc.code, "message": exc.message}))
-            else:
-                self.stderr.write(f"backup: {exc.message}")
-            sys.exit(getattr(exc, "status", 1))
+            self._fail(exc, options)
         if options["json"]:
             self.stdout.write(json.dumps(report.as_dict()))
             return
@@ -48,3 +47,10 @@ class Command(BaseCommand):
             + ("  the secret key: keep this archive as secret as the key itself\n" if inc["secret_key"] else
                "  no secret key (add --with-secrets to include it)\n")
             + f"bookchat {report.bookchat_version}; restore it with: manage.py restore {report.archive}")
+
+    def _fail(self, exc: BookchatError, options: dict) -> None:
+        if options["json"]:
+            self.stdout.write(json.dumps({"error": exc.code, "message": exc.message}))
+        else:
+            self.stderr.write(f"backup: {exc.message}")
+        sys.exit(getattr(exc, "status", 1))
