@@ -43,6 +43,9 @@ SETTINGS: list[Setting] = [
     # Running
     Setting("DEBUG", False, "Django debug mode (`make run` sets it to true unless you set it).", bool),
     Setting("SECRET_KEY", "", "Django secret key; unset → a random key generated once into `var/secret_key`."),
+    Setting("SECRET_KEY_FALLBACKS", "", "Previous secret keys, comma-separated, still accepted while you rotate "
+            "`BOOKCHAT_SECRET_KEY`: sessions and queued tasks signed with them stay valid. Remove them once the "
+            "overlap is over."),
     Setting("ALLOWED_HOSTS", "127.0.0.1,localhost", "Comma-separated host names the server answers to."),
     Setting("DATA_DIR", "var", "Where the embedded database, secret key and archives live (relative to the "
             "checkout)."),
@@ -67,7 +70,7 @@ SETTINGS: list[Setting] = [
     Setting("LOG_LEVEL", "INFO", "Log level of bookchat's own loggers: `DEBUG`, `INFO`, `WARNING`, `ERROR` or "
             "`CRITICAL`.",
             choices=("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")),
-    # Serving over HTTPS (the manual, "Deploying and running")
+    # Serving over HTTPS and behind a proxy (the manual, "Deploying and running")
     Setting("HTTPS", False, "The site is served over HTTPS (directly or behind a TLS-terminating proxy): plain HTTP "
             "is redirected (but the probes `/api/v1/health` and `/ready`), cookies are secure-only and HSTS is "
             "sent. Leave off for `make run` on http://127.0.0.1.", bool),
@@ -79,6 +82,9 @@ SETTINGS: list[Setting] = [
             "a domain whose subdomains still serve plain HTTP.", bool),
     Setting("HSTS_PRELOAD", False, "Add `preload` to HSTS: only once you submit the domain to the browsers' "
             "preload list.", bool),
+    Setting("URL_PREFIX", "", "The path bookchat is served under when a proxy puts it below a site's root "
+            "(`/chat`: the page at `/chat/`, the API at `/chat/api/v1/`, the admin at `/chat/admin/`); the proxy "
+            "strips it before passing requests on (the manual, \"Behind a proxy\"). Empty: the root."),
     # Books and ingestion
     Setting("BOOK_BASE_URL", "", "Default public URL of a book's site, used to build links to sections "
             "(`--base-url` overrides it per book). Empty: links are site-relative paths like `/intro#setup`."),
@@ -229,7 +235,7 @@ SETTINGS: list[Setting] = [
 
 # The manual's settings reference (docs/operating/settings.md) is generated from SETTINGS: a heading before
 # the first setting of each group, the variables bookchat reads without its prefix first.
-SECTIONS = {"DEBUG": "Running", "HTTPS": "Serving over HTTPS", "BOOK_BASE_URL": "Books and ingestion",
+SECTIONS = {"DEBUG": "Running", "HTTPS": "Serving over HTTPS and behind a proxy", "BOOK_BASE_URL": "Books and ingestion",
             "EMBEDDING_BACKEND": "Embeddings", "DEFAULT_BOOK": "Answering: requests",
             "TOP_K": "Answering: retrieval", "LLM_BASE_URL": "Answering: generation, grounding, confidence",
             "HISTORY_TURNS": "Conversations and time", "RATE_ANONYMOUS": "Rate limits",

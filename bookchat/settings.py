@@ -9,7 +9,7 @@ import os
 import secrets
 from pathlib import Path
 
-from bookchat import broker, conf, embedded_db, logins, security
+from bookchat import broker, conf, embedded_db, logins, security, subpath
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # templates/ and static/ sit at the top of a checkout; a wheel carries them inside this package (pyproject.toml).
@@ -43,6 +43,8 @@ def _secret_key() -> str:
 
 
 SECRET_KEY = _secret_key()
+# Rotation (the manual's Security page): what was signed with an old key stays valid while it is listed here.
+SECRET_KEY_FALLBACKS = [key.strip() for key in BOOKCHAT["SECRET_KEY_FALLBACKS"].split(",") if key.strip()]
 ALLOWED_HOSTS = [h.strip() for h in BOOKCHAT["ALLOWED_HOSTS"].split(",") if h.strip()]
 if DEBUG:
     ALLOWED_HOSTS += ["testserver"]
@@ -135,7 +137,9 @@ TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 
-STATIC_URL = "static/"
+# STATIC_URL ("static/", or under BOOKCHAT_URL_PREFIX "/chat/static/"), FORCE_SCRIPT_NAME and the cookies' paths
+# (bookchat.subpath; the manual, "Behind a proxy").
+globals().update(subpath.subpath_settings(BOOKCHAT))
 # From a wheel, bookchat/static is found as the bookchat app's static folder (listing it too would find it twice).
 STATICFILES_DIRS = [SITE_DIR / "static"] if IN_CHECKOUT else []
 STATIC_ROOT = DATA_DIR / "staticfiles"

@@ -15,12 +15,12 @@ from ingestion.roles import BookScopedAdmin, allowed_books, within_books
 
 @admin.register(ApiKey)
 class ApiKeyAdmin(BookScopedAdmin, admin.ModelAdmin):
-    list_display = ("name", "kind", "prefix", "book", "publish_book", "origin_list", "active", "created_at",
-                    "last_used_at")
+    list_display = ("name", "kind", "prefix", "book", "publish_book", "origin_list", "active", "expires_at",
+                    "created_at", "last_used_at")
     list_filter = ("kind", "active", ("book", admin.RelatedOnlyFieldListFilter))
     search_fields = ("name", "prefix", "allowed_origins", "publish_book")
-    fields = ("name", "kind", "allowed_origins", "book", "publish_book", "active", "prefix", "created_at",
-              "last_used_at")
+    fields = ("name", "kind", "allowed_origins", "book", "publish_book", "active", "expires_at", "prefix",
+              "created_at", "last_used_at")
     readonly_fields = ("prefix", "created_at", "last_used_at")
     actions = ["revoke"]
 

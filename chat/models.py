@@ -108,6 +108,8 @@ class ApiKey(models.Model):
         help_text="Secret keys only: the slug of the one book this key publishes (POST /api/v1/books/SLUG/sources, "
                   "from the book's CI). Such a key publishes and can't ask; the book need not exist yet.")
     active = models.BooleanField(default=True, help_text="Untick to revoke the key.")
+    expires_at = models.DateTimeField(null=True, blank=True, help_text="Refused from this time on: the old key of a "
+                                      "rotation (`apikey rotate`) stays valid until then. Empty: until revoked.")
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
 
@@ -151,6 +153,11 @@ class ApiKey(models.Model):
     @classmethod
     def find(cls, raw: str) -> ApiKey | None:
         return cls.objects.filter(hashed=hash_key(raw)).select_related("book").first()
+
+    @property
+    def usable(self) -> bool:
+        """Active, and not past its expiry (a rotated key's overlap)."""
+        return self.active and (self.expires_at is None or self.expires_at > timezone.now())
 
     def touch(self) -> None:
         """Record use, at most once a minute (a write per request would cost more than the check)."""

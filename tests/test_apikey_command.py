@@ -1,4 +1,4 @@
-"""`manage.py apikey create|list|revoke`: keys made from a shell work against the API exactly as keys made in
+"""`manage.py apikey create|list|revoke|rotate`: keys made from a shell work against the API exactly as keys made in
 the admin, are shown once and never listed, and bad input is a clear message and exit status 2."""
 
 from __future__ import annotations
@@ -7,8 +7,10 @@ import json
 import os
 import subprocess
 import sys
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from chat.models import ApiKey
 from ingestion.models import Book
@@ -87,7 +89,7 @@ def test_list_shows_every_key_but_never_its_value():
         assert key["prefix"] in text and key["name"] in text
         assert listed[key["prefix"]] == {k: v for k, v in key.items() if k != "key"}
     assert set(listed[keys[0]["prefix"]]) == {"prefix", "kind", "name", "origins", "book", "publishes", "active",
-                                              "created", "last_used"}
+                                              "expires", "created", "last_used"}
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -130,3 +132,47 @@ def test_unknown_kind_exits_non_zero_from_the_shell():
                             cwd=REPO, env=os.environ, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2
     assert "invalid choice: 'banana'" in result.stderr and "publishable" in result.stderr
+
+
+def test_rotate_issues_a_successor_and_keeps_the_old_key_until_the_overlap_ends(client):
+    old = create("--kind", "publishable", "--name", "docs site", "--origin", SITE)
+    code, out, err = run_command("apikey", "rotate", old["prefix"], "--overlap", "2h", "--json")
+    assert code == 0, err or out
+    rotated = json.loads(out)
+    assert rotated["key"].startswith("pk_") and rotated["key"] != old["key"]
+    assert (rotated["name"], rotated["origins"], rotated["expires"]) == ("docs site", [SITE], None)
+    assert rotated["replaces"]["prefix"] == old["prefix"] and rotated["replaces"]["expires"]
+    assert books(client, key=rotated["key"], origin=SITE).status_code == 200
+    assert books(client, key=old["key"], origin=SITE).status_code == 200, "the old key works during the overlap"
+    code, out, _ = run_command("apikey", "list")
+    assert "until " in out, "the list says until when the old key works"
+    ApiKey.objects.filter(prefix=old["prefix"]).update(expires_at=timezone.now() - timedelta(seconds=1))
+    assert books(client, key=old["key"], origin=SITE).status_code == 403, "refused once the overlap is over"
+    assert books(client, key=rotated["key"], origin=SITE).status_code == 200
+    assert "expired" in run_command("apikey", "list")[1]
+    code, _, err = run_command("apikey", "rotate", old["prefix"])
+    assert code == 2 and "is revoked or expired" in err
+
+
+def test_rotate_with_no_overlap_refuses_the_old_key_at_once_and_never_lengthens_its_life(client):
+    old = create("--kind", "secret", "--name", "backend")
+    code, out, err = run_command("apikey", "rotate", old["prefix"], "--overlap", "0")
+    assert code == 0, err
+    new = out.split("shown only this once:\n\n")[1].split()[0]
+    assert "keeps working until" in out
+    assert books(client, bearer=old["key"]).status_code == 403
+    assert books(client, bearer=new).status_code == 200
+    code, out, _ = run_command("apikey", "rotate", new[:10], "--overlap", "1h", "--json")
+    newest = json.loads(out)
+    before = ApiKey.objects.get(prefix=newest["replaces"]["prefix"]).expires_at
+    ApiKey.objects.filter(prefix=newest["replaces"]["prefix"]).update(expires_at=before - timedelta(minutes=50))
+    assert run_command("apikey", "rotate", new[:10], "--overlap", "7d")[0] == 0
+    assert ApiKey.objects.get(prefix=newest["replaces"]["prefix"]).expires_at < before, "the earlier end stays"
+
+
+@pytest.mark.parametrize("overlap", ["", "soon", "-1h", "2w", "1.5h", "91d", "99999999"])
+def test_rotate_refuses_an_overlap_it_cant_read_or_too_long(overlap):
+    old = create("--kind", "secret", "--name", "backend")
+    code, out, _ = run_command("apikey", "rotate", old["prefix"], f"--overlap={overlap}", "--json")
+    assert code == 2 and json.loads(out)["error"] == "bad_overlap"
+    assert ApiKey.objects.count() == 1, "nothing was created"

@@ -183,9 +183,9 @@ def header_key(request) -> str:
 
 
 def active_key(raw: str) -> ApiKey | None:
-    """The active key whose raw value is ``raw``; ``None`` for an unknown or revoked one."""
+    """The active key whose raw value is ``raw``; ``None`` for an unknown, revoked or expired one."""
     key = ApiKey.find(raw) if raw and len(raw) < 200 else None
-    return key if key is not None and key.active else None
+    return key if key is not None and key.usable else None
 
 
 def bound_book(request) -> Book | None:

@@ -6,16 +6,20 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from datetime import timedelta
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils import timezone
 
 from bookchat.errors import RequestError
 from chat.models import ApiKey
 from ingestion.models import Book
 
 MIN_PREFIX = 7  # the kind (pk_ or sk_) and 4 of the key's random characters
+MAX_OVERLAP = timedelta(days=90)  # a rotation's old key is not a second permanent key
 
 
 class ApiKeyError(RequestError):
@@ -56,6 +60,45 @@ def api_key_list() -> list[ApiKey]:
 @transaction.atomic
 def api_key_revoke(*, prefix: str) -> ApiKey:
     """Deactivate the one key whose prefix starts with ``prefix`` (or whose whole value it is)."""
+    key = _one_key(prefix)
+    ApiKey.objects.filter(pk=key.pk).update(active=False)
+    key.active = False
+    return key
+
+
+@transaction.atomic
+def api_key_rotate(*, prefix: str, overlap: timedelta) -> tuple[ApiKey, str, ApiKey]:
+    """A new key like the one ``prefix`` names (kind, name, origins, book, what it publishes), and the old one
+    kept valid for ``overlap`` more (then refused, as if revoked): time to deploy the new value everywhere.
+    Returns the new key, its value (shown once) and the old key."""
+    old = _one_key(prefix)
+    if not old.usable:
+        raise ApiKeyError(f"the key {old.prefix}… ({old.name}) is revoked or expired: create a new one with "
+                          "`apikey create`", code="key_not_active")
+    if overlap < timedelta(0) or overlap > MAX_OVERLAP:
+        raise ApiKeyError(f"the overlap must be between 0 and {MAX_OVERLAP.days} days", code="bad_overlap",
+                          field="overlap")
+    new = ApiKey(kind=old.kind, name=old.name, allowed_origins=old.allowed_origins, book=old.book,
+                 publish_book=old.publish_book)
+    raw = new.issue()
+    new.save()
+    until = timezone.now() + overlap
+    old.expires_at = min(until, old.expires_at) if old.expires_at else until  # a rotation never lengthens a key's life
+    ApiKey.objects.filter(pk=old.pk).update(expires_at=old.expires_at)
+    return new, raw, old
+
+
+def parse_overlap(text: str) -> timedelta:
+    """``90m``, ``24h``, ``7d`` or a number of seconds; ApiKeyError for anything else."""
+    match = re.fullmatch(r"\s*(\d{1,7})\s*([smhd]?)\s*", text or "")
+    if not match:
+        raise ApiKeyError(f"--overlap {text!r}: give a duration like 90m, 24h or 7d", code="bad_overlap",
+                          field="overlap")
+    return timedelta(seconds=int(match[1]) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[match[2]])
+
+
+def _one_key(prefix: str) -> ApiKey:
+    """The one key whose prefix starts with ``prefix`` (or whose whole value it is), or ApiKeyError."""
     prefix = prefix.strip()
     if len(prefix) < MIN_PREFIX:  # "pk_" alone would pick whichever publishable key is the only one
         raise ApiKeyError(f"give at least {MIN_PREFIX} characters of the key's prefix, e.g. pk_AbC1 (`apikey list` "
@@ -69,10 +112,7 @@ def api_key_revoke(*, prefix: str) -> ApiKey:
         shown = ", ".join(f"{key.prefix} ({key.name})" for key in matches)
         raise ApiKeyError(f"{prefix!r} starts {len(matches)} keys: {shown}; give more of the prefix",
                           code="ambiguous_key")
-    key = matches[0]
-    ApiKey.objects.filter(pk=key.pk).update(active=False)
-    key.active = False
-    return key
+    return matches[0]
 
 
 def api_key_summary(key: ApiKey) -> dict:
@@ -85,6 +125,7 @@ def api_key_summary(key: ApiKey) -> dict:
         "book": key.book.slug if key.book else None,
         "publishes": key.publish_book or None,
         "active": key.active,
+        "expires": key.expires_at.isoformat() if key.expires_at else None,
         "created": key.created_at.isoformat() if key.created_at else None,
         "last_used": key.last_used_at.isoformat() if key.last_used_at else None,
     }

@@ -1,7 +1,9 @@
-"""``manage.py apikey create|list|revoke``: API keys from a shell, as the admin makes them (``chat.channels.keys``).
+"""``manage.py apikey create|list|revoke|rotate``: API keys from a shell, as the admin makes them
+(``chat.channels.keys``).
 
 ``create`` prints the new key once (only its hash is stored); ``list`` shows every key but never a
-key's value; ``revoke PREFIX`` deactivates one key. Human text, or one JSON object with ``--json``.
+key's value; ``revoke PREFIX`` deactivates one key; ``rotate PREFIX --overlap 24h`` creates its successor
+(printed once) and keeps the old key valid that much longer. Human text, or one JSON object with ``--json``.
 ``create --kind secret --publish SLUG`` makes the key a book's CI publishes it with (it does nothing else; the
 book need not exist yet, and ``--name`` may be left out).
 Exit status: 0 done, 2 the options are wrong (unknown kind or book, a publishable key without an
@@ -13,12 +15,22 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import datetime
 
 from django.core.management.base import BaseCommand, CommandParser
+from django.utils import timezone
 
 from bookchat.errors import BookchatError
 from bookchat.models import StaffCommand
-from chat.channels.keys import ApiKeyError, api_key_create, api_key_list, api_key_revoke, api_key_summary
+from chat.channels.keys import (
+    ApiKeyError,
+    api_key_create,
+    api_key_list,
+    api_key_revoke,
+    api_key_rotate,
+    api_key_summary,
+    parse_overlap,
+)
 from chat.models import ApiKey
 
 
@@ -42,7 +54,12 @@ class Command(BaseCommand):
         listing = actions.add_parser("list", help="List the keys (never their values).")
         revoke = actions.add_parser("revoke", help="Revoke the key whose prefix starts with PREFIX.")
         revoke.add_argument("prefix", metavar="PREFIX", help="The key's prefix as `list` shows it (e.g. pk_AbC12).")
-        for sub in (create, listing, revoke):
+        rotate = actions.add_parser("rotate", help="Create a new key like the one PREFIX names and keep the old one "
+                                    "valid for --overlap more, then refuse it.")
+        rotate.add_argument("prefix", metavar="PREFIX", help="The key's prefix as `list` shows it (e.g. pk_AbC12).")
+        rotate.add_argument("--overlap", default="24h", help="How long the old key keeps working: 90m, 24h, 7d "
+                            "(at most 90 days; 0: refused at once). Default: 24h.")
+        for sub in (create, listing, revoke, rotate):
             sub.add_argument("--json", action="store_true", help="Print one JSON object.")
 
     def handle(self, *args, **options) -> None:
@@ -57,6 +74,13 @@ class Command(BaseCommand):
                 text = _created(result)
                 StaffCommand.record(f"apikey create --kind {key.kind}", "created API key",
                                     f"{key.prefix}… ({key.name})")
+            elif action == "rotate":
+                new, raw, old = api_key_rotate(prefix=options["prefix"], overlap=parse_overlap(options["overlap"]))
+                result = {"key": raw} | api_key_summary(new) | {"replaces": api_key_summary(old)}
+                StaffCommand.record(f"apikey rotate {options['prefix']} --overlap {options['overlap']}",
+                                    "rotated API key", f"{old.prefix}… → {new.prefix}… ({new.name})")
+                text = (_created(result) + f"\n\nThe old key {old.prefix}… keeps working until "
+                        f"{old.expires_at:%Y-%m-%d %H:%M %Z}, then it is refused.")
             elif action == "list":
                 keys = [api_key_summary(key) for key in api_key_list()]
                 result, text = {"keys": keys}, _table(keys)
@@ -85,12 +109,21 @@ def _created(key: dict) -> str:
             f"Copy it now; it is shown only this once:\n\n{key['key']}")
 
 
+def _state(key: dict) -> str:
+    if not key["active"]:
+        return "revoked"
+    if not key["expires"]:
+        return "yes"
+    expires = datetime.fromisoformat(key["expires"])
+    return f"until {expires:%Y-%m-%d %H:%M}" if expires > timezone.now() else "expired"
+
+
 def _table(keys: list[dict]) -> str:
     if not keys:
         return "No API keys. Create one with `manage.py apikey create`."
     header = ("prefix", "kind", "name", "book", "active", "created", "last used", "origins")
     rows = [(k["prefix"], k["kind"], k["name"], f"publishes {k['publishes']}" if k["publishes"] else
-             k["book"] or "(every book)", "yes" if k["active"] else "revoked",
+             k["book"] or "(every book)", _state(k),
              k["created"][:16].replace("T", " "), (k["last_used"] or "never")[:16].replace("T", " "),
              " ".join(k["origins"]) or "-") for k in keys]
     widths = [max(len(str(row[i])) for row in (header, *rows)) for i in range(len(header) - 1)]
