@@ -126,8 +126,7 @@ def _ensure_extensions(names: list[str]) -> None:
                                   f"install {label} on the server (it is the {name} extension), then restore again",
                                   code="extension_missing")
             try:
-                with connection.cursor() as create:
-                    create.execute(f'CREATE EXTENSION IF NOT EXISTS "{name}"')
+                cursor.execute(f'CREATE EXTENSION IF NOT EXISTS "{name}"')
             except DatabaseError as exc:
                 raise BackupError(f"the {label} extension is installed on the server but this database's user may "
                                   f"not create it ({str(exc).strip()}): have an administrator run CREATE EXTENSION "
@@ -159,13 +158,26 @@ def _move_files(staging: Path, data_dir: Path, *, replace_uploads: bool) -> dict
     return moved
 
 
-def _restore_secret_key(staging: Path, data_dir: Path) -> None:
+def _secret_key(staging: Path, data_dir: Path, *, with_secrets: bool) -> tuple[str, list[str]]:
+    """Put the backup's secret key in the data folder when asked: what became of it, and what that means."""
+    if not (staging / SECRET_KEY_FILE).exists():
+        return "not_in_backup", ["the backup holds no secret key (made without --with-secrets): unless this install "
+                                 "runs with the old key, " + WITHOUT_KEY]
     key = (staging / SECRET_KEY_FILE).read_text()
+    if key == settings.SECRET_KEY:
+        return "already_in_use", []
+    if not with_secrets:
+        return "not_restored", ["the backup holds the secret key, and it was not restored (add --with-secrets to "
+                                "restore it): " + WITHOUT_KEY]
     partial = data_dir / f".{SECRET_KEY_FILE}.restoring"
     fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as file:
         file.write(key)
     os.replace(partial, data_dir / SECRET_KEY_FILE)
+    if settings.BOOKCHAT["SECRET_KEY"]:
+        return "restored", ["the backup's secret key was written to the data folder, but BOOKCHAT_SECRET_KEY is set "
+                            "and wins: set it to the backed-up key (or unset it), or " + WITHOUT_KEY]
+    return "restored", []
 
 
 def _server_major() -> int:
@@ -183,7 +195,11 @@ def _migrate() -> list[str]:
 
     connections.close_all()  # the tables were replaced under this process's connection
     before = set(MigrationRecorder(connection).applied_migrations())
-    call_command("migrate", interactive=False, verbosity=0, stdout=io.StringIO())
+    try:
+        call_command("migrate", interactive=False, verbosity=0, stdout=io.StringIO())
+    except Exception as exc:
+        raise BackupError(f"the backup was restored, but migrating it failed ({type(exc).__name__}: {exc}): run "
+                          "manage.py migrate to see why", code="migrate_failed") from exc
     return sorted(f"{app}.{name}" for app, name in set(MigrationRecorder(connection).applied_migrations()) - before)
 
 
@@ -222,23 +238,7 @@ def restore_archive(path: Path, *, force: bool = False, with_secrets: bool = Fal
                                          else "embedded", "replaced_rows": held},
                                replaced=bool(held))
         report.files = _move_files(staging, data_dir, replace_uploads=bool(held))
-        if (staging / SECRET_KEY_FILE).exists():
-            if (staging / SECRET_KEY_FILE).read_text() == settings.SECRET_KEY:
-                report.secret_key = "already_in_use"
-            elif with_secrets:
-                _restore_secret_key(staging, data_dir)
-                report.secret_key = "restored"
-                if settings.BOOKCHAT["SECRET_KEY"]:
-                    report.warnings.append("the backup's secret key was written to the data folder, but "
-                                           "BOOKCHAT_SECRET_KEY is set and wins: set it to the backed-up key (or "
-                                           "unset it), or " + WITHOUT_KEY)
-            else:
-                report.secret_key = "not_restored"
-                report.warnings.append("the backup holds the secret key, and it was not restored (add "
-                                       "--with-secrets to restore it): " + WITHOUT_KEY)
-        else:
-            report.warnings.append("the backup holds no secret key (made without --with-secrets): unless this "
-                                   "install runs with the old key, " + WITHOUT_KEY)
+        report.secret_key, report.warnings = _secret_key(staging, data_dir, with_secrets=with_secrets)
         report.migrations_applied = _migrate()
         _record(path, manifest)
     finally:
