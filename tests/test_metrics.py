@@ -130,6 +130,17 @@ def test_an_address_outside_the_allow_list_is_refused_even_with_the_token(client
     assert scrape(client, REMOTE_ADDR="127.0.0.2").status_code == 403
 
 
+@pytest.mark.django_db
+def test_prometheus_may_scrape_a_node_by_its_address(client, metrics_on, settings):
+    """As the probes: a scraper reaches each node as ``Host: 10.0.0.5:8000``, an address ALLOWED_HOSTS doesn't list."""
+    settings.DEBUG, settings.ALLOWED_HOSTS = False, ["chat.example.org"]
+    assert scrape(client, HTTP_HOST="10.0.0.5:8000").status_code == 200
+    assert scrape(client, token=None, HTTP_HOST="10.0.0.5:8000").status_code == 401
+    assert client.get("/api/v1/books", HTTP_HOST="10.0.0.5:8000").status_code == 400, "nothing else is"
+    settings.BOOKCHAT = {**settings.BOOKCHAT, "METRICS_TOKEN": ""}
+    assert scrape(client, HTTP_HOST="10.0.0.5:8000").status_code == 404
+
+
 def test_a_bad_allow_list_stops_the_start(settings):
     for bad in ("10.0.0.0/33", "localhost", "10.0.0.1,,nonsense"):
         settings.BOOKCHAT = {**settings.BOOKCHAT, **ON, "METRICS_ALLOW": bad}
@@ -171,7 +182,8 @@ def test_a_refusal_is_counted_by_its_reason(client, metrics_on, metrics_book):
     assert value(after, "bookchat_refusals_total", reason=reason) == \
         value(before, "bookchat_refusals_total", reason=reason) + 1
     assert value(after, "bookchat_refusals_total") == value(before, "bookchat_refusals_total") + 1
-    assert value(after, "bookchat_answers_total", level="low") == value(before, "bookchat_answers_total", level="low") + 1
+    assert value(after, "bookchat_answers_total", level="low") == \
+        value(before, "bookchat_answers_total", level="low") + 1
 
 
 @pytest.mark.django_db
