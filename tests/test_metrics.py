@@ -245,6 +245,9 @@ def test_gunicorn_starts_its_workers_on_a_fresh_folder_of_counts(tmp_path, monke
 @pytest.mark.drill
 def test_a_scrape_under_load_counts_every_answer_of_both_workers(metrics_book, served):
     env = {f"BOOKCHAT_{name}": str(value) for name, value in ON.items()}
+    # At most 4 connections per worker: one worker, woken first, may otherwise accept all 8 clients' connections,
+    # and the drill is about a scrape summing both.
+    env["GUNICORN_CMD_ARGS"] = "--worker-connections 4"
     auth = {"Authorization": f"Bearer {TOKEN}"}
     questions = [(question, BOOK) for question in QUESTIONS]
     with Gunicorn(workers=2, env=env) as server, httpx.Client(base_url=server.url, timeout=30) as http:
