@@ -283,6 +283,7 @@ def check_compatible(book, embedder: Embedder) -> None:
         raise EmbedderMismatch(
             f"book {book.slug!r} was indexed with {book.embedder_name} ({book.embedder_dimension} dimensions) "
             f"but the configured embedder is {embedder.name} ({embedder.dimension} dimensions). "
-            f"Re-index it with the new embedder: `python manage.py ingest PATH --book {book.slug} --reindex`, "
-            f"or switch BOOKCHAT_EMBEDDING_BACKEND back."
+            f"Embed it again with the new embedder: `python manage.py reembed {book.root.slug}` (from what was "
+            f"stored) or `python manage.py ingest PATH --book {book.root.slug} --reindex` (from its sources), or "
+            f"switch BOOKCHAT_EMBEDDING_BACKEND back."
         )

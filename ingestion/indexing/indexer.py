@@ -386,7 +386,7 @@ class BookIndexer:
             # from before labels were bold gets the new text (its vector is reused by ``embedding_key``).
             shown = [draft.text] if unbold_labels(draft.text) != draft.text else []
             ids.append(_hash(self.slug, rel_path, text, str(occurrence), *shown)[:40])
-            keys.append(_hash(self.embedder.name, text))
+            keys.append(embedding_key(self.embedder.name, text))
         old_ids = set(stored.chunks.values_list("id", flat=True)) if stored is not None else set()
         kept = old_ids & set(ids)
         new_keys = {k for i, k in zip(ids, keys, strict=True) if i not in kept}
@@ -475,6 +475,11 @@ def _check_fits(rel_path: str, **values: str) -> None:
 
 def _hash(*parts: str) -> str:
     return hashlib.sha256("\x00".join(parts).encode()).hexdigest()
+
+
+def embedding_key(embedder_name: str, text: str) -> str:
+    """A passage's embedding key: equal keys (the same text by the same embedder) share a vector."""
+    return _hash(embedder_name, text)
 
 
 # The pages that stand for a whole folder of Markdown, whichever generator made it.
