@@ -72,6 +72,19 @@ def ask(deployment: Deployment, url: str, key: str, question: str, book: str = "
                       headers=deployment.headers | {"Authorization": f"Bearer {key}"}, timeout=60)
 
 
+def database_activity(deployment: Deployment) -> str:
+    """What every connection to the database is doing (pg_stat_activity), read from the surviving web container:
+    for a request that hung, the statement it waited on and who held it up."""
+    script = ("from django.db import connection; cursor = connection.cursor(); cursor.execute(\"SELECT pid, "
+              "client_addr, state, wait_event_type, wait_event, now() - query_start, left(query, 160) FROM "
+              "pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()\"); "
+              "print(*cursor.fetchall(), sep='\\n')")
+    try:
+        return deployment.exec_web(1, "shell", "-c", script)
+    except Exception as exc:  # the diagnosis must not hide the failure it explains
+        return f"pg_stat_activity could not be read: {exc}"
+
+
 def inventory(deployment: Deployment) -> dict:
     """What must survive a full restart, read inside a web container from the database itself."""
     script = ("import json; from ingestion.models import Book; from audit.models import AuditLog; "
@@ -126,7 +139,11 @@ def test_a_deployment_answers_indexes_uploads_survives_losing_a_web_replica_and_
     survivor = deployment.webs[1]
     failures = []
     for n in range(AFTER_KILL):
-        answered = ask(deployment, survivor, key, MANUAL_QUESTIONS[n % len(MANUAL_QUESTIONS)])
+        try:
+            answered = ask(deployment, survivor, key, MANUAL_QUESTIONS[n % len(MANUAL_QUESTIONS)])
+        except httpx.TimeoutException:  # seen once in CI: say what the database was doing then
+            failures.append(("timeout", database_activity(deployment)))
+            continue
         if answered.status_code != 200:
             failures.append((answered.status_code, answered.text[:200]))
     assert failures == [], failures
