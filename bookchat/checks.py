@@ -15,6 +15,7 @@ from django.core.checks import Error, register
 from bookchat.broker import q_cluster_broker
 from bookchat.conf import SETTINGS, Setting, parse_rate, setting
 from bookchat.errors import ConfigurationError
+from bookchat.subpath import url_prefix
 
 TAG = "bookchat"
 
@@ -54,7 +55,7 @@ OPTIONAL_PACKAGES = [
 
 
 def _check_needs() -> list[Error]:
-    errors = _check_broker() + _check_metrics_allow()
+    errors = _check_broker() + _check_metrics_allow() + _check_url_prefix()
     if setting("VECTOR_STORE") == "qdrant" and not (setting("QDRANT_URL") or setting("QDRANT_PATH")):
         errors.append(Error("BOOKCHAT_VECTOR_STORE='qdrant' needs BOOKCHAT_QDRANT_URL (a Qdrant server) or "
                             "BOOKCHAT_QDRANT_PATH (local mode).", id="bookchat.E004"))
@@ -79,6 +80,15 @@ def _check_metrics_allow() -> list[Error]:
     except ConfigurationError as exc:
         return [Error(f"{exc.message}.", id="bookchat.E007",
                       hint="Comma-separated addresses or networks, or empty to let any address scrape with the token.")]
+    return []
+
+
+def _check_url_prefix() -> list[Error]:
+    try:
+        url_prefix(str(setting("URL_PREFIX")))
+    except ConfigurationError as exc:
+        return [Error(f"{exc.message}.", id="bookchat.E008",
+                      hint="The path your proxy serves bookchat under, e.g. /chat, or empty for the root.")]
     return []
 
 

@@ -235,7 +235,8 @@ SETTINGS: list[Setting] = [
 
 # The manual's settings reference (docs/operating/settings.md) is generated from SETTINGS: a heading before
 # the first setting of each group, the variables bookchat reads without its prefix first.
-SECTIONS = {"DEBUG": "Running", "HTTPS": "Serving over HTTPS and behind a proxy", "BOOK_BASE_URL": "Books and ingestion",
+SECTIONS = {"DEBUG": "Running", "HTTPS": "Serving over HTTPS and behind a proxy",
+            "BOOK_BASE_URL": "Books and ingestion",
             "EMBEDDING_BACKEND": "Embeddings", "DEFAULT_BOOK": "Answering: requests",
             "TOP_K": "Answering: retrieval", "LLM_BASE_URL": "Answering: generation, grounding, confidence",
             "HISTORY_TURNS": "Conversations and time", "RATE_ANONYMOUS": "Rate limits",

@@ -27,6 +27,6 @@ def outage_response(request, exc: Exception) -> HttpResponse:
     """The 503 for a request the outage stopped: JSON under /api/, a small page elsewhere."""
     log_outage(request, exc)
     status, body = failure(exc)
-    if request.path.startswith("/api/"):
+    if request.path_info.startswith("/api/"):
         return JsonResponse(body, status=status)
     return HttpResponse(render_to_string("bookchat/unavailable.html", {"message": DATABASE_UNAVAILABLE}), status=503)

@@ -11,7 +11,10 @@ do there is the site's own policy (the manual, "Deploying and running"); our res
 
 from __future__ import annotations
 
+import re
+
 from bookchat.conf import setting
+from bookchat.subpath import configured_prefix
 
 # The probes a load balancer or an orchestrator sends, and Prometheus' scrape (``bookchat.scraping``, which needs
 # its token): exempt from the HTTPS redirect, and answered whatever the Host header (``ProbesByAddressMiddleware``).
@@ -35,7 +38,7 @@ class ContentSecurityPolicyMiddleware:
 
     def __call__(self, request):
         response = self.get_response(request)
-        response.setdefault("Content-Security-Policy", content_security_policy(request.path))
+        response.setdefault("Content-Security-Policy", content_security_policy(request.path_info))
         return response
 
 
@@ -49,9 +52,10 @@ def https_settings(bookchat: dict) -> dict:
     trust one that the proxy always overwrites: a client could send it too).
     """
     https = bool(bookchat["HTTPS"])
+    prefix = configured_prefix(bookchat)  # Django matches the exemptions against the path with the sub-path in front
     values = {
         "SECURE_SSL_REDIRECT": https,
-        "SECURE_REDIRECT_EXEMPT": [rf"^{path.lstrip('/')}$" for path in PROBE_PATHS],
+        "SECURE_REDIRECT_EXEMPT": [rf"^{re.escape((prefix + path).lstrip('/'))}$" for path in PROBE_PATHS],
         "SESSION_COOKIE_SECURE": https,
         "CSRF_COOKIE_SECURE": https,
         "SECURE_HSTS_SECONDS": bookchat["HSTS_SECONDS"] if https else 0,

@@ -17,7 +17,7 @@ def api_not_found(request, *args, **kwargs) -> JsonResponse:
 
 
 def not_found(request, exception):
-    if request.path.startswith("/api/"):
+    if request.path_info.startswith("/api/"):
         return api_not_found(request)
     return page_not_found(request, exception)
 
@@ -28,6 +28,6 @@ def server_error(request):
     exc = sys.exc_info()[1]
     if isinstance(exc, DATABASE_ERRORS):
         return outage_response(request, exc)
-    if request.path.startswith("/api/"):
+    if request.path_info.startswith("/api/"):
         return JsonResponse(error_body("internal_error", INTERNAL_ERROR), status=500)
     return django_server_error(request)

@@ -28,6 +28,7 @@ from tests.support import docusaurus_site, packaging
 from tests.support.browser import CHROMIUM
 from tests.support.nodes import REDIS_SERVER
 from tests.support.openai_server import FakeOpenAIServer
+from tests.support.proxies import NGINX
 from tests.support.served import forget_answers_since
 from tests.support.shared_data import SHARED_DATA, all_present, session_corpus
 
@@ -57,6 +58,8 @@ NEEDS = {
                     "apt-get install -y chromium (or set BOOKCHAT_CHROMIUM to a Chromium binary)"),
     "redis": Need(lambda: None if os.access(REDIS_SERVER, os.X_OK) else f"redis-server is not at {REDIS_SERVER}",
                   "apt-get install -y redis-server"),
+    "nginx": Need(lambda: None if os.access(NGINX, os.X_OK) else f"nginx is not at {NGINX}",
+                  "apt-get install -y nginx"),
     "node": Need(docusaurus_site.unavailable_reason, "apt-get install -y nodejs npm"),
     "tmpfs": Need(lambda: None if os.geteuid() == 0 and shutil.which("mount") else "mounting a tmpfs needs root",
                   "run the tests as root (the full-disk drill mounts a 64 KiB tmpfs)"),

@@ -8,10 +8,13 @@
  * Every code block of an answer gets a Copy button (a real <button>, so keyboard-reachable; the
  * result is announced in the page's live region). "/" puts the cursor in the search box; opening a search
  * result tells /api/v1/search/<id>/opened which one (the coverage gaps count searches nothing was opened from).
+ * Those paths are relative to the page's root, which the page names (<body data-root>: "/", or "/chat/" when
+ * bookchat is served under a sub-path).
  */
 (function () {
   "use strict";
 
+  var root = document.body.dataset.root || "/";
   var form = document.getElementById("ask-form");
   var conversation = document.getElementById("conversation");
   if (!form || !conversation || !window.fetch || !window.TextDecoder || !window.DOMParser) return;
@@ -134,7 +137,7 @@
   }
 
   async function fetchTurn(answerId) {
-    var response = await fetch("/answers/" + encodeURIComponent(answerId), { credentials: "same-origin" });
+    var response = await fetch(root + "answers/" + encodeURIComponent(answerId), { credentials: "same-origin" });
     if (!response.ok) return null;
     var doc = new DOMParser().parseFromString(await response.text(), "text/html");
     return doc.querySelector("article.turn");
@@ -162,7 +165,7 @@
     announce("Answering…");
     var streamed = "";
     try {
-      var response = await fetch("/api/v1/ask/stream", {
+      var response = await fetch(root + "api/v1/ask/stream", {
         method: "POST", credentials: "same-origin", body: JSON.stringify(payload),
         headers: { "Content-Type": "application/json", "X-CSRFToken": csrf },
       });
@@ -243,7 +246,7 @@
     var payload = { rating: rating, comment: feedback.elements.comment.value.trim() };
     if (conversation.dataset.session) payload.session_id = conversation.dataset.session;
     try {
-      var response = await fetch("/api/v1/answers/" + encodeURIComponent(answerId) + "/feedback", {
+      var response = await fetch(root + "api/v1/answers/" + encodeURIComponent(answerId) + "/feedback", {
         method: "POST", credentials: "same-origin", body: JSON.stringify(payload),
         headers: { "Content-Type": "application/json", "X-CSRFToken": csrf },
       });
@@ -283,7 +286,7 @@
     var link = event.target.closest && event.target.closest("a[data-n]");
     var list = link && link.closest("[data-search-id]");
     if (!list || (event.type === "auxclick" && event.button !== 1)) return;
-    fetch("/api/v1/search/" + encodeURIComponent(list.dataset.searchId) + "/opened?n=" +
+    fetch(root + "api/v1/search/" + encodeURIComponent(list.dataset.searchId) + "/opened?n=" +
           encodeURIComponent(link.dataset.n), { method: "POST", credentials: "same-origin", keepalive: true,
                                                 headers: { "X-CSRFToken": csrf } }).catch(function () {});
   }

@@ -8,7 +8,8 @@
  *   data-position         bottom-right | bottom-left data-title           panel title ("Ask the book")
  *   data-color            accent colour (any CSS colour)
  *   data-placeholder      placeholder of the question box
- *   data-api              API base URL (default: the origin this file was loaded from)
+ *   data-api              API base URL (default: where bookchat serves this file from: https://HOST, or
+ *                         https://HOST/chat for .../chat/static/bookchat/widget.js under a sub-path)
  *   data-version          the book's version to ask (default: the version of the page the reader is on, read
  *                         from its URL against the book's editions in GET /books; else the latest)
  *   data-search           on (default): Ctrl/⌘ K or / opens the search mode, unless the page handled the key;
@@ -80,7 +81,11 @@
   function apiBase(explicit, scriptSrc) {
     var url = safeUrl(explicit);
     if (url) return (url.origin + url.pathname).replace(/\/+$/, '');
-    return (safeUrl(scriptSrc) || location).origin;
+    var src = safeUrl(scriptSrc);
+    if (!src) return location.origin;
+    // bookchat serves this file at <root>/static/bookchat/widget.js, and the API at <root>/api/v1.
+    var root = src.pathname.replace(/\/static\/bookchat\/widget\.js$/, '');
+    return src.origin + (root === src.pathname ? '' : root);
   }
 
   // ---------------------------------------------------------------- small helpers

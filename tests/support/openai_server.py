@@ -183,6 +183,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(f"data: {json.dumps(usage)}\n\n".encode())
         self.wfile.write(b"data: [DONE]\n\n")
         self.wfile.flush()
+        server.streams_finished += 1
 
 
 class FakeOpenAIServer(ThreadingHTTPServer):
@@ -200,6 +201,7 @@ class FakeOpenAIServer(ThreadingHTTPServer):
         self.delay = 0.0
         self.token_delay = 0.0
         self.refuse_stream_options = False
+        self.streams_finished = 0  # streamed answers written to their end ([DONE] sent)
         self._thread = threading.Thread(target=self.serve_forever, daemon=True)
 
     @property
@@ -217,7 +219,7 @@ class FakeOpenAIServer(ThreadingHTTPServer):
 
     def reset(self) -> None:
         self.fail_next, self.chat_mode, self.reply, self.delay, self.token_delay = 0, "answer", None, 0.0, 0.0
-        self.reply_template, self.refuse_stream_options = "", False
+        self.reply_template, self.refuse_stream_options, self.streams_finished = "", False, 0
         self.requests.clear()
 
     def __exit__(self, *exc) -> None:

@@ -1,0 +1,347 @@
+"""bookchat behind nginx, configured as the manual says (``docs/operating/deployment.md``, "Behind a proxy"; the
+configuration is read from there, ``tests.support.proxies``): gunicorn started as `make run` starts it, nginx from
+Debian's packages in front terminating TLS with a certificate made for the test.
+
+- at the root: an answer streams through the proxy token by token (the reader has its first token while the
+  model is still writing); bookchat sees the client's address, not the proxy's nor one the client forged; plain
+  HTTP is redirected to HTTPS, cookies are ``Secure`` and HSTS is sent, and bookchat itself trusts the proxy's
+  ``X-Forwarded-Proto``;
+- under ``/chat/`` (``BOOKCHAT_URL_PREFIX``): the chat page answers with working citations and thumbs, the widget on
+  another site finds the API beside its script, and a staff member logs into the admin and opens its pages, all in
+  Chromium, with every static file and cookie under the prefix and no console error;
+- and, without servers, what ``BOOKCHAT_URL_PREFIX`` accepts and what Django is told.
+"""
+
+from __future__ import annotations
+
+import re
+import ssl
+import time
+
+import httpx
+import pytest
+
+from tests.conftest import committed
+from tests.support.browser import CHROMIUM_ARGS, ConsoleErrors, DocsSite, chromium
+from tests.support.proxies import Nginx, code_blocks
+from tests.support.served import forget_answers_since
+
+BOOK = "bookchat-manual"
+QUESTION = "How do I ingest a folder?"
+TIMEOUT = 30_000  # ms, for the browser
+REAL_CLIENT = "127.0.0.2"  # the tests' client connects from this loopback address; nginx from 127.0.0.1
+
+
+# -- the prefix, without servers ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("raw, prefix", [("", ""), ("/", ""), ("chat", "/chat"), ("/chat/", "/chat"),
+                                         (" /docs/chat ", "/docs/chat"), ("/a-b.c~d_e", "/a-b.c~d_e")])
+def test_the_url_prefix_is_a_path_with_one_leading_slash(raw, prefix):
+    from bookchat.subpath import subpath_settings, url_prefix
+
+    assert url_prefix(raw) == prefix
+    django = subpath_settings({"URL_PREFIX": raw})
+    if prefix:
+        assert django == {"FORCE_SCRIPT_NAME": prefix, "STATIC_URL": f"{prefix}/static/",
+                          "SESSION_COOKIE_PATH": f"{prefix}/", "CSRF_COOKIE_PATH": f"{prefix}/"}
+    else:
+        assert django == {"FORCE_SCRIPT_NAME": None, "STATIC_URL": "static/"}
+
+
+@pytest.mark.parametrize("bad", ["chat?x=1", "/chat#top", "https://example.org/chat", "/chat space", "/a/../b",
+                                 "/chat%2F", "\\chat", "/chät"])
+def test_a_bad_url_prefix_stops_the_start_naming_it(settings, bad):
+    from bookchat.checks import check_settings
+    from bookchat.subpath import subpath_settings
+
+    settings.BOOKCHAT = {**settings.BOOKCHAT, "URL_PREFIX": bad}
+    errors = [e for e in check_settings() if e.id == "bookchat.E008"]
+    assert len(errors) == 1 and "BOOKCHAT_URL_PREFIX" in errors[0].msg and repr(bad) in errors[0].msg, errors
+    assert subpath_settings({"URL_PREFIX": bad})["FORCE_SCRIPT_NAME"] is None, "until then, the root"
+
+
+def test_the_probes_stay_exempt_from_the_https_redirect_under_a_prefix():
+    from bookchat.conf import from_environment
+    from bookchat.security import https_settings
+
+    exempt = https_settings({**from_environment({}), "HTTPS": True, "URL_PREFIX": "/chat"})["SECURE_REDIRECT_EXEMPT"]
+    # Django matches them against the path with the script name in front, without its leading slash.
+    assert any(re.search(pattern, "chat/api/v1/ready") for pattern in exempt)
+    assert not any(re.search(pattern, "chat/admin/") for pattern in exempt)
+
+
+# -- the servers ----------------------------------------------------------------------------------------------------
+def manual_settings() -> dict[str, str]:
+    """The ``export BOOKCHAT_…`` lines of the manual's "Behind a proxy", with this machine's host name."""
+    lines = [line for block in code_blocks("proxy", "bash") for line in block.splitlines()]
+    found = dict(re.match(r"export (BOOKCHAT_\w+)=(\S+)", line).groups() for line in lines
+                 if line.startswith("export BOOKCHAT_"))
+    assert {"BOOKCHAT_HTTPS", "BOOKCHAT_PROXY_SSL_HEADER", "BOOKCHAT_TRUSTED_PROXIES"} <= set(found)
+    return found | {"BOOKCHAT_ALLOWED_HOSTS": "127.0.0.1"}
+
+
+class Site:
+    """gunicorn and nginx in front of it; ``url`` is nginx's HTTPS address with the prefix."""
+
+    def __init__(self, gunicorn, nginx: Nginx, prefix: str):
+        self.gunicorn, self.nginx, self.prefix = gunicorn, nginx, prefix
+        self.url = nginx.https_url + prefix
+        self.tls = ssl.create_default_context(cafile=str(nginx.cert))
+
+    def client(self, **options) -> httpx.Client:
+        return httpx.Client(verify=self.tls, timeout=60, **options)
+
+
+def start_site(tmp_path_factory, openai_server, name: str, prefix: str = ""):
+    from bench.latency import Gunicorn
+
+    env = manual_settings() | {
+        "BOOKCHAT_LLM_BASE_URL": openai_server.base_url, "BOOKCHAT_LLM_API_KEY": "test",
+        "BOOKCHAT_LLM_MODEL": "test-model", "BOOKCHAT_DEADLINE_SECONDS": "60", "BOOKCHAT_RETRIEVAL_SECONDS": "30",
+        "BOOKCHAT_GENERATION_SECONDS": "30", "BOOKCHAT_URL_PREFIX": prefix}
+    gunicorn = Gunicorn(workers=1, env=env)
+    return gunicorn, Nginx(tmp_path_factory.mktemp(name), upstream=gunicorn.port, sub_path=bool(prefix))
+
+
+@pytest.fixture(scope="module")
+def forget_answers(django_db_blocker):
+    """What the servers answered was committed: forget it when the module ends."""
+    from django.utils import timezone
+
+    since = timezone.now()
+    yield
+    with django_db_blocker.unblock():
+        forget_answers_since(since)
+
+
+@pytest.fixture(scope="module")
+def root_site(manual_book, openai_server, tmp_path_factory, forget_answers):
+    gunicorn, nginx = start_site(tmp_path_factory, openai_server, "nginx-root")
+    with gunicorn, nginx:
+        yield Site(gunicorn, nginx, "")
+
+
+@pytest.fixture(scope="module")
+def chat_site(manual_book, openai_server, tmp_path_factory, forget_answers):
+    gunicorn, nginx = start_site(tmp_path_factory, openai_server, "nginx-chat", "/chat")
+    with gunicorn, nginx:
+        yield Site(gunicorn, nginx, "/chat")
+
+
+@pytest.fixture(autouse=True)
+def database_open(django_db_blocker):
+    """The servers' answers and the test's own rows are committed (through ``committed``), outside any test
+    transaction: the servers must see the users and keys made here, and the test what the servers wrote."""
+    with django_db_blocker.unblock():
+        yield
+
+
+def written_row(answer_id: str):
+    """The audit row the server wrote for ``answer_id``, once it has (rows are written after the response)."""
+    from audit.models import AuditLog
+
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        row = committed(lambda: AuditLog.objects.filter(answer_id=answer_id).first())
+        if row:
+            return row
+        time.sleep(0.2)
+    raise AssertionError(f"no audit row for {answer_id}")
+
+
+# -- at the root ----------------------------------------------------------------------------------------------------
+@pytest.mark.drill
+@pytest.mark.needs("nginx")
+def test_an_answer_streams_through_nginx_token_by_token(root_site, openai_server):
+    openai_server.reset()
+    openai_server.token_delay = 0.1  # the model writes a word every 0.1 s
+    events, finished_at_first_token = [], None
+    try:
+        with root_site.client() as client, client.stream("POST", f"{root_site.url}/api/v1/ask/stream",
+                                                         json={"question": QUESTION, "book": BOOK}) as stream:
+            assert stream.status_code == 200, stream.read()
+            for line in stream.iter_lines():
+                if line.startswith("event: "):
+                    events.append(line.removeprefix("event: "))
+                    if events[-1] == "token" and finished_at_first_token is None:
+                        finished_at_first_token = openai_server.streams_finished
+        finished = openai_server.streams_finished
+    finally:
+        openai_server.reset()
+    assert events[-1] == "final" and events.count("token") >= 3, events
+    assert finished == 1, "the model wrote the whole answer"
+    assert finished_at_first_token == 0, "the first token reached the reader while the model was still writing"
+
+
+@pytest.mark.drill
+@pytest.mark.needs("nginx")
+def test_bookchat_sees_the_clients_address_not_the_proxys_nor_a_forged_one(root_site):
+    from audit.recording import hash_ip
+
+    transport = httpx.HTTPTransport(local_address=REAL_CLIENT, verify=root_site.tls)
+    with httpx.Client(transport=transport, timeout=60) as client:
+        response = client.post(f"{root_site.url}/api/v1/ask", json={"question": QUESTION, "book": BOOK},
+                               headers={"X-Forwarded-For": "203.0.113.9"})
+    assert response.status_code == 200, response.text
+    row = written_row(response.json()["answer_id"])
+    assert row.client_ip_hash == hash_ip(REAL_CLIENT)
+    assert row.client_ip_hash not in (hash_ip("127.0.0.1"), hash_ip("203.0.113.9"))
+
+
+@pytest.mark.drill
+@pytest.mark.needs("nginx")
+def test_plain_http_is_redirected_and_cookies_are_secure_behind_tls(root_site):
+    plain = httpx.get(f"{root_site.nginx.http_url}/?book={BOOK}")
+    assert plain.status_code == 301 and plain.headers["location"] == f"https://127.0.0.1/?book={BOOK}"
+
+    with root_site.client() as client:
+        page = client.get(f"{root_site.url}/?book={BOOK}")
+    assert page.status_code == 200 and "Ask “" in page.text
+    cookies = {cookie.split("=", 1)[0]: cookie for cookie in page.headers.get_list("set-cookie")}
+    assert {"csrftoken", "sessionid"} <= set(cookies), cookies
+    for name in ("csrftoken", "sessionid"):
+        assert "; Secure" in cookies[name] and re.search(r"; Path=/(;|$)", cookies[name]), cookies[name]
+    assert page.headers["strict-transport-security"].startswith("max-age=")
+    assert 'href="/static/bookchat/chat.css"' in page.text
+
+    # bookchat itself trusts the header nginx sets: a request that says it came by plain HTTP is redirected.
+    direct = root_site.gunicorn.url
+    told_http = httpx.get(f"{direct}/?book={BOOK}", headers={"X-Forwarded-Proto": "http"})
+    assert told_http.status_code == 301 and told_http.headers["location"].startswith("https://127.0.0.1:")
+    assert httpx.get(f"{direct}/?book={BOOK}", headers={"X-Forwarded-Proto": "https"}).status_code == 200
+
+
+# -- under /chat/ ---------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def browser():
+    executable = chromium()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def open_page(browser):
+    """``open_page(url, **context_options)`` → (page, console errors, static responses), over HTTPS to the test's
+    certificate; contexts close after the test."""
+    contexts = []
+
+    def open_(url: str, **options):
+        context = browser.new_context(ignore_https_errors=True, **options)
+        context.set_default_timeout(TIMEOUT)
+        contexts.append(context)
+        page = context.new_page()
+        errors, statics = ConsoleErrors(), []
+        errors.watch(page)
+        page.on("response", lambda r: "/static/" in r.url and statics.append((r.url, r.status)))
+        page.goto(url)
+        return page, errors, statics
+
+    yield open_
+    for context in contexts:
+        context.close()
+
+
+def assert_statics_under(statics, base: str) -> None:
+    assert statics, "the page loaded its static files"
+    assert all(url.startswith(f"{base}/static/") and status == 200 for url, status in statics), statics
+
+
+@pytest.mark.drill
+@pytest.mark.needs("nginx")
+@pytest.mark.needs("browser")
+def test_the_chat_page_answers_under_a_sub_path(chat_site, open_page):
+    from chat.models import Feedback
+
+    page, errors, statics = open_page(f"{chat_site.url}/?book={BOOK}")
+    assert page.evaluate("document.body.dataset.root") == "/chat/"
+    page.fill("#question", QUESTION)
+    page.press("#question", "Enter")  # chat.js: the stream, then the server-rendered answer, under /chat/
+    turn = page.locator("article.turn:not(.pending)").last
+    turn.locator(".sources").wait_for()
+    assert "ingest" in turn.locator(".answer-text").text_content().lower()
+    citation = turn.locator(".answer-text a.bookchat-cite").first
+    n = citation.get_attribute("data-n")
+    citation.click()
+    answer_id = turn.get_attribute("data-answer-id")
+    assert page.url.startswith(f"{chat_site.url}/?book={BOOK}#answer-{answer_id}-source-{n}")
+    assert page.locator(f"#answer-{answer_id}-source-{n}").evaluate("el => el.matches(':target')")
+    turn.locator("button.thumb.up").click()
+    page.wait_for_function("(id) => document.querySelector(`#answer-${id} .feedback-status`).textContent"
+                           ".includes('Thanks')", arg=answer_id)
+    assert committed(lambda: Feedback.objects.filter(answer_id=answer_id).values_list("rating", flat=True)
+                     .first()) == "up"
+    assert_statics_under(statics, chat_site.url)
+    cookies = {c["name"]: c for c in page.context.cookies()}
+    assert all(cookies[name]["path"] == "/chat/" and cookies[name]["secure"] for name in ("csrftoken", "sessionid"))
+    assert errors == []
+
+
+@pytest.mark.drill
+@pytest.mark.needs("nginx")
+@pytest.mark.needs("browser")
+def test_the_widget_finds_the_api_beside_its_script_under_a_sub_path(chat_site, open_page):
+    from chat.models import ApiKey
+
+    with DocsSite(f"{chat_site.url}/static/bookchat/widget.js") as docs:
+        def create() -> tuple[int, str]:
+            key = ApiKey(name="proxy test", kind=ApiKey.PUBLISHABLE, allowed_origins=docs.origin)
+            raw = key.issue()
+            key.save()
+            return key.pk, raw
+
+        key_id, docs.key = committed(create)
+        docs.book = BOOK
+        try:
+            page, errors, _ = open_page(docs.page_url())
+            page.locator(".bc-launcher").click()
+            with page.expect_request(lambda r: "/api/v1/ask/stream" in r.url) as request:
+                page.locator(".bc-input").fill(QUESTION)
+                page.locator(".bc-input").press("Enter")
+            assert request.value.url.startswith(f"{chat_site.url}/api/v1/ask/stream?key=pk_")
+            answer = page.locator(".bc-answer[data-state=done]").last
+            answer.wait_for()
+            assert "ingest" in answer.locator(".bc-answer-text").text_content().lower()
+            citation = answer.locator(".bc-answer-text a.bookchat-cite").first
+            href = citation.evaluate("a => a.href")
+            assert href.startswith(docs.origin + "/"), "citations open pages of the docs site"
+            citation.click()
+            page.wait_for_url(href.split(":~:")[0])
+            assert errors == []
+        finally:
+            committed(lambda: ApiKey.objects.filter(pk=key_id).delete())
+
+
+@pytest.mark.drill
+@pytest.mark.needs("nginx")
+@pytest.mark.needs("browser")
+def test_staff_log_into_the_admin_under_a_sub_path(chat_site, open_page):
+    from django.contrib.auth.models import Group, User
+
+    def create():
+        user = User.objects.create_user("paula", password="pw-paula", is_staff=True)
+        user.groups.set(Group.objects.filter(name="Reviewers"))
+        return user.pk
+
+    user_id = committed(create)
+    try:
+        page, errors, statics = open_page(f"{chat_site.url}/admin/")
+        page.wait_for_url(f"{chat_site.url}/admin/login/?next=/chat/admin/")
+        page.fill("#id_username", "paula")
+        page.fill("#id_password", "pw-paula")
+        page.click("input[type=submit]")
+        page.wait_for_url(f"{chat_site.url}/admin/")
+        page.click("text=Answers (audit trail)")
+        page.wait_for_url(f"{chat_site.url}/admin/audit/")
+        response = page.goto(f"{chat_site.url}/admin/audit/auditlog/dashboard/")
+        assert response.status == 200
+        page.wait_for_selector(".bookchat-dashboard svg")
+        assert_statics_under(statics, chat_site.url)
+        assert any(url.endswith(".css") for url, _ in statics), "the admin's styles came"
+        session = next(c for c in page.context.cookies() if c["name"] == "sessionid")
+        assert session["path"] == "/chat/" and session["secure"] and session["httpOnly"]
+        assert errors == [], "the admin's inline styles are allowed under the prefix too"
+    finally:
+        committed(lambda: User.objects.filter(pk=user_id).delete())
