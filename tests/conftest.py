@@ -28,7 +28,7 @@ from tests.support import docusaurus_site, packaging
 from tests.support.browser import CHROMIUM
 from tests.support.nodes import REDIS_SERVER
 from tests.support.openai_server import FakeOpenAIServer
-from tests.support.proxies import NGINX
+from tests.support.proxies import CADDY, NGINX
 from tests.support.served import forget_answers_since
 from tests.support.shared_data import SHARED_DATA, all_present, session_corpus
 
@@ -60,6 +60,8 @@ NEEDS = {
                   "apt-get install -y redis-server"),
     "nginx": Need(lambda: None if os.access(NGINX, os.X_OK) else f"nginx is not at {NGINX}",
                   "apt-get install -y nginx"),
+    "caddy": Need(lambda: None if os.access(CADDY, os.X_OK) else f"caddy is not at {CADDY}",
+                  "apt-get install -y caddy"),
     "node": Need(docusaurus_site.unavailable_reason, "apt-get install -y nodejs npm"),
     "tmpfs": Need(lambda: None if os.geteuid() == 0 and shutil.which("mount") else "mounting a tmpfs needs root",
                   "run the tests as root (the full-disk drill mounts a 64 KiB tmpfs)"),

@@ -144,3 +144,56 @@ class Nginx:
 
     def __exit__(self, *exc) -> None:
         stop(self.proc)
+
+
+def caddy_snippet(*, upstream: int, sub_path: bool) -> str:
+    """The manual's Caddyfile (``{#caddy}``: the first block at the root, the second under a sub-path), with the
+    upstream's port and the site named by the address the tests connect to."""
+    blocks = code_blocks("caddy", "caddyfile")
+    if len(blocks) != 2:
+        raise ProxyError(f"the manual's Caddy section should hold two caddyfile blocks, it holds {len(blocks)}")
+    snippet = blocks[1 if sub_path else 0]
+    snippet = replace_once(snippet, "reverse_proxy 127.0.0.1:8000", f"reverse_proxy 127.0.0.1:{upstream}")
+    return replace_once(snippet, "www.example.org {" if sub_path else "chat.example.org {", "127.0.0.1 {")
+
+
+class Caddy:
+    """Caddy (``caddy run``) with the manual's Caddyfile in front of the server on port ``upstream``; a context
+    manager. What the tests add around the snippet: the ports, a certificate file instead of an ACME CA, no admin
+    endpoint, and its state in the folder."""
+
+    def __init__(self, folder: Path, *, upstream: int, sub_path: bool = False):
+        self.folder = folder
+        folder.mkdir(parents=True, exist_ok=True)
+        self.http, self.https = free_port(), free_port()
+        self.http_url, self.https_url = f"http://127.0.0.1:{self.http}", f"https://127.0.0.1:{self.https}"
+        self.cert, key = self_signed_certificate(folder)
+        snippet = caddy_snippet(upstream=upstream, sub_path=sub_path)
+        snippet = replace_once(snippet, "127.0.0.1 {\n", f"127.0.0.1 {{\n    tls {self.cert} {key}\n")
+        (folder / "Caddyfile").write_text(
+            f"{{\n    admin off\n    http_port {self.http}\n    https_port {self.https}\n    skip_install_trust\n"
+            f"    storage file_system {folder / 'storage'}\n}}\n\n{snippet}", encoding="utf-8")
+        self.log = folder / "caddy.log"
+        self.proc: subprocess.Popen | None = None
+
+    def __enter__(self) -> Caddy:
+        if not Path(CADDY).exists():
+            from tests.conftest import require
+
+            require("caddy")
+        env = os.environ | {"HOME": str(self.folder), "XDG_DATA_HOME": str(self.folder / "data"),
+                            "XDG_CONFIG_HOME": str(self.folder / "config")}
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen([CADDY, "run", "--config", str(self.folder / "Caddyfile"), "--adapter",
+                                          "caddyfile"], stdout=out, stderr=subprocess.STDOUT, env=env,
+                                         start_new_session=True)
+        try:
+            wait_for_port(self.https, self.proc, self.log, "caddy")
+            wait_for_port(self.http, self.proc, self.log, "caddy")
+        except ProxyError:
+            stop(self.proc)
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        stop(self.proc)
