@@ -295,6 +295,11 @@ def assert_statics_under(statics, base: str) -> None:
 def test_the_chat_page_answers_under_a_sub_path(chat_site, open_page):
     from chat.models import Feedback
 
+    with chat_site.client() as client:
+        bare = client.get(f"{chat_site.proxy.https_url}/chat")
+        assert bare.status_code == 301 and bare.headers["location"].endswith("/chat/")
+        assert client.get(f"{chat_site.url}/api/v1/ready").json()["status"] == "ready"
+    assert httpx.get(f"{chat_site.gunicorn.url}/api/v1/ready").status_code == 200, "probed directly, at the root"
     page, errors, statics = open_page(f"{chat_site.url}/?book={BOOK}")
     assert page.evaluate("document.body.dataset.root") == "/chat/"
     page.fill("#question", QUESTION)
