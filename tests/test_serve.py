@@ -20,7 +20,7 @@ from chat.pipeline.editions import resolve_book
 from ingestion.models import Book, Chunk, DefaultBook
 from tests.conftest import REPO, committed
 
-pytestmark = [pytest.mark.django_db, pytest.mark.slow]
+pytestmark = [pytest.mark.django_db, pytest.mark.slow, pytest.mark.drill]  # a whole `make run`: make drills
 
 
 def free_port() -> int:

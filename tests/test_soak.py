@@ -18,7 +18,7 @@ from ingestion.models import Book, Chunk
 from tests.conftest import committed
 from tests.support.served import forget_answers_since
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.drill]  # gunicorn under load beside an ingest: make drills
 
 BOOK = "bookchat-manual"
 SOAK_SECONDS = 10.0  # at least: the soak lasts until the ingest beside it has ended (~15 s here)

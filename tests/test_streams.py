@@ -6,6 +6,8 @@ streams queued two at a time and health waited behind them. Checked by what happ
 
 from __future__ import annotations
 
+import pytest
+
 from bench.latency import Gunicorn
 from bench.streams import TOKEN_SECONDS, held_streams
 from bookchat.conf import setting
@@ -15,6 +17,7 @@ QUESTION = "How do I ingest a folder?"
 STREAMS = 20
 
 
+@pytest.mark.drill  # gunicorn holding twenty streams: make drills
 def test_twenty_streams_are_held_at_once_and_health_answers_meanwhile(openai_server, manual_book, served):
     openai_server.reset()
     openai_server.token_delay = TOKEN_SECONDS

@@ -497,6 +497,7 @@ def test_worker_runs_an_upload_to_done(data_dir, cluster):
 
 
 @pytest.mark.slow
+@pytest.mark.drill  # a real worker SIGKILLed mid-job: make drills
 def test_killed_worker_fails_the_job_and_the_book_keeps_its_index(data_dir, cluster, book_dir, settings):
     slug = f"upload-killed-{uuid.uuid4().hex[:8]}"
     book_dir.write("intro.md", page("Intro", "the lighthouse keeper's logbook").decode())
