@@ -71,6 +71,8 @@ class AuditLog(models.Model):
     reviewed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                     related_name="+")
     reviewed_at = models.DateTimeField(null=True, blank=True)
+    section_url = models.TextField("landed on", blank=True, help_text="The link of the section the question "
+                                   "landed on (audit.landing), counted by the map of where students struggle.")
     question_vector = VectorField(null=True, blank=True, help_text="Embedding of the question, filled when "
                                   "coverage gaps are computed.")
 
@@ -78,7 +80,8 @@ class AuditLog(models.Model):
         ordering = ["-created_at", "-id"]
         verbose_name = "answer (audit)"
         verbose_name_plural = "answers (audit trail)"
-        indexes = [models.Index(fields=["status", "created_at"], name="audit_status_created")]
+        indexes = [models.Index(fields=["status", "created_at"], name="audit_status_created"),
+                   models.Index(fields=["book_slug", "created_at"], name="audit_book_created")]
         permissions = [("view_dashboard", "Can view the audit dashboard and coverage gaps")]
 
     def __str__(self) -> str:

@@ -3,6 +3,7 @@ worker; Ctrl-C stops all of them cleanly. Runs as a real subprocess against the 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -68,7 +69,6 @@ def test_serve_indexes_the_bundled_book_and_yours_serves_the_admin_and_stops_on_
             assert b'data-book="serve-own-book"' in response.read(), "your book is the default"
         # Stored, not in serve's children's environment: this process (another shell's `manage.py ask`) reads it.
         assert committed(DefaultBook.stored) == "serve-own-book"
-        assert committed(lambda: resolve_book(None).slug) == "serve-own-book"
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/?book=bookchat-manual", timeout=5) as response:
             assert b'data-book="bookchat-manual"' in response.read(), "the manual stays"
         from ingestion.models import IngestionJob
@@ -80,12 +80,16 @@ def test_serve_indexes_the_bundled_book_and_yours_serves_the_admin_and_stops_on_
         while committed(ended) < 2:  # the first book calibrated too (its jobs end after that)
             assert time.monotonic() < deadline, "the background jobs did not end"
             time.sleep(0.5)
+        # Its first run has ended (it calibrates after its passages are stored): resolved from the stored default.
+        assert committed(lambda: resolve_book(None).slug) == "serve-own-book"
         time.sleep(1.5)  # serve reports the jobs' ends at its next look
         os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C reaches the whole foreground process group
         out, _ = proc.communicate(timeout=60)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+        if proc.poll() is None:  # serve starts its workers in sessions of their own: kill each, not only its group
+            for process in [*psutil.Process(proc.pid).children(recursive=True), psutil.Process(proc.pid)]:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    process.kill()
             proc.wait()
         committed(lambda: Book.objects.filter(slug="serve-own-book").delete())
         committed(lambda: DefaultBook.objects.all().delete())

@@ -1,0 +1,214 @@
+"""Where students struggle: every section of a book in its outline's order, how many questions landed on each in a
+period and how well the book answered them, and the sections ranked by struggle ("where to revise first").
+
+**Where a question lands.** On one section, the one written on its audit row (``audit.landing``): its answer's
+first cited source, else its first source, else, for a refusal, the first of the closest sections it suggested. A
+section is a heading of a page, the place links land on (``Chunk.anchor``; empty for a page's top, before its first
+H2), known by its link (``Chunk.url``). A question whose section the book no longer has (a page renamed or the book
+moved to another URL since) or that has none (it timed out or failed before retrieving) counts in ``totals`` as
+``unplaced``, in no section. An assistant's searches (status ``searched``) are not questions and are not counted.
+The rows are the audit trail's of exactly this book slug (an edition of a site is a book of its own).
+
+**Per section**, for the period ``[since, until)``:
+
+- ``questions``: how many landed on it; ``sessions``: in how many distinct conversations (a question without one
+  counts as its own);
+- ``high``, ``medium``: answered at that confidence level; ``unsure``: held back as unsure, shown as the closest
+  passage, or answered below the medium level; ``refused``: not covered in the book; ``withheld``: by the grounding
+  check; each with its share of ``questions`` in ``shares`` (null when no question landed);
+- ``thumbs_down``: readers' votes; ``wrong``, ``needs_doc_fix``: reviewers' verdicts;
+- ``previous``: questions in the equal period just before ``since``; ``change``: ``questions - previous``.
+
+Sections nobody asked about are listed with zeros: what students skip.
+
+**Struggle and its score.** ``struggle = unsure + refused + withheld + thumbs_down + wrong + needs_doc_fix`` (one
+answer may count more than once: unsure and voted down), and
+
+    score = struggle / questions × sessions
+
+the trouble per question, weighted by how many students asked: 4 unsure and 2 thumbs down in 10 questions from 8
+conversations score 6 / 10 × 8 = 4.8; 3 refusals asked by one student in a row score 3 / 3 × 1 = 1. ``ranking``
+lists the sections with any struggle, highest score first, ties in the outline's order.
+
+**Privacy.** Aggregates only: no question, answer or client appears in what this module returns.
+
+**By week**, ``heat``: the questions of each chapter per week (weeks start on Monday), for the heat strip.
+
+The counts come from two SQL queries that group the period's rows by section (``_COUNTS``, ``_WEEKLY``), so the
+time they take grows with the audit rows in the period, not with Python work per row.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from fractions import Fraction
+
+from django.db import connection
+from django.utils import timezone
+
+from audit.models import AuditLog
+from bookchat.errors import BookchatError
+from ingestion.indexing.chunking import HEADING_SEPARATOR
+from ingestion.models import Book, Chunk
+from ingestion.reading.outline import book_outline
+
+S = AuditLog.Status
+R = AuditLog.Review
+DEFAULT_DAYS = 30
+LEVELS = ("high", "medium", "unsure", "refused", "withheld")  # the shares of a section's questions
+COUNTS = ("questions", "sessions", *LEVELS, "thumbs_down", "wrong", "needs_doc_fix", "previous")
+STRUGGLE = ("unsure", "refused", "withheld", "thumbs_down", "wrong", "needs_doc_fix")
+
+# The period's rows and the period's before, grouped by the section each landed on (``AuditLog.section_url``).
+_COUNTS = f"""
+SELECT section_url,
+       COUNT(*) FILTER (WHERE current),
+       COUNT(DISTINCT conversation) FILTER (WHERE current),
+       COUNT(*) FILTER (WHERE current AND status = %(answered)s AND confidence_level = 'high'),
+       COUNT(*) FILTER (WHERE current AND status = %(answered)s AND confidence_level = 'medium'),
+       COUNT(*) FILTER (WHERE current AND (status = %(unsure)s
+                                           OR status = %(answered)s AND confidence_level NOT IN ('high', 'medium'))),
+       COUNT(*) FILTER (WHERE current AND status = %(not_covered)s),
+       COUNT(*) FILTER (WHERE current AND status = %(withheld)s),
+       COUNT(*) FILTER (WHERE current AND feedback_rating = 'down'),
+       COUNT(*) FILTER (WHERE current AND review_status = %(wrong)s),
+       COUNT(*) FILTER (WHERE current AND review_status = %(needs_doc_fix)s),
+       COUNT(*) FILTER (WHERE NOT current)
+  FROM (SELECT created_at >= %(since)s AS current, status, confidence_level, feedback_rating, review_status,
+               section_url, COALESCE(session_id::text, answer_id::text) AS conversation
+          FROM {AuditLog._meta.db_table}
+         WHERE book_slug = %(book)s AND created_at >= %(before)s AND created_at < %(until)s
+           AND status <> %(searched)s) asked
+ GROUP BY section_url
+"""
+# The period's questions by section and week (the weeks start on Monday, in the server's time zone).
+_WEEKLY = f"""
+SELECT section_url, date_trunc('week', created_at AT TIME ZONE %(zone)s)::date, COUNT(*)
+  FROM {AuditLog._meta.db_table}
+ WHERE book_slug = %(book)s AND created_at >= %(since)s AND created_at < %(until)s AND status <> %(searched)s
+ GROUP BY 1, 2
+"""
+
+
+class StruggleError(BookchatError):
+    code = "bad_period"
+
+
+def struggle_map(book: Book, *, since: datetime | None = None, until: datetime | None = None) -> dict:
+    """``{"book", "since", "until", "totals", "sections", "ranking", "topics"}`` for ``book`` over ``[since,
+    until)`` (default: the last ``DEFAULT_DAYS`` days). ``topics`` (questions grouped by meaning) is empty: they
+    are not computed yet."""
+    until = until or timezone.now()
+    since = since or _earlier(until, timedelta(days=DEFAULT_DAYS))
+    if timezone.is_naive(since) or timezone.is_naive(until):
+        raise StruggleError("since and until need a time zone")
+    if since >= until:
+        raise StruggleError(f"the period is empty: since ({since.isoformat()}) is not before until "
+                            f"({until.isoformat()})")
+    sections = outline_sections(book)
+    counted = _counts(book.slug, since, until)
+    by_url = {}
+    for section in sections:
+        by_url.setdefault(section["url"], section)
+        section.update(dict.fromkeys(COUNTS, 0))
+    totals = {"questions": 0, "previous": 0, "unplaced": 0, "unplaced_previous": 0}
+    for url, numbers in counted.items():
+        totals["questions"] += numbers["questions"]
+        totals["previous"] += numbers["previous"]
+        section = by_url.get(url) if url else None
+        if section is None:
+            totals["unplaced"] += numbers["questions"]
+            totals["unplaced_previous"] += numbers["previous"]
+        else:
+            section.update(numbers)
+    for section in sections:
+        _derive(section)
+    return {"book": book.slug, "since": since.isoformat(), "until": until.isoformat(), "totals": totals,
+            "sections": sections, "ranking": ranking(sections), "heat": _heat(book.slug, since, until, by_url),
+            "topics": []}
+
+
+def _heat(book_slug: str, since: datetime, until: datetime, by_url: dict[str, dict]) -> dict:
+    """``{"weeks": [Monday, …], "chapters": [{"chapter", "counts": [per week]}, …]}``: the period's questions of
+    each chapter per week, chapters in the outline's order (questions on no section are left out)."""
+    params = {"book": book_slug, "since": since, "until": until, "searched": S.SEARCHED,
+              "zone": timezone.get_current_timezone_name()}
+    first = timezone.localtime(since).date()
+    last = timezone.localtime(until - timedelta(microseconds=1)).date()
+    monday = first - timedelta(days=first.weekday())
+    weeks = [monday + timedelta(weeks=n) for n in range((last - monday).days // 7 + 1)]
+    chapters = {section["chapter"]: [0] * len(weeks) for section in by_url.values()}
+    with connection.cursor() as cursor:
+        cursor.execute(_WEEKLY, params)
+        for url, week, count in cursor.fetchall():
+            if (section := by_url.get(url)) is not None and week in weeks:
+                chapters[section["chapter"]][weeks.index(week)] += count
+    return {"weeks": [week.isoformat() for week in weeks],
+            "chapters": [{"chapter": name, "counts": counts} for name, counts in chapters.items()]}
+
+
+def outline_sections(book: Book) -> list[dict]:
+    """The book's sections in the outline's order: its pages in sidebar order (``book_outline``), in each page its
+    anchors in the order their passages come. ``section`` is the heading (the last part of the heading path, the
+    page's title at its top), ``heading_path`` the longest of its passages' (a passage that runs on into the next
+    sections has a shorter one)."""
+    anchors: dict[str, dict[str, dict]] = {}  # page path → anchor → its section, in passage order
+    passages = (Chunk.objects.filter(book=book).order_by("document_id", "ordinal")
+                .values_list("document__path", "anchor", "heading_path", "url"))
+    for path, anchor, heading_path, url in passages:
+        page = anchors.setdefault(path, {})
+        known = page.get(anchor)
+        if known is None:
+            page[anchor] = {"anchor": anchor, "url": url, "heading_path": heading_path}
+        elif heading_path.count(HEADING_SEPARATOR) > known["heading_path"].count(HEADING_SEPARATOR):
+            known["heading_path"] = heading_path
+    sections = []
+    for chapter in book_outline(book):
+        for page in chapter["pages"]:
+            for found in anchors.get(page["path"], {}).values():
+                sections.append({
+                    "chapter": chapter["chapter"] or page["label"], "page": page["label"], "path": page["path"],
+                    "section": found["heading_path"].rsplit(HEADING_SEPARATOR, 1)[-1] or page["title"],
+                    "anchor": found["anchor"], "url": found["url"], "heading_path": found["heading_path"],
+                })
+    return sections
+
+
+def _counts(book_slug: str, since: datetime, until: datetime) -> dict[str | None, dict[str, int]]:
+    params = {"book": book_slug, "since": since, "until": until, "before": _earlier(since, until - since),
+              "searched": S.SEARCHED, "answered": S.ANSWERED, "unsure": S.UNSURE, "not_covered": S.NOT_COVERED,
+              "withheld": S.WITHHELD, "wrong": R.WRONG, "needs_doc_fix": R.NEEDS_DOC_FIX}
+    with connection.cursor() as cursor:
+        cursor.execute(_COUNTS, params)
+        return {row[0]: dict(zip(COUNTS, row[1:], strict=True)) for row in cursor.fetchall()}
+
+
+def _earlier(moment: datetime, by: timedelta) -> datetime:
+    """``moment - by``, or the first moment there is (a period that starts near year 1)."""
+    try:
+        return moment - by
+    except OverflowError:
+        return datetime.min.replace(tzinfo=UTC)
+
+
+def _derive(section: dict) -> None:
+    """A section's shares, change, struggle and score, from its counts."""
+    asked = section["questions"]
+    section["shares"] = {level: round(section[level] / asked, 4) if asked else None for level in LEVELS}
+    section["change"] = asked - section["previous"]
+    section["struggle"] = sum(section[name] for name in STRUGGLE)
+    section["score"] = score(section["struggle"], asked, section["sessions"])
+
+
+def score(struggle: int, questions: int, sessions: int) -> float:
+    """The trouble per question, weighted by how many students asked (the module's docstring)."""
+    return round(struggle * sessions / questions, 4) if questions else 0.0
+
+
+def ranking(sections: list[dict]) -> list[dict]:
+    """The sections with any struggle, highest score first; ties in the outline's order (``sorted`` is stable)."""
+    ranked = sorted((s for s in sections if s["struggle"]),
+                    key=lambda s: -Fraction(s["struggle"] * s["sessions"], s["questions"]))
+    return [{"rank": n, **{k: s[k] for k in ("chapter", "page", "section", "anchor", "url", "score", "struggle",
+                                              "questions", "sessions")}}
+            for n, s in enumerate(ranked, 1)]
