@@ -207,6 +207,8 @@ SETTINGS: list[Setting] = [
     Setting("REVIEW_CONFIDENCE_BELOW", 0.0, "Answers below this confidence go to the review queue (with unsure, "
             "flagged and thumbs-down ones); 0 → below the medium level (answers held back as unsure are queued "
             "anyway).", float),
+    Setting("STRUGGLE_MIN_SESSIONS", 5, "Where students struggle: a section or topic asked about in fewer distinct "
+            "conversations than this shows its counts only, never a question as an example.", int, minimum=1),
     # Uploads and background indexing
     Setting("UPLOAD_MAX_BYTES", 50_000_000, "Largest file staff may upload in the admin (a `.md`, `.mdx` or "
             "`.zip`).", int),
