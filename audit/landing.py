@@ -4,7 +4,7 @@
 It is its answer's first cited source, else its first source (the top retrieved passage), else, for a refusal
 (which shows no sources), the first of the closest sections it suggested; known by the section's link without the
 text fragment a source's link carries (``#:~:text=…``). Empty when the answer has none of these (it timed out or
-failed before retrieving). Written on the audit row with the answer (``AuditLog.section_url``), so that counting a
+failed before retrieving). Written on the audit row when it is saved (``AuditLog.section_url``), so that counting a
 term's questions by section reads one column.
 """
 

@@ -15,6 +15,8 @@ from django.db import models
 from django.utils import timezone
 from pgvector.django import VectorField
 
+from audit.landing import landed_section
+
 
 class AuditLog(models.Model):
     class Status(models.TextChoices):
@@ -86,6 +88,11 @@ class AuditLog(models.Model):
 
     def __str__(self) -> str:
         return self.question[:80]
+
+    def save(self, *args, **kwargs) -> None:
+        if not self.section_url:  # where its question landed, from what the answer showed (audit.landing)
+            self.section_url = landed_section(self.sources, self.suggestions)
+        super().save(*args, **kwargs)
 
 
 class ReviewQueueItem(AuditLog):

@@ -18,7 +18,6 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
-from audit.landing import landed_section
 from audit.models import AuditLog
 from chat.models import Feedback
 
@@ -84,7 +83,6 @@ def write(record: dict) -> AuditLog | None:
     try:
         fields = {name: record[name] for name in _COPIED if name in record}
         fields["client_ip_hash"] = hash_ip(record.get("client_ip", ""))
-        fields["section_url"] = landed_section(record.get("sources"), record.get("suggestions"))
         if record.get("created_at") is not None:
             fields["created_at"] = record["created_at"]
         # A reader may vote in the moment between receiving the answer and this write.
