@@ -22,9 +22,11 @@ from django.urls import reverse
 from django.utils import timezone
 
 from audit.models import AuditLog
+from chat.quality.evaluation import load_questions
 from ingestion.models import Book, Chunk
 from ingestion.reading.outline import book_outline
 from tests.conftest import run_command
+from tests.support.shared_data import SHARED_DATA
 
 pytestmark = pytest.mark.django_db
 
@@ -33,6 +35,7 @@ QUESTIONS = Path(__file__).resolve().parent.parent / "bench" / "questions" / "ki
 OFF_TOPIC = ("What is the boiling point of tungsten in kelvin?", "Who won the football world cup in 1998?")
 COUNTED = ("questions", "sessions", "high", "medium", "unsure", "refused", "withheld", "thumbs_down", "wrong",
            "needs_doc_fix", "previous")
+REPLAYED = 30  # questions of each shared set, spread over the set
 STRUGGLE = ("unsure", "refused", "withheld", "thumbs_down", "wrong", "needs_doc_fix")
 
 
@@ -45,14 +48,14 @@ def quiet_trail(manual_book, settings):
     AuditLog.objects.all().delete()
 
 
-def struggle(*options: str) -> tuple[int, dict | None, str]:
-    code, out, err = run_command("struggle", "--book", BOOK, *options, "--json")
+def struggle(*options: str, book: str = BOOK) -> tuple[int, dict | None, str]:
+    code, out, err = run_command("struggle", "--book", book, *options, "--json")
     return code, json.loads(out) if out else None, err
 
 
-def ask(client: Client, question: str, **fields) -> dict:
+def ask(client: Client, question: str, book: str = BOOK, **fields) -> dict:
     response = client.post("/api/v1/ask", content_type="application/json",
-                           data=json.dumps({"question": question, "book": BOOK, **fields}))
+                           data=json.dumps({"question": question, "book": book, **fields}))
     assert response.status_code == 200, response.content
     return response.json()
 
@@ -111,13 +114,13 @@ def expected_counts(bodies: list[dict], *, down: set, wrong: set, doc_fix: set, 
     return counts
 
 
-def check_outline_order(sections: list[dict]) -> None:
+def check_outline_order(sections: list[dict], book: str = BOOK) -> None:
     """Pages in the sidebar's order, each page's anchors in the order of its passages, every anchor once."""
-    pages = [page["path"] for chapter in book_outline(Book.objects.get(slug=BOOK)) for page in chapter["pages"]]
+    pages = [page["path"] for chapter in book_outline(Book.objects.get(slug=book)) for page in chapter["pages"]]
     listed = [s["path"] for s in sections]
     assert sorted(listed, key=pages.index) == listed, "a page's sections are together, pages in sidebar order"
     first = {}
-    for path, anchor, ordinal in (Chunk.objects.filter(book__slug=BOOK).order_by("ordinal")
+    for path, anchor, ordinal in (Chunk.objects.filter(book__slug=book).order_by("ordinal")
                                   .values_list("document__path", "anchor", "ordinal")):
         first.setdefault((path, anchor), ordinal)
     assert [(s["path"], s["anchor"]) for s in sections] == sorted(
@@ -217,6 +220,39 @@ def test_the_map_counts_exactly_what_the_replayed_traffic_made(client, settings)
     assert "Where to revise first" in out and f"{result['totals']['questions']} questions" in out
     top = result["ranking"][0]
     assert f"{top['score']:.2f}" in out and top["page"] in out
+
+
+@pytest.mark.parametrize("corpus", ["docusaurus-docs", "squad2-dev"])
+def test_a_shared_question_set_replayed_by_students_is_counted_exactly(ingest_corpus, client, corpus):
+    """The development question sets of two real books, asked three to a conversation, with thumbs down and
+    reviewers' verdicts on some: every section's counts are what the replay made."""
+    assert ingest_corpus(corpus).exit_code == 0
+    items = load_questions(SHARED_DATA / corpus / "questions.jsonl")
+    bodies = []
+    for n, item in enumerate(items[::max(1, len(items) // REPLAYED)][:REPLAYED]):
+        following = {"session_id": bodies[-1]["session_id"]} if n % 3 else {}
+        bodies.append(ask(client, item.question, corpus, **following))
+    down = {b["answer_id"] for b in bodies[::5]}
+    for body in bodies[::5]:
+        vote = client.post(f"/api/v1/answers/{body['answer_id']}/feedback", content_type="application/json",
+                           data=json.dumps({"rating": "down", "session_id": body["session_id"]}))
+        assert vote.status_code == 201, vote.content
+    wrong, doc_fix = {b["answer_id"] for b in bodies[1::7]}, {b["answer_id"] for b in bodies[2::7]}
+    AuditLog.objects.filter(answer_id__in=wrong).update(review_status="wrong")
+    AuditLog.objects.filter(answer_id__in=doc_fix).update(review_status="needs-doc-fix")
+
+    code, result, err = struggle(book=corpus)
+    assert code == 0, err
+    expected = expected_counts(bodies, down=down, wrong=wrong, doc_fix=doc_fix, before=set())
+    by_url = {s["url"]: s for s in result["sections"]}
+    assert set(expected) <= set(by_url), "every answer landed on a section of the book"
+    for section in result["sections"]:
+        wanted = expected.get(section["url"], Counter())
+        assert {k: section[k] for k in COUNTED} == {k: wanted[k] for k in COUNTED}, section["url"]
+    assert result["totals"]["questions"] == len(bodies) and result["totals"]["unplaced"] == 0
+    assert sum(sum(row["counts"]) for row in result["heat"]["chapters"]) == len(bodies), "the heat strip too"
+    check_outline_order(result["sections"], corpus)
+    check_ranking(result)
 
 
 def make_row(url: str, *, status="answered", level="high", session=None, **fields) -> AuditLog:
