@@ -207,27 +207,27 @@ def gaps_markdown(gaps: list[Gap], *, book: str | None, days: int, limit: int = 
         if gap.searched:
             details.append(f"{gap.searched} searches")
         when = f", last on {gap.last_asked:%Y-%m-%d}" if gap.last_asked else ""
-        lines += [f"### {number}. {_escape(gap.label)}", "",
+        lines += [f"### {number}. {markdown_escape(gap.label)}", "",
                   f"- {asked}{' (' + ', '.join(details) + ')' if details else ''}{when}",
-                  "- questions: " + "; ".join(f"“{_escape(q)}”" for q in gap.examples)]
-        sections = [f"[{_escape(name)}]({_link(gap.links[name])})" if gap.links.get(name) else _escape(name)
-                    for name in gap.nearest_sections if name]
+                  "- questions: " + "; ".join(f"“{markdown_escape(q)}”" for q in gap.examples)]
+        sections = [f"[{markdown_escape(name)}]({markdown_link(gap.links[name])})" if gap.links.get(name)
+                    else markdown_escape(name) for name in gap.nearest_sections if name]
         lines.append(f"- closest sections: {', '.join(sections)}" if sections else "- closest sections: none")
         if not book and len(gap.books) > 1:
-            lines.append(f"- books: {', '.join(_escape(name) for name in gap.book_list)}")
+            lines.append(f"- books: {', '.join(markdown_escape(name) for name in gap.book_list)}")
         lines.append("")
     if len(gaps) > limit:
         lines.append(f"… and {len(gaps) - limit} smaller groups (the admin's Coverage gaps page lists them all).")
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _escape(text: str) -> str:
+def markdown_escape(text: str) -> str:
     """Readers' text as plain Markdown: punctuation escaped, one line, and no @mention (a zero-width space after @)."""
     flat = " ".join(str(text).split())
     return _MARKDOWN_SPECIAL.sub(r"\\\1", flat).replace("@", "@\u200b")
 
 
-def _link(url: str) -> str:
+def markdown_link(url: str) -> str:
     """A URL as a Markdown link target: only http(s), with what would end the target percent-encoded."""
     if not url.lower().startswith(("https://", "http://", "/")):
         return "#"
