@@ -24,6 +24,7 @@ from django.utils.html import format_html, format_html_join
 from audit.gaps import coverage_gaps, gaps_markdown
 from audit.models import AuditLog, ReviewQueueItem
 from audit.reports import dashboard, review_queue_filter
+from audit.struggle_admin import ChapterFilter, LevelFilter, SectionFilter, StrugglePages
 from ingestion.roles import BookScopedAdmin, allowed_slugs
 
 REVIEW_FIELDS = ("review_status", "reviewer_note")
@@ -82,11 +83,12 @@ class ValuesFilter(admin.AllValuesFieldListFilter):
 
 
 @admin.register(AuditLog)
-class AuditLogAdmin(BookScopedAdmin, admin.ModelAdmin):
+class AuditLogAdmin(BookScopedAdmin, StrugglePages, admin.ModelAdmin):
     list_display = ("created_at", "short_question", "channel", "book_slug", "confidence_level", "status",
                     "feedback", "review_status")
     list_filter = (("created_at", admin.DateFieldListFilter), "channel", ("confidence_level", ValuesFilter),
-                   RefusedFilter, "status", FeedbackFilter, "review_status", ("book_slug", ValuesFilter))
+                   RefusedFilter, "status", FeedbackFilter, "review_status", ("book_slug", ValuesFilter),
+                   SectionFilter, ChapterFilter, LevelFilter)
     list_display_links = ("created_at", "short_question")
     search_fields = ("question", "answer", "=answer_id")
     date_hierarchy = "created_at"
@@ -216,7 +218,7 @@ class AuditLogAdmin(BookScopedAdmin, admin.ModelAdmin):
     def get_urls(self):
         own = [path("dashboard/", self.admin_site.admin_view(self.dashboard_view), name="audit_dashboard"),
                path("gaps/", self.admin_site.admin_view(self.gaps_view), name="audit_gaps")]
-        return own + super().get_urls()
+        return own + self.struggle_urls() + super().get_urls()
 
     def _check_dashboard(self, request) -> None:
         if not request.user.has_perm("audit.view_dashboard"):
@@ -228,6 +230,16 @@ class AuditLogAdmin(BookScopedAdmin, admin.ModelAdmin):
         except ValueError:
             return default
         return value if value in allowed else default
+
+    def _csv(self, name: str, header, rows) -> HttpResponse:
+        """``rows`` under ``header`` as a CSV download ``name``.csv (UTF-8 that spreadsheets read, no formulas)."""
+        response = HttpResponse(content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="{name}.csv"'
+        response.write("\ufeff")
+        writer = csv.writer(response)
+        writer.writerow(header)
+        writer.writerows([csv_cell(value) for value in row] for row in rows)
+        return response
 
     def _books(self, request) -> list[str]:
         return list(self.get_queryset(request).order_by().values_list("book_slug", flat=True).distinct())

@@ -95,3 +95,36 @@ def share_bar(title: str, parts: dict[str, int]) -> SafeString:
                     f'<text x="{lx + 14}" y="49" fill="#333">{escape(name)} {count}</text>')
         lx += 14 + 7 * (len(name) + len(str(count)) + 1) + 18
     return _frame(title, body, height=58)
+
+
+HEAT_LABEL_W, HEAT_ROW_H, HEAT_HEAD_H, HEAT_LABEL_CHARS = 190, 20, 18, 28
+HEAT_COLOUR = "#1e88e5"  # a blue that reads on the admin's light and dark backgrounds at every opacity
+HEAT_FLOOR = 0.2  # the opacity of the lightest non-empty cell, so that one question shows
+
+
+def heat_strip(title: str, weeks: list[str], rows: list[tuple[str, list[tuple[int, str]]]]) -> SafeString:
+    """A grid of rows (e.g. chapters) by columns (weeks), each cell shaded by its count and a link (``href``) with
+    a ``<title>``: the links make every cell a keyboard stop. ``rows``: ``[(label, [(count, href), …]), …]``.
+    The grid holds links, so it is a group of links, not an image (an image's children are not reachable)."""
+    top = max((count for _, cells in rows for count, _ in cells), default=0) or 1
+    step = (WIDTH - HEAT_LABEL_W) / max(len(weeks), 1)
+    height = HEAT_HEAD_H + HEAT_ROW_H * len(rows) + 4
+    text = 'style="fill:var(--body-fg,#333)"'
+    every = max(1, round(len(weeks) / 6))
+    body = [f'<text x="{HEAT_LABEL_W + step * i:.1f}" y="12" {text}>{escape(week)}</text>'
+            for i, week in enumerate(weeks) if i % every == 0]
+    for r, (label, cells) in enumerate(rows):
+        y = HEAT_HEAD_H + HEAT_ROW_H * r
+        short = label if len(label) <= HEAT_LABEL_CHARS else label[:HEAT_LABEL_CHARS - 1] + "…"
+        body.append(f'<text x="0" y="{y + 14}" {text}><title>{escape(label)}</title>{escape(short)}</text>')
+        for i, (count, href) in enumerate(cells):
+            name = f"{label}, week of {weeks[i]}: {count} question{'s' if count != 1 else ''}"
+            shade = HEAT_FLOOR + (1 - HEAT_FLOOR) * count / top if count else 0
+            body.append(f'<a href="{escape(href)}" aria-label="{escape(name)}"><rect x="{HEAT_LABEL_W + step * i:.1f}" '
+                        f'y="{y + 1}" width="{max(step - 2, 1):.1f}" height="{HEAT_ROW_H - 2}" fill="{HEAT_COLOUR}" '
+                        f'fill-opacity="{shade:.2f}" stroke="{HEAT_COLOUR}" stroke-opacity="0.5">'
+                        f"<title>{escape(name)}</title></rect></a>")
+    return mark_safe(
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" role="group" '
+        f'aria-label="{escape(title)}" style="max-width:100%;height:auto;font:11px sans-serif">'
+        f"<title>{escape(title)}</title>{''.join(body)}</svg>")
