@@ -121,11 +121,12 @@ class Evidence:
 
     def __init__(self, book: str, since: datetime, until: datetime):
         self.book, self.since, self.until = book, since, until
+        self.changelist = reverse("admin:audit_auditlog_changelist")
 
     def link(self, *, since: datetime | None = None, until: datetime | None = None, **narrowed: str) -> str:
         params = {"book_slug__exact": self.book, "created_at__gte": (since or self.since).isoformat(),
                   "created_at__lt": (until or self.until).isoformat(), **narrowed}
-        return reverse("admin:audit_auditlog_changelist") + "?" + urlencode(params)
+        return self.changelist + "?" + urlencode(params)
 
     def section_cells(self, section: dict) -> list[dict]:
         """``{"label", "value", "link" (None for a zero or a figure without rows of its own)}`` for each count

@@ -1,0 +1,86 @@
+"""Where students struggle, in a real browser: the book's map and its topics page, light and dark, each held by
+axe-core (WCAG 2.1 A and AA, no rule disabled), the heat strip's cells reached by keyboard as links to their
+questions, and screenshots of both pages in both themes (BOOKCHAT_SCREENSHOT_DIR keeps them).
+
+The fixtures and helpers are test_browser.py's and test_accessibility.py's (one live server, one Chromium per
+module)."""
+
+# ruff: noqa: F811 (the fixtures imported from test_browser are this module's test arguments)
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+import pytest
+
+from tests.conftest import committed
+from tests.test_accessibility import assert_none_found, wcag_violations
+from tests.test_browser import (  # noqa: F401 (the real-browser fixtures)
+    BOOK,
+    admin_user,
+    browser,
+    browser_settings,
+    database_open,
+    log_in,
+    open_page,
+    screenshot,
+    servers,
+)
+
+pytestmark = [pytest.mark.slow, pytest.mark.needs("browser")]
+
+# (status, confidence level, thumbs) of the questions put on each of the first sections that get any
+TRAFFIC = [("answered", "high", ""), ("unsure", "low", "down"), ("not_covered", "low", ""),
+           ("answered", "medium", "down"), ("withheld", "low", "")]
+
+
+def student_traffic() -> list[int]:
+    """Questions on the manual's sections over the last weeks, some answered well, some not: the map's rows,
+    heat strip and ranking all have something to show."""
+    from django.utils import timezone
+
+    from audit.models import AuditLog
+    from audit.struggle import outline_sections
+    from ingestion.models import Book
+
+    sections = outline_sections(Book.objects.get(slug=BOOK))
+    rows = []
+    for n, section in enumerate(sections[:12:2]):
+        for k, (status, level, thumbs) in enumerate(TRAFFIC[: 1 + n % len(TRAFFIC)]):
+            rows.append(AuditLog.objects.create(
+                answer_id=uuid.uuid4(), channel="page", book_slug=BOOK, question=f"question {n}.{k}", answer="…",
+                status=status, confidence_level=level, feedback_rating=thumbs, session_id=uuid.uuid4(),
+                sources=[{"n": 1, "url": section["url"], "cited": True, "heading_path": section["heading_path"]}],
+                created_at=timezone.now() - timedelta(days=3 * n + k)))
+    return [row.pk for row in rows]
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_the_map_reads_in_both_themes_and_its_heat_strip_by_keyboard(servers, open_page, admin_user, theme):
+    from audit.models import AuditLog
+
+    bookchat, _ = servers
+    rows = committed(student_traffic)
+    try:
+        admin_user("mara", groups=["Reviewers"])
+        page, errors = open_page(f"{bookchat.url}/admin/login/", color_scheme=theme)
+        log_in(page, bookchat.url, "mara")
+        page.goto(f"{bookchat.url}/admin/audit/auditlog/struggle/?book={BOOK}&days=90")
+        page.wait_for_selector("#struggle-sections")
+        assert page.locator("#struggle-ranking tbody tr").count() >= 4
+        assert page.locator("#struggle-sections tr.never-asked").count() >= 1
+        assert "question 0.0" not in page.content(), "no question text on the map"
+        found = {f"the map ({theme})": wcag_violations(page)}
+        screenshot(page, f"struggle-map-{theme}")
+
+        cell = page.locator("svg[role=group] a").first  # the heat strip's first cell, by keyboard
+        cell.focus()
+        assert page.evaluate("document.activeElement.tagName.toLowerCase()") == "a"
+        label = cell.get_attribute("aria-label")
+        page.keyboard.press("Enter")
+        page.wait_for_url("**/admin/audit/auditlog/?**")
+        assert "chapter=" in page.url and label
+        assert_none_found(found)
+        assert errors == []
+    finally:
+        committed(lambda: AuditLog.objects.filter(pk__in=rows).delete())
