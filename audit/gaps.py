@@ -129,7 +129,7 @@ def coverage_gaps(*, days: int = 90, book: str | None = None, within: list[str] 
                       "sources", "retrieval", "created_at", "question_vector")[:limit])
     if not rows:
         return []
-    vectors = _vectors(rows)
+    vectors = question_vectors(rows)
     gaps: list[Gap] = []
     centres: list[np.ndarray] = []
     for row, vector in zip(reversed(rows), vectors[::-1], strict=True):  # oldest first: groups settle early
@@ -169,7 +169,7 @@ def _add(gap: Gap, row: AuditLog) -> None:
     gap.last_asked = max(filter(None, [gap.last_asked, row.created_at]))
 
 
-def _vectors(rows: list[AuditLog]) -> np.ndarray:
+def question_vectors(rows: list[AuditLog]) -> np.ndarray:
     """Unit vectors of the rows' questions, embedding (and storing) the ones not embedded yet."""
     embedder = get_embedder()
     missing = [r for r in rows if r.question_vector is None or len(r.question_vector) != embedder.dimension]

@@ -103,3 +103,34 @@ class ReviewQueueItem(AuditLog):
         proxy = True
         verbose_name = "answer to review"
         verbose_name_plural = "review queue"
+
+
+class TopicRun(models.Model):
+    """One computation of a book's question topics for a period (``audit.topics``): its questions grouped by meaning,
+    each topic with its counts, example questions and the sections its answers cite."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "queued"
+        RUNNING = "running", "running"
+        DONE = "done", "done"
+        FAILED = "failed", "failed"
+
+    book_slug = models.CharField("book", max_length=64, db_index=True)
+    since = models.DateTimeField()
+    until = models.DateTimeField()
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.QUEUED)
+    requested_by = models.CharField(max_length=150, blank=True, help_text='"schedule" or the username.')
+    created_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    took_seconds = models.FloatField(null=True, blank=True)
+    questions = models.PositiveIntegerField(default=0, help_text="Questions clustered.")
+    unclustered = models.PositiveIntegerField(default=0, help_text="Of them, those in no topic.")
+    topics = models.JSONField(default=list, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = "topics run"
+
+    def __str__(self) -> str:
+        return f"{self.book_slug} topics {self.since:%Y-%m-%d}–{self.until:%Y-%m-%d} ({self.status})"
