@@ -24,7 +24,7 @@ from django.utils.html import format_html, format_html_join
 from audit.gaps import coverage_gaps, gaps_markdown
 from audit.models import AuditLog, ReviewQueueItem
 from audit.reports import dashboard, review_queue_filter
-from audit.struggle_admin import ChapterFilter, LevelFilter, SectionFilter, StrugglePages
+from audit.struggle_admin import ChapterFilter, LevelFilter, SectionFilter, StrugglePages, TopicFilter
 from ingestion.roles import BookScopedAdmin, allowed_slugs
 
 REVIEW_FIELDS = ("review_status", "reviewer_note")
@@ -88,7 +88,7 @@ class AuditLogAdmin(BookScopedAdmin, StrugglePages, admin.ModelAdmin):
                     "feedback", "review_status")
     list_filter = (("created_at", admin.DateFieldListFilter), "channel", ("confidence_level", ValuesFilter),
                    RefusedFilter, "status", FeedbackFilter, "review_status", ("book_slug", ValuesFilter),
-                   SectionFilter, ChapterFilter, LevelFilter)
+                   SectionFilter, ChapterFilter, LevelFilter, TopicFilter)
     list_display_links = ("created_at", "short_question")
     search_fields = ("question", "answer", "=answer_id")
     date_hierarchy = "created_at"

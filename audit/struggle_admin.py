@@ -13,17 +13,19 @@ from __future__ import annotations
 from datetime import datetime, time, timedelta
 from urllib.parse import urlencode
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.db.models import Q
-from django.http import Http404, HttpResponse, HttpResponseBadRequest
+from django.http import Http404, HttpResponse, HttpResponseBadRequest, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
 
-from audit.charts import heat_strip
-from audit.models import AuditLog
-from audit.struggle import DEFAULT_DAYS, LEVELS, outline_sections, ranking, struggle_map
+from audit.charts import heat_strip, stacked_bars
+from audit.models import AuditLog, TopicRun
+from audit.struggle import DEFAULT_DAYS, LEVELS, outline_sections, struggle_map
 from audit.struggle_export import TABLES, ranking_markdown
+from audit.topics import latest_topics, queue_topics
+from bookchat.conf import setting
 from ingestion.models import Book, Chunk, book_slug_validator
 from ingestion.roles import allowed_books, within_books
 
@@ -45,6 +47,11 @@ COUNT_COLUMNS = ("questions", "sessions", *LEVELS, "thumbs_down", "wrong", "need
                  "struggle", "score")
 SORTS = ("outline", *COUNT_COLUMNS)
 HEAT_TITLE = "Questions per chapter and week"
+TOPICS_TITLE = "Questions of each topic, by how they were answered"
+CHART_LEVELS = {"high": "high", "medium": "medium", "unsure": "unsure", "refused": "not covered",
+                "withheld": "withheld"}  # a topic's counts → the dashboard's colour names
+PENDING = (TopicRun.Status.QUEUED, TopicRun.Status.RUNNING)
+RUN_ID_DIGITS = 18  # a longer number is no run's (and would overflow the database's integer)
 ASKED = {"": "every section", "yes": "only asked", "no": "never asked"}
 
 
@@ -114,6 +121,24 @@ class LevelFilter(_ShownWhenUsed):
         if self.value() not in LEVEL_ROWS:
             raise Http404("No such level.")
         return queryset.filter(QUESTIONS, LEVEL_ROWS[self.value()])
+
+
+class TopicFilter(_ShownWhenUsed):
+    """``RUN.N``: the questions of topic ``N`` of the topics run ``RUN`` (a run of a book the user may see)."""
+
+    title = "topic of questions"
+    parameter_name = "topic"
+
+    def queryset(self, request, queryset):
+        if self.value() is None:
+            return queryset
+        run_id, _, n = self.value().partition(".")
+        runs = within_books(TopicRun.objects.filter(status=TopicRun.Status.DONE), request.user, "book_slug")
+        run = runs.filter(pk=int(run_id)).first() if run_id.isdigit() and len(run_id) <= RUN_ID_DIGITS else None
+        topic = next((t for t in run.topics if str(t["n"]) == n), None) if run else None
+        if topic is None:
+            raise Http404("No such topic among your books'.")
+        return queryset.filter(pk__in=topic["ids"])
 
 
 class Evidence:
@@ -190,13 +215,33 @@ def pick(value: str | None, choices, default):
     return value if value in choices else default
 
 
+def shown_topic(topic: dict, run: TopicRun, threshold: int) -> dict:
+    """A topic as its page shows it: its shares in percent, its example questions only when it was asked in at least
+    ``threshold`` conversations, its cited sections' links into the book's site, the link to its questions."""
+    shares = topic.get("shares") or {}
+    return {**topic, "examples": topic.get("examples", []) if topic["sessions"] >= threshold else [],
+            "unsure_share": percent(shares.get("unsure")), "refused_share": percent(shares.get("refused")),
+            "sections": [{**s, "site": site_link(s.get("url", ""))} for s in topic.get("sections", [])],
+            "evidence": reverse("admin:audit_auditlog_changelist") + "?" + urlencode(
+                {"book_slug__exact": run.book_slug, "topic": f"{run.pk}.{topic['n']}"})}
+
+
+def percent(share: float | None) -> int | None:
+    return None if share is None else round(100 * share)
+
+
+def topics_chart(topics: list[dict]):
+    series = {name: [topic[level] for topic in topics] for level, name in CHART_LEVELS.items()}
+    return stacked_bars(TOPICS_TITLE, [f"{topic['n']}" for topic in topics], series)
+
 
 class StrugglePages:
     """The map and topics pages, for ``AuditLogAdmin`` (whose ``_check_dashboard``, ``_choice`` and ``_csv`` they
     use)."""
 
     def struggle_urls(self) -> list:
-        return [path("struggle/", self.admin_site.admin_view(self.struggle_view), name="audit_struggle")]
+        return [path("struggle/", self.admin_site.admin_view(self.struggle_view), name="audit_struggle"),
+                path("topics/", self.admin_site.admin_view(self.topics_view), name="audit_topics")]
 
     def _struggle_book(self, request) -> Book:
         self._check_dashboard(request)
@@ -207,10 +252,8 @@ class StrugglePages:
         book = self._struggle_book(request)
         days = self._choice(request, "days", DAY_CHOICES, DEFAULT_DAYS)
         since, until = period(days)
-        result = struggle_map(book, since=since, until=until)
-        topics = result["topics"]
-        if topics:  # ranked with the sections
-            result["ranking"] = ranking(result["sections"], topics)
+        result = struggle_map(book, since=since, until=until)  # ranks the newest computed topics with the sections
+        topics, run = result["topics"], latest_topics(book.slug)  # the run: for links to its topics' questions
         if request.GET.get("export"):
             return self._struggle_export(request, result, topics, days)
         evidence = Evidence(book.slug, since, until)
@@ -222,7 +265,8 @@ class StrugglePages:
                 for section in shown_sections(result["sections"], chapter=chapter, asked=asked, sort=sort)]
         for entry in result["ranking"]:
             entry["evidence"] = evidence.link(section=entry["url"]) if entry.get("kind", "section") == "section" \
-                else evidence.link(topic=entry["topic"])
+                else evidence.changelist + "?" + urlencode({"book_slug__exact": book.slug,
+                                                            "topic": f"{run.pk}.{entry['n']}"})
         heat_rows = evidence.heat(result["heat"])
         query = urlencode({"book": book.slug, "days": days, "chapter": chapter, "asked": asked})
         context = {**self.admin_site.each_context(request), "title": f"Where students struggle: {book}",
@@ -231,7 +275,8 @@ class StrugglePages:
                    "chapter": chapter, "asked": asked, "asked_choices": ASKED, "sort": sort, "sorts": SORTS,
                    "columns": [(column, label(column)) for column in COUNT_COLUMNS], "query": query,
                    "heat_chart": heat_strip(HEAT_TITLE, result["heat"]["weeks"], heat_rows),
-                   "heat_chart_rows": heat_rows, "export": urlencode({"book": book.slug, "days": days})}
+                   "heat_chart_rows": heat_rows, "topics": topics,
+                   "export": urlencode({"book": book.slug, "days": days})}
         return TemplateResponse(request, "admin/audit/struggle.html", context)
 
     def _struggle_export(self, request, result: dict, topics: list[dict], days: int) -> HttpResponse:
@@ -247,3 +292,25 @@ class StrugglePages:
                                           content_type="text/plain; charset=utf-8")
         header, rows = TABLES[table](result)
         return self._csv(f"{name}-{table}", header, rows)
+
+    def topics_view(self, request):
+        book = self._struggle_book(request)
+        if request.method == "POST":
+            return self._recompute_topics(request, book)
+        run = latest_topics(book.slug)
+        threshold = setting("STRUGGLE_MIN_SESSIONS")
+        topics = [shown_topic(topic, run, threshold) for topic in run.topics] if run else []
+        pending = TopicRun.objects.filter(book_slug=book.slug, status__in=PENDING).first()
+        context = {**self.admin_site.each_context(request), "title": f"Topics of questions: {book}",
+                   "opts": self.model._meta, "book": book, "books": books_of(request.user), "run": run,
+                   "topics": topics, "threshold": threshold, "pending": pending, "days": DEFAULT_DAYS,
+                   "day_choices": DAY_CHOICES, "chart": topics_chart(topics)}
+        return TemplateResponse(request, "admin/audit/topics.html", context)
+
+    def _recompute_topics(self, request, book: Book) -> HttpResponseRedirect:
+        days = int(pick(request.POST.get("days"), [str(d) for d in DAY_CHOICES], str(DEFAULT_DAYS)))
+        since, until = period(days)
+        run = queue_topics(book.slug, since=since, until=until, requested_by=request.user.get_username())
+        messages.success(request, f"Computing the topics of the last {days} days (run {run.pk}): this page shows "
+                                  "them when it is done.")
+        return HttpResponseRedirect(reverse("admin:audit_topics") + "?" + urlencode({"book": book.slug}))

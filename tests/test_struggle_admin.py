@@ -13,10 +13,11 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import Group, User
+from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from audit.models import AuditLog
+from audit.models import AuditLog, TopicRun
 from ingestion.models import Book, BookAccess, Chunk, Document
 
 pytestmark = pytest.mark.django_db
@@ -245,3 +246,107 @@ def test_bad_query_parameters_are_answered_never_500(admin_client, traffic, url,
     if url == MAP and status == 200:
         assert response.context["days"] == 30
     assert AuditLog.objects.count() == 7
+
+
+# -- the topics page ---------------------------------------------------------------------------------------------
+TOPICS = reverse("admin:audit_topics")
+
+
+def topic(n: int, ids: list[int], *, sessions: int, examples: list[str], terms=None, **counts) -> dict:
+    values = {"high": 0, "medium": 0, "unsure": 0, "refused": 0, "withheld": 0, "thumbs_down": 0, "wrong": 0,
+              "needs_doc_fix": 0} | counts
+    questions = len(ids)
+    struggle = sum(values[name] for name in ("unsure", "refused", "withheld", "thumbs_down", "wrong", "needs_doc_fix"))
+    terms = terms or [f"term{n}a", f"term{n}b", f"term{n}c"]
+    return {"n": n, "terms": terms, "label": " · ".join(terms), "questions": questions, "sessions": sessions,
+            **values, "shares": {"unsure": values["unsure"] / questions, "refused": values["refused"] / questions},
+            "struggle": struggle, "score": round(struggle * sessions / questions, 4), "examples": examples,
+            "sections": [{"url": url_of("alpha", "guide/install.md", "linux"), "section": "Install > On Linux",
+                          "count": questions}], "ids": ids}
+
+
+@pytest.fixture
+def topic_runs(traffic):
+    """A done run of alpha's topics (one asked in enough conversations to show its examples, one not; a reader's
+    question with Markdown and a mention in it), an older one, a queued one, and one of beta."""
+    alpha_ids = list(AuditLog.objects.filter(book_slug="alpha").order_by("pk").values_list("pk", flat=True))
+    now = timezone.now()
+    run = {"since": now - timedelta(days=30), "until": now, "status": TopicRun.Status.DONE, "finished_at": now,
+           "took_seconds": 2.5, "questions": 5, "unclustered": 1, "requested_by": "schedule"}
+    TopicRun.objects.create(book_slug="alpha", **run | {"created_at": now - timedelta(days=1)}, topics=[])
+    shown = TopicRun.objects.create(book_slug="alpha", **run, topics=[
+        topic(1, alpha_ids[:3], sessions=5, examples=[SECRET, "Why [click](javascript:x) @team?"], unsure=1,
+              refused=1, thumbs_down=1),
+        topic(2, alpha_ids[3:4], sessions=1, examples=["a lonely question"], wrong=1,
+              terms=["@team", "[x](javascript:y)", "<b>"])])
+    TopicRun.objects.create(book_slug="alpha", since=now - timedelta(days=7), until=now, requested_by="rita")
+    beta_ids = list(AuditLog.objects.filter(book_slug="beta").values_list("pk", flat=True))
+    other = TopicRun.objects.create(book_slug="beta", **run, topics=[topic(1, beta_ids, sessions=9,
+                                                                            examples=["beta's own question"])])
+    return shown, other
+
+
+def test_the_topics_page_shows_the_newest_run_with_examples_only_above_the_threshold(admin_client, topic_runs):
+    shown, _ = topic_runs
+    response = admin_client.get(TOPICS, {"book": "alpha"})
+    assert response.status_code == 200 and response.context["run"] == shown
+    html = response.content.decode()
+    assert SECRET in html and "Why [click](javascript:x) @team?" in html, "5 conversations: examples shown"
+    assert "a lonely question" not in html and "fewer than 5 conversations: examples hidden" in html
+    assert "javascript:x" not in html.replace("Why [click](javascript:x) @team?", "")
+    assert "2.5 s" in html and "term1a, term1b, term1c" in html and "queued" in html
+    assert 'role="img"' in html and "<title>" in html
+    questions = [t["evidence"] for t in response.context["topics"]]
+    assert [admin_client.get(link).context["cl"].result_count for link in questions] == [3, 1]
+
+
+def test_the_map_ranks_topics_with_sections_and_exports_them(admin_client, topic_runs):
+    shown, _ = topic_runs
+    response = admin_client.get(MAP, {"book": "alpha"})
+    ranking = [(e.get("kind"), e.get("label") or e.get("section"), e["score"])
+               for e in response.context["result"]["ranking"]]
+    assert ranking == [("topic", "term1a · term1b · term1c", 5.0), ("section", "On Linux", 2.0),
+                       ("section", "Introduction", 1.0), ("topic", "@team · [x](javascript:y) · <b>", 1.0)]
+    topic_entry = response.context["result"]["ranking"][0]
+    assert admin_client.get(topic_entry["evidence"]).context["cl"].result_count == 3
+    markdown = admin_client.get(MAP, {"book": "alpha", "export": "markdown"}).content.decode()
+    assert "### 1. Topic: term1a · term1b · term1c\n\n- terms: term1a, term1b, term1c\n" in markdown
+    assert "(1 unsure, 1 refused, 1 thumbs down)" in markdown
+    assert f"- sections its answers cite: [Install \\> On Linux]({url_of('alpha', 'guide/install.md', 'linux')})" \
+        in markdown
+    assert SECRET not in markdown, "no reader's question in the export"
+    assert "### 4. Topic: @\u200bteam · \\[x\\]\\(javascript:y\\) · \\<b\\>\n" in markdown, "readers' words escaped"
+    html = response.content.decode()
+    assert "<b>" not in html and "@team · [x](javascript:y) · &lt;b&gt;" in html
+
+
+def test_recompute_now_queues_a_run(admin_client, topic_runs):
+    response = admin_client.post(TOPICS + "?book=alpha", {"days": "7"})
+    assert response.status_code == 302 and response["Location"] == TOPICS + "?book=alpha"
+    run = TopicRun.objects.filter(book_slug="alpha").order_by("-created_at", "-pk").first()
+    assert (run.status, run.requested_by) == (TopicRun.Status.QUEUED, "admin")
+    assert timedelta(days=7) - timedelta(seconds=2) <= run.until - run.since <= timedelta(days=7)
+
+
+def test_recompute_needs_the_csrf_token(traffic):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(User.objects.create_superuser("root", password="pw"))
+    assert client.post(TOPICS + "?book=alpha").status_code == 403
+    assert not TopicRun.objects.exists()
+
+
+def test_a_reviewer_of_another_book_gets_none_of_its_topics(client, topic_runs):
+    shown, other = topic_runs
+    alpha = Book.objects.get(slug="alpha")
+    reviewer(client, "rita", books=[alpha])
+    assert client.get(TOPICS, {"book": "beta"}).status_code == 404
+    assert client.post(TOPICS + "?book=beta").status_code == 404
+    assert not TopicRun.objects.filter(book_slug="beta", status=TopicRun.Status.QUEUED).exists()
+    for value in (f"{other.pk}.1", f"{other.pk}.2", "abc", f"{shown.pk}.9", "99999999999999999999999.1",
+                  f"{shown.pk}.1\x00"):
+        response = client.get(CHANGELIST, {"topic": value})
+        assert response.status_code == 404, value
+        assert b"beta&#x27;s own question" not in response.content
+    assert client.get(CHANGELIST, {"topic": f"{shown.pk}.1"}).context["cl"].result_count == 3
+    markdown = client.get(MAP, {"book": "alpha", "export": "markdown"}).content.decode()
+    assert "beta" not in markdown
