@@ -58,6 +58,7 @@ LABEL_TERMS = 3
 EXAMPLES = 3
 SECTIONS = 3
 KEEP_RUNS = 30  # per book: the schedule deletes older finished runs
+STALE_AFTER = timedelta(days=1)  # a run queued this long ago and not finished never will be (its worker stopped)
 TASK = "audit.tasks.compute_book_topics"
 SCHEDULED = "schedule"  # ``requested_by`` of the schedule's runs
 LEVELS = ("high", "medium", "unsure", "refused", "withheld", "thumbs_down", "wrong", "needs_doc_fix")
@@ -92,7 +93,8 @@ def queue_topics(book_slug: str, *, since: datetime, until: datetime, requested_
 
 def queue_every_book(*, days: int = DEFAULT_DAYS) -> list[TopicRun]:
     """A queued run of the last ``days`` days for every book asked a question in them, and each book's older
-    finished runs but the newest ``KEEP_RUNS`` deleted: what the daily schedule does."""
+    finished runs but the newest ``KEEP_RUNS`` deleted: what the daily schedule does (after ``fail_stale_runs``)."""
+    fail_stale_runs()
     until = timezone.now()
     since = until - timedelta(days=days)
     slugs = (AuditLog.objects.filter(created_at__gte=since, created_at__lt=until).exclude(status=S.SEARCHED)
@@ -104,6 +106,15 @@ def queue_every_book(*, days: int = DEFAULT_DAYS) -> list[TopicRun]:
         TopicRun.objects.filter(book_slug=slug, status__in=[TopicRun.Status.DONE, TopicRun.Status.FAILED]).exclude(
             pk__in=kept).delete()
     return runs
+
+
+def fail_stale_runs() -> int:
+    """Mark failed the runs queued more than ``STALE_AFTER`` ago and still queued or running (their task worker
+    stopped before it finished them); how many."""
+    return TopicRun.objects.filter(
+        status__in=[TopicRun.Status.QUEUED, TopicRun.Status.RUNNING], created_at__lt=timezone.now() - STALE_AFTER,
+    ).update(status=TopicRun.Status.FAILED, finished_at=timezone.now(),
+             error=f"not finished {STALE_AFTER.days} day after it was queued: the task worker stopped or never ran it")
 
 
 def latest_topics(book_slug: str) -> TopicRun | None:

@@ -2,13 +2,16 @@
 three themes (installing, API keys, backups) come out as three topics named by their words, biggest first, with
 exact counts and shares, the sections their questions landed on, example questions only when enough conversations
 asked (none under the threshold); searches, other books and other periods are left out, questions near no topic are
-unclustered; a failing embedder makes a failed run that says why; ``latest_topics`` is the newest done run; the
-daily schedule exists after migrating, queues a run per book asked about, and the queued task computes it."""
+unclustered; each question counts towards the levels the map of sections counts it in; a failing embedder makes a
+failed run that says why; ``latest_topics`` is the newest done run; the daily schedule exists after migrating,
+queues a run per book asked about (keeping each book's newest runs, failing those a stopped worker left), and the
+queued task computes it."""
 
 from __future__ import annotations
 
 import importlib
 import uuid
+from collections import Counter
 from datetime import timedelta
 
 import pytest
@@ -16,8 +19,9 @@ from django.utils import timezone
 from django_q.models import OrmQ, Schedule
 
 from audit.models import AuditLog, TopicRun
+from audit.struggle import struggle_map
 from audit.tasks import compute_book_topics, recompute_all_topics
-from audit.topics import KEEP_RUNS, compute_topics, latest_topics, queue_topics
+from audit.topics import KEEP_RUNS, LEVELS, STALE_AFTER, compute_topics, latest_topics, levels, queue_topics
 from ingestion.models import Book, Chunk, Document
 
 pytestmark = pytest.mark.django_db
@@ -189,10 +193,33 @@ def test_the_daily_schedule_queues_a_run_per_book_and_the_task_computes_it(traff
     assert latest_topics(SLUG) == run and run.questions == 20
 
 
-def test_the_schedule_keeps_each_books_newest_runs(traffic):
+def test_the_schedule_keeps_each_books_newest_runs_and_fails_those_a_stopped_worker_left(traffic):
     trail, _ = traffic
     for _ in range(KEEP_RUNS + 2):
         TopicRun.objects.create(book_slug=SLUG, **period(trail), status=TopicRun.Status.DONE)
+    left = TopicRun.objects.create(book_slug="another-book", **period(trail), status=TopicRun.Status.RUNNING,
+                                   created_at=trail.now - STALE_AFTER - timedelta(minutes=1))
+    waiting = TopicRun.objects.create(book_slug="another-book", **period(trail), created_at=trail.now)
     recompute_all_topics()
     assert TopicRun.objects.filter(book_slug=SLUG).count() == KEEP_RUNS
     assert TopicRun.objects.filter(book_slug=SLUG, status=TopicRun.Status.QUEUED).count() == 1
+    left.refresh_from_db()
+    waiting.refresh_from_db()
+    assert left.status == TopicRun.Status.FAILED and "worker stopped" in left.error
+    assert waiting.status == TopicRun.Status.QUEUED
+
+
+def test_topics_count_each_level_as_the_map_of_sections_does(traffic):
+    """The topics' counts (in Python, per question) and the map's (in SQL, per section) by the same definitions:
+    every row's levels, summed by the section it landed on, are the map's counts of that section."""
+    trail, _ = traffic
+    result = struggle_map(Book.objects.get(slug=SLUG), **period(trail))
+    rows = AuditLog.objects.filter(book_slug=SLUG, created_at__gte=period(trail)["since"]).exclude(status="searched")
+    by_section = {url: Counter() for url in (INSTALL, KEYS)}
+    for row in rows:
+        if row.section_url in by_section:
+            by_section[row.section_url].update(levels(row))
+    assert by_section[INSTALL] and by_section[KEYS]
+    for section in result["sections"]:
+        counted = by_section.get(section["url"], Counter())
+        assert {level: section[level] for level in LEVELS} == {level: counted[level] for level in LEVELS}
