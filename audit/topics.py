@@ -22,7 +22,13 @@ answers, ``struggle`` and ``score`` (``audit.struggle.score``), the ``SECTIONS``
 most, and the ids of its questions.
 
 **Privacy.** A topic asked about in fewer distinct conversations than ``STRUGGLE_MIN_SESSIONS`` has no example
-question; one with enough has its ``EXAMPLES`` most recent distinct questions.
+question; one with enough has its ``EXAMPLES`` most recent distinct questions. A run over a period that began
+before the audit trail's retention is deleted with the questions it quotes.
+
+**Runs.** ``compute_topics`` computes one now; ``queue_topics`` queues one for the task worker; every day the
+schedule (``audit.tasks.recompute_all_topics``) queues one of the last ``DEFAULT_DAYS`` days for every book asked
+about, keeps each book's newest ``KEEP_RUNS`` and marks failed those a stopped worker left. ``latest_topics`` is the
+newest done run of a book.
 """
 
 from __future__ import annotations
@@ -93,8 +99,10 @@ def queue_topics(book_slug: str, *, since: datetime, until: datetime, requested_
 
 def queue_every_book(*, days: int = DEFAULT_DAYS) -> list[TopicRun]:
     """A queued run of the last ``days`` days for every book asked a question in them, and each book's older
-    finished runs but the newest ``KEEP_RUNS`` deleted: what the daily schedule does (after ``fail_stale_runs``)."""
+    finished runs but the newest ``KEEP_RUNS`` deleted: what the daily schedule does (after ``fail_stale_runs`` and
+    ``forget_old_runs``)."""
     fail_stale_runs()
+    forget_old_runs()
     until = timezone.now()
     since = until - timedelta(days=days)
     slugs = (AuditLog.objects.filter(created_at__gte=since, created_at__lt=until).exclude(status=S.SEARCHED)
@@ -115,6 +123,14 @@ def fail_stale_runs() -> int:
         status__in=[TopicRun.Status.QUEUED, TopicRun.Status.RUNNING], created_at__lt=timezone.now() - STALE_AFTER,
     ).update(status=TopicRun.Status.FAILED, finished_at=timezone.now(),
              error=f"not finished {STALE_AFTER.days} day after it was queued: the task worker stopped or never ran it")
+
+
+def forget_old_runs() -> int:
+    """Delete the runs over periods that began before the audit trail's retention (``AUDIT_RETENTION_DAYS``): the
+    questions they quote are no longer kept; how many."""
+    cutoff = timezone.now() - timedelta(days=setting("AUDIT_RETENTION_DAYS"))
+    deleted, _ = TopicRun.objects.filter(since__lt=cutoff).delete()
+    return deleted
 
 
 def latest_topics(book_slug: str) -> TopicRun | None:

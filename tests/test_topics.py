@@ -4,8 +4,8 @@ exact counts and shares, the sections their questions landed on, example questio
 asked (none under the threshold); searches, other books and other periods are left out, questions near no topic are
 unclustered; each question counts towards the levels the map of sections counts it in; a failing embedder makes a
 failed run that says why; ``latest_topics`` is the newest done run; the daily schedule exists after migrating,
-queues a run per book asked about (keeping each book's newest runs, failing those a stopped worker left), and the
-queued task computes it."""
+queues a run per book asked about (keeping each book's newest runs, none older than the audit trail's retention,
+failing those a stopped worker left), and the queued task computes it."""
 
 from __future__ import annotations
 
@@ -193,14 +193,18 @@ def test_the_daily_schedule_queues_a_run_per_book_and_the_task_computes_it(traff
     assert latest_topics(SLUG) == run and run.questions == 20
 
 
-def test_the_schedule_keeps_each_books_newest_runs_and_fails_those_a_stopped_worker_left(traffic):
+def test_the_schedule_keeps_each_books_newest_runs_and_fails_those_a_stopped_worker_left(traffic, settings):
     trail, _ = traffic
     for _ in range(KEEP_RUNS + 2):
         TopicRun.objects.create(book_slug=SLUG, **period(trail), status=TopicRun.Status.DONE)
     left = TopicRun.objects.create(book_slug="another-book", **period(trail), status=TopicRun.Status.RUNNING,
                                    created_at=trail.now - STALE_AFTER - timedelta(minutes=1))
     waiting = TopicRun.objects.create(book_slug="another-book", **period(trail), created_at=trail.now)
+    settings.BOOKCHAT = {**settings.BOOKCHAT, "AUDIT_RETENTION_DAYS": 60}
+    TopicRun.objects.create(book_slug="another-book", since=trail.now - timedelta(days=61), until=trail.now,
+                            status=TopicRun.Status.DONE, created_at=trail.now)  # quotes questions no longer kept
     recompute_all_topics()
+    assert not TopicRun.objects.filter(since__lt=trail.now - timedelta(days=60)).exists()
     assert TopicRun.objects.filter(book_slug=SLUG).count() == KEEP_RUNS
     assert TopicRun.objects.filter(book_slug=SLUG, status=TopicRun.Status.QUEUED).count() == 1
     left.refresh_from_db()
