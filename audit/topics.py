@@ -41,6 +41,7 @@ from datetime import datetime, timedelta
 import numpy as np
 from django.db import transaction
 from django.utils import timezone
+from django_q.tasks import async_task
 from sklearn.cluster import HDBSCAN
 from sklearn.feature_extraction.text import CountVectorizer
 
@@ -55,7 +56,7 @@ logger = logging.getLogger(__name__)
 
 S = AuditLog.Status
 R = AuditLog.Review
-MAX_QUESTIONS = 5000  # the newest of the period; HDBSCAN takes ~20 s for as many
+MAX_QUESTIONS = 5000  # the newest of the period: HDBSCAN's time grows faster than the number of questions
 MIN_TOPIC_SIZE = 3
 MIN_TOPIC_SHARE = 0.005  # of the period's questions: 25 of 5,000
 UNCLUSTERED = -1  # HDBSCAN's label for a question in no topic
@@ -83,8 +84,6 @@ def queue_topics(book_slug: str, *, since: datetime, until: datetime, requested_
     """A new run, queued for the task worker (``audit.tasks.compute_book_topics``). With the Postgres broker the
     task is queued in the caller's transaction (the worker sees both or neither); with Redis, once it commits: a
     worker popping the task at once must find the run."""
-    from django_q.tasks import async_task
-
     run = TopicRun.objects.create(book_slug=book_slug, since=since, until=until, requested_by=requested_by)
 
     def enqueue() -> None:
