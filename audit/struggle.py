@@ -46,7 +46,7 @@ from fractions import Fraction
 from django.db import connection
 from django.utils import timezone
 
-from audit.models import AuditLog
+from audit.models import AuditLog, TopicRun
 from bookchat.errors import BookchatError
 from ingestion.indexing.chunking import HEADING_SEPARATOR
 from ingestion.models import Book, Chunk
@@ -95,9 +95,9 @@ class StruggleError(BookchatError):
 
 
 def struggle_map(book: Book, *, since: datetime | None = None, until: datetime | None = None) -> dict:
-    """``{"book", "since", "until", "totals", "sections", "ranking", "topics"}`` for ``book`` over ``[since,
-    until)`` (default: the last ``DEFAULT_DAYS`` days). ``topics`` (questions grouped by meaning) is empty: they
-    are not computed yet."""
+    """``{"book", "since", "until", "totals", "sections", "ranking", "heat", "topics", "topics_computed"}`` for
+    ``book`` over ``[since, until)`` (default: the last ``DEFAULT_DAYS`` days); the topics are the newest computed
+    (``newest_topics``), over a period of their own."""
     until = until or timezone.now()
     since = since or _earlier(until, timedelta(days=DEFAULT_DAYS))
     if timezone.is_naive(since) or timezone.is_naive(until):
@@ -123,9 +123,21 @@ def struggle_map(book: Book, *, since: datetime | None = None, until: datetime |
             section.update(numbers)
     for section in sections:
         _derive(section)
+    topics, computed = newest_topics(book.slug)
     return {"book": book.slug, "since": since.isoformat(), "until": until.isoformat(), "totals": totals,
-            "sections": sections, "ranking": ranking(sections), "heat": _heat(book.slug, since, until, by_url),
-            "topics": []}
+            "sections": sections, "ranking": ranking(sections, topics),
+            "heat": _heat(book.slug, since, until, by_url), "topics": topics, "topics_computed": computed}
+
+
+def newest_topics(book_slug: str) -> tuple[list[dict], dict | None]:
+    """The book's newest computed topics (``audit.topics``; without their questions' ids) and when and over which
+    period they were computed; ``([], None)`` before the first computation."""
+    run = TopicRun.objects.filter(book_slug=book_slug, status=TopicRun.Status.DONE).first()
+    if run is None:
+        return [], None
+    return [{k: v for k, v in topic.items() if k != "ids"} for topic in run.topics], {
+        "at": run.finished_at.isoformat(), "since": run.since.isoformat(), "until": run.until.isoformat(),
+        "questions": run.questions, "unclustered": run.unclustered, "took_seconds": run.took_seconds}
 
 
 def _heat(book_slug: str, since: datetime, until: datetime, by_url: dict[str, dict]) -> dict:
@@ -205,10 +217,15 @@ def score(struggle: int, questions: int, sessions: int) -> float:
     return round(struggle * sessions / questions, 4) if questions else 0.0
 
 
-def ranking(sections: list[dict]) -> list[dict]:
-    """The sections with any struggle, highest score first; ties in the outline's order (``sorted`` is stable)."""
-    ranked = sorted((s for s in sections if s["struggle"]),
-                    key=lambda s: -Fraction(s["struggle"] * s["sessions"], s["questions"]))
-    return [{"rank": n, **{k: s[k] for k in ("chapter", "page", "section", "anchor", "url", "score", "struggle",
-                                              "questions", "sessions")}}
-            for n, s in enumerate(ranked, 1)]
+def ranking(sections: list[dict], topics: list[dict] = ()) -> list[dict]:
+    """The sections and topics with any struggle, highest score first; ties: sections in the outline's order, then
+    topics in theirs (``sorted`` is stable). Each entry says its ``kind``: ``section`` (with its place in the book)
+    or ``topic`` (with its number ``n`` and ``label``)."""
+    entries = [{"kind": "section", **{k: s[k] for k in (*_PLACE, *_RANKED)}} for s in sections if s["struggle"]]
+    entries += [{"kind": "topic", **{k: t[k] for k in ("n", "label", *_RANKED)}} for t in topics if t["struggle"]]
+    entries.sort(key=lambda e: -Fraction(e["struggle"] * e["sessions"], e["questions"]))
+    return [{"rank": n, **entry} for n, entry in enumerate(entries, 1)]
+
+
+_PLACE = ("chapter", "page", "section", "anchor", "url")
+_RANKED = ("score", "struggle", "questions", "sessions")

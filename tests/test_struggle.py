@@ -21,7 +21,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from audit.models import AuditLog
+from audit.models import AuditLog, TopicRun
 from chat.quality.evaluation import load_questions
 from ingestion.models import Book, Chunk
 from ingestion.reading.outline import book_outline
@@ -331,3 +331,39 @@ def test_a_long_period_from_the_first_day_counts_everything():
     code, result, err = struggle("--until", "0001-01-05")  # the 30 days before it start before the first day
     assert code == 0, err
     assert result["since"].startswith("0001-01-01") and result["totals"]["questions"] == 0
+
+
+def test_the_newest_computed_topics_are_listed_and_ranked_with_the_sections():
+    url = struggle()[1]["sections"][3]["url"]
+    for _ in range(2):  # one student, refused twice: 2 ÷ 2 × 1 = 1
+        make_row(url, status="not_covered", level="low", session=uuid.UUID(int=7))
+    now = timezone.now()
+
+    def topic(n: int, label: str, struggled: int, questions: int, sessions: int) -> dict:
+        return {"n": n, "terms": label.split(" · "), "label": label, "questions": questions, "sessions": sessions,
+                "unsure": struggled, "refused": 0, "struggle": struggled,
+                "score": round(struggled * sessions / questions, 4), "examples": [], "sections": [],
+                "ids": [1, 2, 3]}
+
+    older = [topic(1, "old", 9, 9, 9)]
+    TopicRun.objects.create(book_slug=BOOK, since=now - timedelta(days=60), until=now - timedelta(days=30),
+                            status="done", finished_at=now - timedelta(days=30), topics=older,
+                            created_at=now - timedelta(days=30))
+    TopicRun.objects.create(book_slug=BOOK, since=now - timedelta(days=30), until=now, status="failed")
+    topics = [topic(1, "ports · serve · web", 6, 10, 8), topic(2, "keys · rotate", 1, 5, 5),
+              topic(3, "widget · css", 0, 4, 4)]
+    TopicRun.objects.create(book_slug=BOOK, since=now - timedelta(days=30), until=now, status="done",
+                            finished_at=now, took_seconds=1.5, questions=25, unclustered=6, topics=topics,
+                            created_at=now - timedelta(minutes=1))
+    code, result, err = struggle()
+    assert code == 0, err
+    assert [t["label"] for t in result["topics"]] == ["ports · serve · web", "keys · rotate", "widget · css"]
+    assert not any("ids" in t for t in result["topics"]), "the questions' ids stay in the admin"
+    assert result["topics_computed"] | {"at": None} == {"at": None, "since": (now - timedelta(days=30)).isoformat(),
+                                                         "until": now.isoformat(), "questions": 25,
+                                                         "unclustered": 6, "took_seconds": 1.5}
+    ranked = [(e["kind"], e.get("label") or e["url"], e["score"]) for e in result["ranking"]]
+    assert ranked == [("topic", "ports · serve · web", 4.8), ("section", url, 1.0), ("topic", "keys · rotate", 1.0)]
+    code, out, _ = run_command("struggle", "--book", BOOK)
+    assert code == 0
+    assert "Topics of 25 questions" in out and "topic 1: ports · serve · web" in out

@@ -5,8 +5,9 @@ and how they were answered, then the sections ranked by struggle, where to revis
 The period runs from the start of ``--since`` to the end of ``--until`` (both days included, in the server's time
 zone); default: the last 30 days up to now (``--since`` alone: up to now; ``--until`` alone: the 30 days before
 it). Human text by default; ``--json`` one object: ``book``, ``since``, ``until``, ``totals``, ``sections``,
-``ranking`` and ``topics`` (questions grouped by meaning: not computed yet, always empty). Counts only, never a
-question's text. Exit status: 0 done (with or without questions), 2 bad options (an unknown book, a date that isn't
+``ranking``, ``heat``, ``topics`` and ``topics_computed`` (the newest computation of the book's topics, whose period
+is its own; ``topics`` only show example questions asked in enough conversations, ``STRUGGLE_MIN_SESSIONS``).
+Exit status: 0 done (with or without questions), 2 bad options (an unknown book, a date that isn't
 one, ``--until`` before ``--since``).
 """
 
@@ -121,13 +122,27 @@ def table(result: dict) -> str:
         lines.append(f"{s['questions']:>5} {s['sessions']:>4} {s['high']:>4} {s['medium']:>4} {s['unsure']:>6} "
                      f"{s['refused']:>7} {s['withheld']:>8} {s['thumbs_down']:>4} {s['wrong']:>5} "
                      f"{s['needs_doc_fix']:>3} {s['change']:>+6}  {_place(s)}")
-    lines += ["", "Where to revise first (score: struggle ÷ questions × sessions):"]
+    lines += ["", *_topic_lines(result), "", "Where to revise first (score: struggle ÷ questions × sessions):"]
     by_url = {s["url"]: s for s in result["sections"]}
     for entry in result["ranking"][:RANKED]:
-        lines.append(f"{entry['rank']:>3}. {entry['score']:>7.2f}  {_place(by_url[entry['url']])} "
+        where = _place(by_url[entry["url"]]) if entry["kind"] == "section" else \
+            f"topic {entry['n']}: {entry['label']}"
+        lines.append(f"{entry['rank']:>3}. {entry['score']:>7.2f}  {where} "
                      f"({entry['struggle']} in {entry['questions']} questions, {entry['sessions']} sessions)")
     if not result["ranking"]:
         lines.append("  nothing: no question of the period was answered badly.")
     elif len(result["ranking"]) > RANKED:
         lines.append(f"  … and {len(result['ranking']) - RANKED} more (--json lists them all).")
     return "\n".join(lines)
+
+
+def _topic_lines(result: dict) -> list[str]:
+    computed = result["topics_computed"]
+    if computed is None:
+        return ["Topics: not computed yet (they are, daily and on demand in the admin)."]
+    lines = [f"Topics of {computed['questions']} questions from {_when(computed['since'])} to "
+             f"{_when(computed['until'])} (computed {_when(computed['at'])}; {computed['unclustered']} in no topic):"]
+    for topic in result["topics"]:
+        lines.append(f"{topic['n']:>3}. {topic['questions']:>5} questions, {topic['sessions']} sessions, "
+                     f"{topic['unsure']} unsure, {topic['refused']} refused  {topic['label']}")
+    return lines
