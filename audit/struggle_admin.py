@@ -20,7 +20,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
 
-from audit.charts import heat_strip, stacked_bars
+from audit.charts import COLOURS, heat_strip, stacked_bars
 from audit.models import AuditLog, TopicRun
 from audit.struggle import DEFAULT_DAYS, LEVELS, outline_sections, struggle_map
 from audit.struggle_export import TABLES, ranking_markdown
@@ -304,7 +304,8 @@ class StrugglePages:
         context = {**self.admin_site.each_context(request), "title": f"Topics of questions: {book}",
                    "opts": self.model._meta, "book": book, "books": books_of(request.user), "run": run,
                    "topics": topics, "threshold": threshold, "pending": pending, "days": DEFAULT_DAYS,
-                   "day_choices": DAY_CHOICES, "chart": topics_chart(topics)}
+                   "day_choices": DAY_CHOICES, "chart": topics_chart(topics),
+                   "legend": [(name, COLOURS[name]) for name in CHART_LEVELS.values()]}
         return TemplateResponse(request, "admin/audit/topics.html", context)
 
     def _recompute_topics(self, request, book: Book) -> HttpResponseRedirect:

@@ -84,3 +84,63 @@ def test_the_map_reads_in_both_themes_and_its_heat_strip_by_keyboard(servers, op
         assert errors == []
     finally:
         committed(lambda: AuditLog.objects.filter(pk__in=rows).delete())
+
+
+def topic_run(rows: list[int]) -> int:
+    """A done run of the manual's topics over ``rows``: one topic asked in enough conversations to show its
+    examples, one not."""
+    from django.utils import timezone
+
+    from audit.models import AuditLog, TopicRun
+    from audit.struggle import score
+
+    def topic(n: int, ids: list[int], sessions: int, examples: list[str]) -> dict:
+        asked = AuditLog.objects.filter(pk__in=ids)
+        counts = {"high": asked.filter(status="answered", confidence_level="high").count(),
+                  "medium": asked.filter(status="answered", confidence_level="medium").count(),
+                  "unsure": asked.filter(status="unsure").count(),
+                  "refused": asked.filter(status="not_covered").count(),
+                  "withheld": asked.filter(status="withheld").count(),
+                  "thumbs_down": asked.filter(feedback_rating="down").count(), "wrong": 0, "needs_doc_fix": 0}
+        struggle = sum(counts[k] for k in ("unsure", "refused", "withheld", "thumbs_down"))
+        terms = [["install", "docker", "python"], ["ingest", "folder", "markdown"]][n - 1]
+        return {"n": n, "terms": terms, "label": " · ".join(terms), "questions": len(ids), "sessions": sessions,
+                **counts, "shares": {"unsure": counts["unsure"] / len(ids), "refused": counts["refused"] / len(ids)},
+                "struggle": struggle, "score": score(struggle, len(ids), sessions), "examples": examples,
+                "sections": [{"url": "https://docs.example.org/install", "section": "Install > Prepare your system",
+                              "count": len(ids)}], "ids": ids}
+
+    now = timezone.now()
+    half = len(rows) // 2
+    return TopicRun.objects.create(
+        book_slug=BOOK, since=now - timedelta(days=30), until=now, status=TopicRun.Status.DONE, finished_at=now,
+        took_seconds=1.7, questions=len(rows), unclustered=0, requested_by="schedule",
+        topics=[topic(1, rows[:half], 6, ["How do I install bookchat with Docker?", "Which Python do I need?"]),
+                topic(2, rows[half:], 2, ["How do I ingest a folder?"])]).pk
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_the_topics_page_reads_in_both_themes(servers, open_page, admin_user, theme):
+    from audit.models import AuditLog, TopicRun
+
+    bookchat, _ = servers
+    rows = committed(student_traffic)
+    committed(lambda: topic_run(rows))
+    try:
+        admin_user("tomas", groups=["Reviewers"])
+        page, errors = open_page(f"{bookchat.url}/admin/login/", color_scheme=theme)
+        log_in(page, bookchat.url, "tomas")
+        page.goto(f"{bookchat.url}/admin/audit/auditlog/topics/?book={BOOK}")
+        page.wait_for_selector("#topics")
+        assert page.locator("#topics tr.topic").count() == 2
+        assert "How do I install bookchat with Docker?" in page.content()
+        assert "How do I ingest a folder?" not in page.content(), "2 conversations: below the threshold"
+        found = {f"the topics page ({theme})": wcag_violations(page)}
+        screenshot(page, f"struggle-topics-{theme}")
+        page.click("#topics-recompute")
+        page.wait_for_selector(".messagelist .success")
+        assert_none_found(found)
+        assert errors == []
+    finally:
+        committed(lambda: (AuditLog.objects.filter(pk__in=rows).delete(),
+                           TopicRun.objects.filter(book_slug=BOOK).delete()))
