@@ -76,6 +76,8 @@ def test_an_older_release_database_migrates_forward_and_answers_as_before(old_re
         assert key == (True, None), "the old release's key still works, with no expiry"
         assert conn.execute("SELECT is_superuser FROM auth_user WHERE username = %s",
                             [made["superuser"]]).fetchone() == (True,)
-        rows = conn.execute("SELECT question, llm_usage FROM audit_auditlog ORDER BY id").fetchall()
+        rows = conn.execute("SELECT question, section_url FROM audit_auditlog ORDER BY id").fetchall()
         assert [question for question, _ in rows] == [made["question"]] * 2, "the old row kept, the new one added"
+        (_, old_landing), (_, new_landing) = rows
+        assert old_landing == new_landing and old_landing.startswith("/"), "the old row's landing filled in as new"
         assert conn.execute("SELECT count(*) FROM ingestion_defaultbook").fetchone() == (0,)
