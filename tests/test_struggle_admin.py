@@ -1,8 +1,10 @@
-"""The admin's map of where students struggle, on rows made to order: every section in the outline's order with
-its counts (sections never asked about too), the filters and sorting, each count a link to exactly its questions in
-the audit list, the exports (CSV of each table, the ranking as Markdown) to the byte; privacy (no question text on
-the map, a reviewer of another book gets a 404 for that book by any page, export or filter); and bad query
-parameters answered 400/404 or with the default, never 500."""
+"""The admin's pages of where students struggle, on rows made to order: the map (every section in the outline's order
+with its counts, sections never asked about too), its filters and sorting, each count a link to exactly its
+questions in the audit list, the exports (CSV of each table, the ranking as Markdown with readers' words escaped) to
+the byte; the topics page (the newest computed run, examples only above the threshold, links to each topic's
+questions, Recompute now behind CSRF); privacy (no question text on the map, a reviewer of another book gets a 404
+for that book by any page, export, POST or filter); and bad query parameters answered 400/404 or with the default,
+never 500."""
 
 from __future__ import annotations
 
