@@ -22,6 +22,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from audit.models import AuditLog, TopicRun
+from audit.topics import compute_topics
 from chat.quality.evaluation import load_questions
 from ingestion.models import Book, Chunk
 from ingestion.reading.outline import book_outline
@@ -128,14 +129,15 @@ def check_outline_order(sections: list[dict], book: str = BOOK) -> None:
 
 
 def check_ranking(result: dict) -> None:
-    sections = result["sections"]
+    sections, ranked = result["sections"], result["ranking"]
     place = {s["url"]: n for n, s in enumerate(sections)}
-    troubled = [s for s in sections if s["struggle"]]
-    assert {r["url"] for r in result["ranking"]} == {s["url"] for s in troubled}
-    keys = [(-Fraction(r["struggle"] * r["sessions"], r["questions"]), place[r["url"]]) for r in result["ranking"]]
-    assert keys == sorted(keys), "highest score first, ties in outline order"
-    assert [r["rank"] for r in result["ranking"]] == list(range(1, len(troubled) + 1))
-    for entry in result["ranking"]:
+    assert {r["url"] for r in ranked if r["kind"] == "section"} == {s["url"] for s in sections if s["struggle"]}
+    assert {r["n"] for r in ranked if r["kind"] == "topic"} == {t["n"] for t in result["topics"] if t["struggle"]}
+    keys = [(-Fraction(r["struggle"] * r["sessions"], r["questions"]), r["kind"] == "topic",
+             place[r["url"]] if r["kind"] == "section" else r["n"]) for r in ranked]
+    assert keys == sorted(keys), "highest score first; ties: sections in outline order, then topics"
+    assert [r["rank"] for r in ranked] == list(range(1, len(ranked) + 1))
+    for entry in ranked:
         assert entry["score"] == round(entry["struggle"] * entry["sessions"] / entry["questions"], 4)
 
 
@@ -252,6 +254,23 @@ def test_a_shared_question_set_replayed_by_students_is_counted_exactly(ingest_co
     assert result["totals"]["questions"] == len(bodies) and result["totals"]["unplaced"] == 0
     assert sum(sum(row["counts"]) for row in result["heat"]["chapters"]) == len(bodies), "the heat strip too"
     check_outline_order(result["sections"], corpus)
+    check_ranking(result)
+
+    # Its topics: every question in one topic or none, each topic's counts those of its questions' answers.
+    run = compute_topics(corpus, since=timezone.now() - timedelta(days=1), until=timezone.now())
+    assert run.status == "done", run.error
+    assert sum(t["questions"] for t in run.topics) + run.unclustered == run.questions == len(bodies)
+    answered_as = {b["answer_id"]: b for b in bodies}
+    answer_of = dict(AuditLog.objects.filter(book_slug=corpus).values_list("id", "answer_id"))
+    for found in run.topics:
+        members = [answered_as[str(answer_of[i])] for i in found["ids"]]
+        wanted = sum(expected_counts(members, down=down, wrong=wrong, doc_fix=doc_fix, before=set()).values(),
+                     Counter())
+        assert {k: found[k] for k in COUNTED if k not in ("sessions", "previous")} == {
+            k: wanted[k] for k in COUNTED if k not in ("sessions", "previous")}
+        assert found["sessions"] == len({b["session_id"] for b in members})
+    code, result, err = struggle(book=corpus)
+    assert code == 0 and len(result["topics"]) == len(run.topics)
     check_ranking(result)
 
 
