@@ -62,9 +62,9 @@ def test_the_map_reads_in_both_themes_and_its_heat_strip_by_keyboard(servers, op
     bookchat, _ = servers
     rows = committed(student_traffic)
     try:
-        admin_user("mara", groups=["Reviewers"])
+        admin_user("map-reviewer", groups=["Reviewers"])
         page, errors = open_page(f"{bookchat.url}/admin/login/", color_scheme=theme)
-        log_in(page, bookchat.url, "mara")
+        log_in(page, bookchat.url, "map-reviewer")
         page.goto(f"{bookchat.url}/admin/audit/auditlog/struggle/?book={BOOK}&days=90")
         page.wait_for_selector("#struggle-sections")
         assert page.locator("#struggle-ranking tbody tr").count() >= 4
@@ -127,9 +127,9 @@ def test_the_topics_page_reads_in_both_themes(servers, open_page, admin_user, th
     rows = committed(student_traffic)
     committed(lambda: topic_run(rows))
     try:
-        admin_user("tomas", groups=["Reviewers"])
+        admin_user("topics-reviewer", groups=["Reviewers"])
         page, errors = open_page(f"{bookchat.url}/admin/login/", color_scheme=theme)
-        log_in(page, bookchat.url, "tomas")
+        log_in(page, bookchat.url, "topics-reviewer")
         page.goto(f"{bookchat.url}/admin/audit/auditlog/topics/?book={BOOK}")
         page.wait_for_selector("#topics")
         assert page.locator("#topics tr.topic").count() == 2
