@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bench import struggle
 from bench.stats import fmt, fmt_runs
 
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
@@ -72,6 +73,7 @@ def targets(r: dict) -> list[tuple[str, str, bool | None]]:
     out.append(("publishing one edited page of docusaurus-docs: POST to done ≤ 10 s",
                 f"median {fmt(published['edited_median'])} s, slowest {fmt(published['edited_max'])} s"
                 if published else "not run", published["edited_median"] <= 10 if published else None))
+    out.append(struggle.target(r.get("struggle")))
     rss = max((m for x in r["load"] for m in x["worker_rss_mb"]), default=None)
     out.append(("web worker RSS ≤ 300 MB with the model loaded", f"{fmt(rss)} MB (largest worker, after load)",
                 (rss <= 300) if rss is not None else None))
@@ -190,6 +192,8 @@ def render(r: dict, *, command: str) -> str:
             lines.append(f"| {name} | {fmt(x['seconds'])} | {fmt(x['accepted_seconds'])} | "
                          f"{fmt(x['queued_seconds'])} | {fmt(x['worker_seconds'])} | {fmt(x.get('after_seconds'))} | "
                          f"{changed} | {x['embedded']} |")
+    if r.get("struggle"):
+        lines += ["", *struggle.table(r["struggle"])]
     lines += ["", f"### Scale (synthetic books; {r['plan']['scale_questions']} squad2-dev questions)", "",
               "| chunks | dense store | retrieval p50 ms | p95 ms | hit@5 | answer p50 ms | answer p95 ms | "
               "search as typed p95 ms | HNSW build s | HNSW MB | disk per 1k chunks MB | errors |",

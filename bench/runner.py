@@ -12,7 +12,7 @@ from pathlib import Path
 from django.conf import settings
 
 from audit.models import AuditLog
-from bench import first_start, latency, machine, publishing, quality, scale, soak, streams, typing
+from bench import first_start, latency, machine, publishing, quality, scale, soak, streams, struggle, typing
 from bench.ingestion_bench import bench_corpus
 from bench.stats import over_runs
 from bookchat.conf import setting
@@ -49,8 +49,8 @@ def run(*, data: Path, quick: bool, log, save_to: Path | None = None) -> dict:
     results: dict = {"quick": quick, "plan": dict(p), "machine": machine.describe(),
                      "started": started_at.isoformat(timespec="seconds"), "failures": {}, "ingestion": [],
                      "in_process": None, "http": None, "load": [], "nodes": [], "streams": [], "scale": [],
-                     "soak": None, "search": None, "publishing": None, "first_start": None, "quality": {},
-                     "serving": {"workers": setting("WEB_WORKERS"), "threads": setting("WEB_THREADS")}}
+                     "soak": None, "search": None, "publishing": None, "struggle": None, "first_start": None,
+                     "quality": {}, "serving": {"workers": setting("WEB_WORKERS"), "threads": setting("WEB_THREADS")}}
 
     def section(name: str, key: str, measure) -> None:
         log(f"== {name}")
@@ -161,6 +161,10 @@ def run(*, data: Path, quick: bool, log, save_to: Path | None = None) -> dict:
 
     if p["publish_repeats"]:
         section("publishing from CI: one edited page of docusaurus-docs, POST to done", "publishing", published)
+
+    if struggle.BOOK in p["books"]:
+        section(f"where students struggle: {struggle.ROWS:,} audit rows of {struggle.BOOK}", "struggle",
+                lambda: struggle.struggle(data, log=log))
 
     def scaled():
         squad = [q for q in load_questions(data / "squad2-dev" / "questions.jsonl")

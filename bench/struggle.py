@@ -159,3 +159,26 @@ def describe(figures: dict) -> str:
         mark = "ok" if t["max"] <= TARGET_SECONDS else "OVER"
         lines.append(f"  {name}: median {t['median'] * 1000:.0f} ms, max {t['max'] * 1000:.0f} ms ({mark})")
     return "\n".join(lines)
+
+
+def target(figures: dict | None) -> tuple[str, str, bool | None]:
+    """The issue's target as ``report.targets`` lists them: (target, measured, holds)."""
+    name = f"where students struggle, {ROWS:,} audit rows of one book: every page and export ≤ 1 s"
+    if not figures:
+        return name, "not run", None
+    slowest, seconds = max(((n, t["max"]) for n, t in figures["timings"].items()), key=lambda item: item[1])
+    return name, f"slowest {slowest}: max {seconds * 1000:.0f} ms", seconds <= TARGET_SECONDS
+
+
+def table(figures: dict) -> list[str]:
+    """The timings as Markdown lines: a heading, a sentence, a table."""
+    lines = [f"### Where students struggle ({figures['rows']:,} audit rows of {figures['book']} over {DAYS} days, "
+             f"{figures['questions_pool']} distinct questions; a logged-in admin client; bench/struggle.py)", "",
+             f"The rows were written in {figures['fill_seconds']:.1f} s (one SQL statement). Topics of the last 30 "
+             f"days ({figures['topics_questions']:,} questions, {figures['topics']} topics): "
+             f"{figures['topics_cold_seconds']:.1f} s the first time (embedding the questions), "
+             f"{figures['topics_seconds']:.1f} s again; the pages read the computed topics.", "",
+             f"| measured ({RUNS} runs after one warm-up) | median ms | max ms |", "|---|---|---|"]
+    for name, t in figures["timings"].items():
+        lines.append(f"| {name} | {t['median'] * 1000:.0f} | {t['max'] * 1000:.0f} |")
+    return lines

@@ -2,8 +2,9 @@
 part of BENCHMARKS.md (see the ``bench`` package). ``make bench`` runs it; ``make bench QUICK=1`` runs
 a ~2-minute subset; ``--soak`` runs only the measured soak (``bench/soak.py``), ``--search`` only the
 search-as-typed replay (``bench/typing.py``), ``--publishing`` only publishing from CI (``bench/publishing.py``) and
-``--first-start`` only ``make run`` from a clean data folder (``bench/first_start.py``) and ``--profile`` where an
-answer's time goes (``bench/profile.py``), each printed, nothing written.
+``--first-start`` only ``make run`` from a clean data folder (``bench/first_start.py``), ``--profile`` where an
+answer's time goes (``bench/profile.py``) and ``--struggle`` only the pages of where students struggle with 200,000
+audit rows of one book (``bench/struggle.py``), each printed, nothing written.
 Works on the development database: books ``bench-*`` are made and deleted."""
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
-from bench import first_start, profile, publishing, report, runner, soak, typing
+from bench import first_start, profile, publishing, report, runner, soak, struggle, typing
 
 
 class Command(BaseCommand):
@@ -45,6 +46,9 @@ class Command(BaseCommand):
                             "process and sampled stacks (py-spy, if installed) under 8 clients, cProfile and SQL "
                             "per answer in-process (squad2-dev and docusaurus-docs must be indexed; ~2 min); "
                             "printed, nothing written.")
+        parser.add_argument("--struggle", action="store_true", help="Only where students struggle: 200,000 audit "
+                            "rows of docusaurus-docs (which must be indexed) written, the map, topics page, exports "
+                            "and struggle_map timed, the rows deleted (~5 min); printed as Markdown, nothing written.")
 
     def handle(self, *args, **options) -> None:
         data = Path(options["data"])
@@ -77,6 +81,11 @@ class Command(BaseCommand):
         if options["profile"]:
             questions = runner.mixed_questions(data, list(runner.ANSWERED_BOOKS), 300)
             self.stdout.write(profile.describe(profile.profile(questions, log=log)))
+            return
+
+        if options["struggle"]:
+            figures = struggle.struggle(data, log=log)
+            self.stdout.write(struggle.describe(figures) + "\n\n" + "\n".join(struggle.table(figures)))
             return
 
         if options["search"]:
