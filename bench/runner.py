@@ -164,7 +164,7 @@ def run(*, data: Path, quick: bool, log, save_to: Path | None = None) -> dict:
 
     if struggle.BOOK in p["books"]:
         section(f"where students struggle: {struggle.ROWS:,} audit rows of {struggle.BOOK}", "struggle",
-                lambda: struggle.struggle(data, log=log))
+                lambda: struggle.struggle(log=log))
 
     def scaled():
         squad = [q for q in load_questions(data / "squad2-dev" / "questions.jsonl")

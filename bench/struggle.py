@@ -5,10 +5,10 @@ admin client, ``struggle_map`` alone, and the topics' computation; the rows and 
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 import uuid
 from datetime import timedelta
-from pathlib import Path
 from statistics import median
 
 from django.conf import settings
@@ -20,7 +20,6 @@ from django.utils import timezone
 from audit.models import AuditLog, TopicRun
 from audit.struggle import outline_sections, struggle_map
 from audit.topics import compute_topics
-from chat.quality.evaluation import load_questions
 from ingestion.models import Book
 
 BOOK = "docusaurus-docs"  # a documentation site with a question set: an outline of ~700 sections
@@ -32,10 +31,11 @@ CHANNEL = "bench"  # marks the rows written here, so that they and only they are
 SESSION_LENGTH = 3  # questions per conversation
 ASKED_SHARE = 0.85  # of the outline's sections, the first ones, that get questions: the rest are never asked
 TARGET_SECONDS = 1.0  # the issue's: a page loads in at most this
+QUESTIONS = ("How do I use {}?", "What is {} for?", "Why doesn't {} work for me?")  # asked of each section
 
 # One row per number n: its section skewed towards the outline's first ones (a few sections get most questions,
-# the last ones none), its question the section's in the pool, three to a conversation, and the answer's level,
-# thumbs and reviewer's verdict drawn in the shares written below (random() with a fixed seed).
+# the last ones none), its question one of its section's (``QUESTIONS``), three to a conversation, and the answer's
+# level, thumbs and reviewer's verdict drawn in the shares written below (random() with a fixed seed).
 _FILL = f"""
 INSERT INTO {AuditLog._meta.db_table}
        (answer_id, created_at, channel, book_slug, api_key_name, session_id, client_ip_hash, question, selected_text,
@@ -63,21 +63,26 @@ SELECT gen_random_uuid(), %(now)s - r.age * interval '{DAYS} days', %(channel)s,
                floor(%(reach)s * power(random(), 3))::int AS section
           FROM generate_series(1, %(rows)s) n) r
   JOIN unnest(%(urls)s::text[]) WITH ORDINALITY u(url, i) ON u.i = r.section + 1
-  JOIN unnest(%(questions)s::text[]) WITH ORDINALITY q(question, i) ON q.i = r.section %% %(pool)s + 1
+  JOIN unnest(%(questions)s::text[]) WITH ORDINALITY q(question, i)
+       ON q.i = r.section * {len(QUESTIONS)} + n %% {len(QUESTIONS)} + 1
 """
 
 
-def fill(book: Book, questions: list[str], *, rows: int = ROWS) -> float:
-    """Write ``rows`` questions of ``book`` (``CHANNEL``) over its sections' real links; the seconds it took."""
-    urls = list(dict.fromkeys(section["url"] for section in outline_sections(book)))
+def fill(book: Book, *, rows: int = ROWS) -> tuple[int, float]:
+    """Write ``rows`` questions of ``book`` (``CHANNEL``) over its sections' real links: how many distinct
+    questions, and the seconds it took."""
+    headings: dict[str, str] = {}  # link → heading, in the outline's order
+    for section in outline_sections(book):
+        headings.setdefault(section["url"], section["section"])
+    urls = list(headings)
+    questions = [template.format(headings[url]) for url in urls for template in QUESTIONS]
     started = time.perf_counter()
     with connection.cursor() as cursor:
         cursor.execute("SELECT setseed(0.6)")
         cursor.execute(_FILL, {"now": timezone.now(), "channel": CHANNEL, "book": book.slug, "rows": rows,
-                               "urls": urls, "reach": len(urls) * ASKED_SHARE, "questions": questions,
-                               "pool": len(questions)})
+                               "urls": urls, "reach": len(urls) * ASKED_SHARE, "questions": questions})
         cursor.execute(f"ANALYZE {AuditLog._meta.db_table}")
-    return time.perf_counter() - started
+    return len(questions), time.perf_counter() - started
 
 
 def clear() -> int:
@@ -118,16 +123,16 @@ def page(client: Client, url: str):
     return get
 
 
-def struggle(data: Path, *, rows: int = ROWS, log) -> dict:
+def struggle(*, rows: int = ROWS, log) -> dict:
     """``{"book", "rows", "fill_seconds", "topics_seconds", "topics", "timings": {name: {median, max}}}``."""
     book = Book.objects.get(slug=BOOK)
-    pool = list(dict.fromkeys(q.question for q in load_questions(data / BOOK / "questions.jsonl")
-                              if q.kind != "follow_up"))
     clear()
     try:
         log(f"  writing {rows:,} questions of {BOOK} over {DAYS} days …")
-        figures = {"book": BOOK, "rows": rows, "questions_pool": len(pool), "fill_seconds": fill(book, pool, rows=rows)}
+        pool, seconds = fill(book, rows=rows)
+        figures = {"book": BOOK, "rows": rows, "questions_pool": pool, "fill_seconds": seconds}
         until = timezone.now()
+        figures["load_before"] = os.getloadavg()[0]  # other work on the machine shows in every figure
         timings = {f"struggle_map ({days} days)": timed(lambda d=days: struggle_map(
             book, since=until - timedelta(days=d), until=until)) for days in PERIODS}
         log("  computing the topics of the last 30 days (embedding their questions first) …")
@@ -144,7 +149,7 @@ def struggle(data: Path, *, rows: int = ROWS, log) -> dict:
             for name, url in pages.items():
                 log(f"  {name} …")
                 timings[name] = timed(page(client, url))
-        figures["timings"] = timings
+        figures["timings"], figures["load_after"] = timings, os.getloadavg()[0]
         return figures
     finally:
         TopicRun.objects.filter(book_slug=BOOK, requested_by="bench").delete()
@@ -173,11 +178,13 @@ def target(figures: dict | None) -> tuple[str, str, bool | None]:
 def table(figures: dict) -> list[str]:
     """The timings as Markdown lines: a heading, a sentence, a table."""
     lines = [f"### Where students struggle ({figures['rows']:,} audit rows of {figures['book']} over {DAYS} days, "
-             f"{figures['questions_pool']} distinct questions; a logged-in admin client; bench/struggle.py)", "",
+             f"{figures['questions_pool']:,} distinct questions; a logged-in admin client; bench/struggle.py)", "",
              f"The rows were written in {figures['fill_seconds']:.1f} s (one SQL statement). Topics of the last 30 "
              f"days ({figures['topics_questions']:,} questions, {figures['topics']} topics): "
              f"{figures['topics_cold_seconds']:.1f} s the first time (embedding the questions), "
-             f"{figures['topics_seconds']:.1f} s again; the pages read the computed topics.", "",
+             f"{figures['topics_seconds']:.1f} s again; the pages read the computed topics. The machine's load "
+             f"average (1 min): {figures['load_before']:.1f} before the timings, {figures['load_after']:.1f} after.",
+             "",
              f"| measured ({RUNS} runs after one warm-up) | median ms | max ms |", "|---|---|---|"]
     for name, t in figures["timings"].items():
         lines.append(f"| {name} | {t['median'] * 1000:.0f} | {t['max'] * 1000:.0f} |")

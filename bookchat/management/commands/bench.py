@@ -84,7 +84,7 @@ class Command(BaseCommand):
             return
 
         if options["struggle"]:
-            figures = struggle.struggle(data, log=log)
+            figures = struggle.struggle(log=log)
             self.stdout.write(struggle.describe(figures) + "\n\n" + "\n".join(struggle.table(figures)))
             return
 
