@@ -86,7 +86,12 @@ def fill(book: Book, *, rows: int = ROWS) -> tuple[int, float]:
 
 
 def clear() -> int:
+    """Delete the rows written here, and vacuum the table: the dead rows would slow every scan of the audit trail
+    (the map's included) until autovacuum came by."""
     deleted, _ = AuditLog.objects.filter(channel=CHANNEL).delete()
+    if deleted:
+        with connection.cursor() as cursor:
+            cursor.execute(f"VACUUM (ANALYZE) {AuditLog._meta.db_table}")
     return deleted
 
 
@@ -168,7 +173,8 @@ def describe(figures: dict) -> str:
 
 def target(figures: dict | None) -> tuple[str, str, bool | None]:
     """The issue's target as ``report.targets`` lists them: (target, measured, holds)."""
-    name = f"where students struggle, {ROWS:,} audit rows of one book: every page and export ≤ 1 s"
+    rows = figures["rows"] if figures else ROWS
+    name = f"where students struggle, {rows:,} audit rows of one book: every page and export ≤ 1 s"
     if not figures:
         return name, "not run", None
     slowest, seconds = max(((n, t["max"]) for n, t in figures["timings"].items()), key=lambda item: item[1])
