@@ -18,7 +18,7 @@ from django.test import Client
 from django.utils import timezone
 
 from audit.models import AuditLog, TopicRun
-from audit.struggle import outline_sections, struggle_map
+from audit.struggle import DEFAULT_DAYS, outline_sections, struggle_map
 from audit.topics import compute_topics
 from ingestion.models import Book
 
@@ -27,7 +27,7 @@ ROWS = 200_000
 DAYS = 90
 RUNS = 5
 PERIODS = (30, 90)  # the map's periods timed, in days
-CHANNEL = "bench"  # marks the rows written here, so that they and only they are deleted
+CHANNEL = "bench"  # marks the rows (and the topic runs) written here, so that they and only they are deleted
 SESSION_LENGTH = 3  # questions per conversation
 ASKED_SHARE = 0.85  # of the outline's sections, the first ones, that get questions: the rest are never asked
 TARGET_SECONDS = 1.0  # the issue's: a page loads in at most this
@@ -119,6 +119,7 @@ def admin_client():
 
 
 def page(client: Client, url: str):
+    """A function that GETs ``url`` and reads the whole response, failing on any status but 200."""
     def get() -> None:
         response = client.get(url, secure=settings.SECURE_SSL_REDIRECT)
         if response.status_code != 200:
@@ -129,7 +130,8 @@ def page(client: Client, url: str):
 
 
 def struggle(*, rows: int = ROWS, log) -> dict:
-    """``{"book", "rows", "fill_seconds", "topics_seconds", "topics", "timings": {name: {median, max}}}``."""
+    """``{"book", "rows", "questions_pool", "fill_seconds", "topics_cold_seconds", "topics_seconds", "topics",
+    "topics_questions", "load_before", "load_after", "timings": {name: {"median", "max", "runs"}}}``, seconds."""
     book = Book.objects.get(slug=BOOK)
     clear()
     try:
@@ -140,30 +142,32 @@ def struggle(*, rows: int = ROWS, log) -> dict:
         figures["load_before"] = os.getloadavg()[0]  # other work on the machine shows in every figure
         timings = {f"struggle_map ({days} days)": timed(lambda d=days: struggle_map(
             book, since=until - timedelta(days=d), until=until)) for days in PERIODS}
-        log("  computing the topics of the last 30 days (embedding their questions first) …")
-        cold = compute_topics(BOOK, since=until - timedelta(days=30), until=until, requested_by="bench")
-        warm = compute_topics(BOOK, since=until - timedelta(days=30), until=until, requested_by="bench")
+        log(f"  computing the topics of the last {DEFAULT_DAYS} days (embedding their questions first) …")
+        since = until - timedelta(days=DEFAULT_DAYS)  # the period the topics page's button computes by default
+        cold = compute_topics(BOOK, since=since, until=until, requested_by=CHANNEL)
+        warm = compute_topics(BOOK, since=since, until=until, requested_by=CHANNEL)
         figures.update(topics_cold_seconds=cold.took_seconds, topics_seconds=warm.took_seconds,
                        topics=len(warm.topics), topics_questions=warm.questions, topics_status=warm.status)
         with admin_client() as client:
             base = "/admin/audit/auditlog/"
             pages = {**{f"map page ({days} days)": f"{base}struggle/?book={BOOK}&days={days}" for days in PERIODS},
                      "topics page": f"{base}topics/?book={BOOK}",
-                     "CSV export (sections)": f"{base}struggle/?book={BOOK}&days=30&export=csv&table=sections",
-                     "Markdown export": f"{base}struggle/?book={BOOK}&days=30&export=markdown"}
+                     "CSV export (sections)": f"{base}struggle/?book={BOOK}&days={DEFAULT_DAYS}&export=csv"
+                                              "&table=sections",
+                     "Markdown export": f"{base}struggle/?book={BOOK}&days={DEFAULT_DAYS}&export=markdown"}
             for name, url in pages.items():
                 log(f"  {name} …")
                 timings[name] = timed(page(client, url))
         figures["timings"], figures["load_after"] = timings, os.getloadavg()[0]
         return figures
     finally:
-        TopicRun.objects.filter(book_slug=BOOK, requested_by="bench").delete()
+        TopicRun.objects.filter(book_slug=BOOK, requested_by=CHANNEL).delete()
         log(f"  deleted the {clear():,} rows written")
 
 
 def describe(figures: dict) -> str:
     lines = [f"{figures['rows']:,} audit rows of {figures['book']} (written in {figures['fill_seconds']:.1f} s); "
-             f"topics of 30 days ({figures['topics_questions']:,} questions, {figures['topics']} topics): "
+             f"topics of {DEFAULT_DAYS} days ({figures['topics_questions']:,} questions, {figures['topics']} topics): "
              f"{figures['topics_cold_seconds']:.1f} s embedding them first, {figures['topics_seconds']:.1f} s again"]
     for name, t in figures["timings"].items():
         mark = "ok" if t["max"] <= TARGET_SECONDS else "OVER"
@@ -185,8 +189,8 @@ def table(figures: dict) -> list[str]:
     """The timings as Markdown lines: a heading, a sentence, a table."""
     lines = [f"### Where students struggle ({figures['rows']:,} audit rows of {figures['book']} over {DAYS} days, "
              f"{figures['questions_pool']:,} distinct questions; a logged-in admin client; bench/struggle.py)", "",
-             f"The rows were written in {figures['fill_seconds']:.1f} s (one SQL statement). Topics of the last 30 "
-             f"days ({figures['topics_questions']:,} questions, {figures['topics']} topics): "
+             f"The rows were written in {figures['fill_seconds']:.1f} s (one SQL statement). Topics of the last "
+             f"{DEFAULT_DAYS} days ({figures['topics_questions']:,} questions, {figures['topics']} topics): "
              f"{figures['topics_cold_seconds']:.1f} s the first time (embedding the questions), "
              f"{figures['topics_seconds']:.1f} s again; the pages read the computed topics. The machine's load "
              f"average (1 min): {figures['load_before']:.1f} before the timings, {figures['load_after']:.1f} after.",
