@@ -34,13 +34,13 @@ lists the sections with any struggle, highest score first, ties in the outline's
 
 **By week**, ``heat``: the questions of each chapter per week (weeks start on Monday), for the heat strip.
 
-The counts come from two SQL queries that group the period's rows by section (``_COUNTS``, ``_WEEKLY``), so the
-time they take grows with the audit rows in the period, not with Python work per row.
+The counts come from one SQL query that groups the period's rows by section and by section and week (``_COUNTS``),
+so the time it takes grows with the audit rows in the period, not with Python work per row.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from fractions import Fraction
 
 from django.db import connection
@@ -59,9 +59,11 @@ LEVELS = ("high", "medium", "unsure", "refused", "withheld")  # the shares of a 
 COUNTS = ("questions", "sessions", *LEVELS, "thumbs_down", "wrong", "needs_doc_fix", "previous")
 STRUGGLE = ("unsure", "refused", "withheld", "thumbs_down", "wrong", "needs_doc_fix")
 
-# The period's rows and the period's before, grouped by the section each landed on (``AuditLog.section_url``).
+# The period's rows and the period's before, grouped by the section each landed on (``AuditLog.section_url``), and
+# by section and week (the weeks start on Monday, in the server's time zone; ``week`` is null on the first grouping):
+# one scan of the rows for both.
 _COUNTS = f"""
-SELECT section_url,
+SELECT section_url, CASE WHEN GROUPING(week) = 0 THEN week END,
        COUNT(*) FILTER (WHERE current),
        COUNT(DISTINCT conversation) FILTER (WHERE current),
        COUNT(*) FILTER (WHERE current AND status = %(answered)s AND confidence_level = 'high'),
@@ -75,18 +77,12 @@ SELECT section_url,
        COUNT(*) FILTER (WHERE current AND review_status = %(needs_doc_fix)s),
        COUNT(*) FILTER (WHERE NOT current)
   FROM (SELECT created_at >= %(since)s AS current, status, confidence_level, feedback_rating, review_status,
-               section_url, COALESCE(session_id::text, answer_id::text) AS conversation
+               section_url, COALESCE(session_id, answer_id) AS conversation,
+               date_trunc('week', created_at AT TIME ZONE %(zone)s)::date AS week
           FROM {AuditLog._meta.db_table}
          WHERE book_slug = %(book)s AND created_at >= %(before)s AND created_at < %(until)s
            AND status <> %(searched)s) asked
- GROUP BY section_url
-"""
-# The period's questions by section and week (the weeks start on Monday, in the server's time zone).
-_WEEKLY = f"""
-SELECT section_url, date_trunc('week', created_at AT TIME ZONE %(zone)s)::date, COUNT(*)
-  FROM {AuditLog._meta.db_table}
- WHERE book_slug = %(book)s AND created_at >= %(since)s AND created_at < %(until)s AND status <> %(searched)s
- GROUP BY 1, 2
+ GROUP BY GROUPING SETS ((section_url), (section_url, week))
 """
 
 
@@ -106,7 +102,7 @@ def struggle_map(book: Book, *, since: datetime | None = None, until: datetime |
         raise StruggleError(f"the period is empty: since ({since.isoformat()}) is not before until "
                             f"({until.isoformat()})")
     sections = outline_sections(book)
-    counted = _counts(book.slug, since, until)
+    counted, weekly = _counts(book.slug, since, until)
     by_url = {}
     for section in sections:
         by_url.setdefault(section["url"], section)
@@ -126,7 +122,7 @@ def struggle_map(book: Book, *, since: datetime | None = None, until: datetime |
     topics, computed = newest_topics(book.slug)
     return {"book": book.slug, "since": since.isoformat(), "until": until.isoformat(), "totals": totals,
             "sections": sections, "ranking": ranking(sections, topics),
-            "heat": _heat(book.slug, since, until, by_url), "topics": topics, "topics_computed": computed}
+            "heat": _heat(weekly, since, until, by_url), "topics": topics, "topics_computed": computed}
 
 
 def newest_topics(book_slug: str) -> tuple[list[dict], dict | None]:
@@ -140,21 +136,19 @@ def newest_topics(book_slug: str) -> tuple[list[dict], dict | None]:
         "questions": run.questions, "unclustered": run.unclustered, "took_seconds": run.took_seconds}
 
 
-def _heat(book_slug: str, since: datetime, until: datetime, by_url: dict[str, dict]) -> dict:
+def _heat(weekly: dict[tuple[str, date], int], since: datetime, until: datetime, by_url: dict[str, dict]) -> dict:
     """``{"weeks": [Monday, …], "chapters": [{"chapter", "counts": [per week]}, …]}``: the period's questions of
-    each chapter per week, chapters in the outline's order (questions on no section are left out)."""
-    params = {"book": book_slug, "since": since, "until": until, "searched": S.SEARCHED,
-              "zone": timezone.get_current_timezone_name()}
+    each chapter per week (``weekly``: by section link and Monday), chapters in the outline's order (questions on no
+    section are left out)."""
     first = timezone.localtime(since).date()
     last = timezone.localtime(until - timedelta(microseconds=1)).date()
     monday = first - timedelta(days=first.weekday())
     weeks = [monday + timedelta(weeks=n) for n in range((last - monday).days // 7 + 1)]
+    column = {week: n for n, week in enumerate(weeks)}
     chapters = {section["chapter"]: [0] * len(weeks) for section in by_url.values()}
-    with connection.cursor() as cursor:
-        cursor.execute(_WEEKLY, params)
-        for url, week, count in cursor.fetchall():
-            if (section := by_url.get(url)) is not None and week in weeks:
-                chapters[section["chapter"]][weeks.index(week)] += count
+    for (url, week), count in weekly.items():
+        if (section := by_url.get(url)) is not None and week in column:
+            chapters[section["chapter"]][column[week]] += count
     return {"weeks": [week.isoformat() for week in weeks],
             "chapters": [{"chapter": name, "counts": counts} for name, counts in chapters.items()]}
 
@@ -186,13 +180,22 @@ def outline_sections(book: Book) -> list[dict]:
     return sections
 
 
-def _counts(book_slug: str, since: datetime, until: datetime) -> dict[str | None, dict[str, int]]:
+def _counts(book_slug: str, since: datetime, until: datetime) -> tuple[dict[str, dict[str, int]],
+                                                                         dict[tuple[str, date], int]]:
+    """The counts by section link (``COUNTS``), and the period's questions by section link and week."""
     params = {"book": book_slug, "since": since, "until": until, "before": _earlier(since, until - since),
               "searched": S.SEARCHED, "answered": S.ANSWERED, "unsure": S.UNSURE, "not_covered": S.NOT_COVERED,
-              "withheld": S.WITHHELD, "wrong": R.WRONG, "needs_doc_fix": R.NEEDS_DOC_FIX}
+              "withheld": S.WITHHELD, "wrong": R.WRONG, "needs_doc_fix": R.NEEDS_DOC_FIX,
+              "zone": timezone.get_current_timezone_name()}
+    counted, weekly = {}, {}
     with connection.cursor() as cursor:
         cursor.execute(_COUNTS, params)
-        return {row[0]: dict(zip(COUNTS, row[1:], strict=True)) for row in cursor.fetchall()}
+        for url, week, *numbers in cursor.fetchall():
+            if week is None:
+                counted[url] = dict(zip(COUNTS, numbers, strict=True))
+            elif numbers[0]:  # a week of the period before has no question of this one
+                weekly[url, week] = numbers[0]
+    return counted, weekly
 
 
 def _earlier(moment: datetime, by: timedelta) -> datetime:

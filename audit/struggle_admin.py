@@ -147,11 +147,15 @@ class Evidence:
     def __init__(self, book: str, since: datetime, until: datetime):
         self.book, self.since, self.until = book, since, until
         self.changelist = reverse("admin:audit_auditlog_changelist")
+        self._period = self._query(since, until)  # encoded once: a map has thousands of links
+
+    def _query(self, since: datetime, until: datetime) -> str:
+        return urlencode({"book_slug__exact": self.book, "created_at__gte": since.isoformat(),
+                          "created_at__lt": until.isoformat()})
 
     def link(self, *, since: datetime | None = None, until: datetime | None = None, **narrowed: str) -> str:
-        params = {"book_slug__exact": self.book, "created_at__gte": (since or self.since).isoformat(),
-                  "created_at__lt": (until or self.until).isoformat(), **narrowed}
-        return self.changelist + "?" + urlencode(params)
+        period = self._query(since or self.since, until or self.until) if since or until else self._period
+        return f"{self.changelist}?{period}&{urlencode(narrowed)}" if narrowed else f"{self.changelist}?{period}"
 
     def section_cells(self, section: dict) -> list[dict]:
         """``{"label", "value", "link" (None for a zero or a figure without rows of its own)}`` for each count
@@ -160,11 +164,11 @@ class Evidence:
         cells = []
         for column in COUNT_COLUMNS:
             value, link = section[column], None
-            if column == "questions" or column in COUNT_FILTERS:
+            if value and (column == "questions" or column in COUNT_FILTERS):
                 link = self.link(section=section["url"], **COUNT_FILTERS.get(column, {}))
-            elif column == "previous":
+            elif value and column == "previous":
                 link = self.link(section=section["url"], since=before, until=self.since)
-            cells.append({"label": label(column), "value": value, "link": link if value else None})
+            cells.append({"label": label(column), "value": value, "link": link})
         return cells
 
     def heat(self, heat: dict) -> list[tuple[str, list[tuple[int, str]]]]:
