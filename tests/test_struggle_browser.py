@@ -27,7 +27,9 @@ from tests.test_browser import (  # noqa: F401 (the real-browser fixtures)
     servers,
 )
 
-pytestmark = [pytest.mark.slow, pytest.mark.needs("browser")]
+# A drill (make drills): the pages' figures, links, filters and privacy are make test's (test_struggle_admin.py);
+# this walk with its screenshots and axe-core runs after it, so that make test stays within ten minutes.
+pytestmark = [pytest.mark.slow, pytest.mark.needs("browser"), pytest.mark.drill]
 
 # (status, confidence level, thumbs) of the questions put on each of the first sections that get any
 TRAFFIC = [("answered", "high", ""), ("unsure", "low", "down"), ("not_covered", "low", ""),
