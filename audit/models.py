@@ -134,3 +134,8 @@ class TopicRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.book_slug} topics {self.since:%Y-%m-%d}–{self.until:%Y-%m-%d} ({self.status})"
+
+    @classmethod
+    def newest_done(cls, book_slug: str) -> TopicRun | None:
+        """The newest done run of the book's topics, if any."""
+        return cls.objects.filter(book_slug=book_slug, status=cls.Status.DONE).first()

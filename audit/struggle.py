@@ -128,7 +128,7 @@ def struggle_map(book: Book, *, since: datetime | None = None, until: datetime |
 def newest_topics(book_slug: str) -> tuple[list[dict], dict | None]:
     """The book's newest computed topics (``audit.topics``; without their questions' ids) and when and over which
     period they were computed; ``([], None)`` before the first computation."""
-    run = TopicRun.objects.filter(book_slug=book_slug, status=TopicRun.Status.DONE).first()
+    run = TopicRun.newest_done(book_slug)
     if run is None:
         return [], None
     return [{k: v for k, v in topic.items() if k != "ids"} for topic in run.topics], {

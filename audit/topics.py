@@ -134,7 +134,7 @@ def forget_old_runs() -> int:
 
 def latest_topics(book_slug: str) -> TopicRun | None:
     """The newest done run of the book's topics, if any."""
-    return TopicRun.objects.filter(book_slug=book_slug, status=TopicRun.Status.DONE).first()
+    return TopicRun.newest_done(book_slug)
 
 
 def run_topics(run: TopicRun) -> TopicRun:
