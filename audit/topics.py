@@ -42,8 +42,6 @@ import numpy as np
 from django.db import transaction
 from django.utils import timezone
 from django_q.tasks import async_task
-from sklearn.cluster import HDBSCAN
-from sklearn.feature_extraction.text import CountVectorizer
 
 from audit.gaps import question_vectors
 from audit.models import AuditLog, TopicRun
@@ -171,6 +169,8 @@ def cluster(vectors: np.ndarray) -> np.ndarray:
     size = max(MIN_TOPIC_SIZE, round(len(vectors) * MIN_TOPIC_SHARE))
     if len(vectors) <= size:  # too few to tell a dense group from the rest
         return np.full(len(vectors), UNCLUSTERED)
+    from sklearn.cluster import HDBSCAN  # here: scikit-learn takes a second to import, and every process loads this
+
     return HDBSCAN(min_cluster_size=size, metric="euclidean", copy=True).fit(vectors).labels_
 
 
@@ -197,6 +197,8 @@ def _text(row: AuditLog) -> str:
 def distinctive_terms(documents: list[str]) -> list[list[str]]:
     """Each document's ``TERMS`` most distinctive terms by class-based TF-IDF (the module's docstring), heaviest
     first (ties in alphabetical order); none for a document of stop words only."""
+    from sklearn.feature_extraction.text import CountVectorizer  # here, as HDBSCAN in ``cluster``
+
     vectorizer = CountVectorizer(stop_words="english")
     try:
         counts = vectorizer.fit_transform(documents).toarray().astype(float)
