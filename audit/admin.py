@@ -45,6 +45,13 @@ def safe_link(url: str) -> str | None:
     return url if url and (parts.scheme in ("http", "https") or (not parts.scheme and not parts.netloc)) else None
 
 
+def _csv_values(row: AuditLog) -> list:
+    """An audit row's values in ``CSV_COLUMNS`` order, its sources as their heading paths."""
+    values = [getattr(row, c) for c in CSV_COLUMNS]
+    values[CSV_COLUMNS.index("sources")] = " | ".join(s.get("heading_path", "") for s in row.sources or [])
+    return values
+
+
 class FeedbackFilter(admin.SimpleListFilter):
     title = "feedback"
     parameter_name = "feedback"
@@ -203,16 +210,8 @@ class AuditLogAdmin(BookScopedAdmin, StrugglePages, admin.ModelAdmin):
 
     @admin.action(description="Export selected to CSV", permissions=["view"])
     def export_csv(self, request, queryset) -> HttpResponse:
-        response = HttpResponse(content_type="text/csv; charset=utf-8")
-        response["Content-Disposition"] = f'attachment; filename="bookchat-audit-{timezone.now():%Y%m%d-%H%M}.csv"'
-        response.write("\ufeff")  # so that spreadsheets read UTF-8
-        writer = csv.writer(response)
-        writer.writerow(CSV_COLUMNS)
-        for row in queryset.order_by("created_at").iterator(chunk_size=500):
-            values = [getattr(row, c) for c in CSV_COLUMNS]
-            values[CSV_COLUMNS.index("sources")] = " | ".join(s.get("heading_path", "") for s in row.sources or [])
-            writer.writerow([csv_cell(v) for v in values])
-        return response
+        rows = queryset.order_by("created_at").iterator(chunk_size=500)
+        return self._csv(f"bookchat-audit-{timezone.now():%Y%m%d-%H%M}", CSV_COLUMNS, map(_csv_values, rows))
 
     # -- dashboard and coverage gaps ----------------------------------------------------------------
     def get_urls(self):
@@ -235,7 +234,7 @@ class AuditLogAdmin(BookScopedAdmin, StrugglePages, admin.ModelAdmin):
         """``rows`` under ``header`` as a CSV download ``name``.csv (UTF-8 that spreadsheets read, no formulas)."""
         response = HttpResponse(content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="{name}.csv"'
-        response.write("\ufeff")
+        response.write("\ufeff")  # so that spreadsheets read UTF-8
         writer = csv.writer(response)
         writer.writerow(header)
         writer.writerows([csv_cell(value) for value in row] for row in rows)
