@@ -21,9 +21,9 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
+from audit.dashboard import dashboard, review_queue_filter
 from audit.gaps import coverage_gaps, gaps_markdown
 from audit.models import AuditLog, ReviewQueueItem
-from audit.reports import dashboard, review_queue_filter
 from audit.struggle_admin import ChapterFilter, LevelFilter, SectionFilter, StrugglePages, TopicFilter
 from ingestion.roles import BookScopedAdmin, allowed_slugs
 

@@ -10,7 +10,7 @@ class AuditConfig(AppConfig):
         from django.core.signals import request_finished, request_started
 
         from audit import recording
-        from chat.pipeline.signals import answered, feedback_given, health_requested, search_opened
+        from chat.pipeline.announcements import answered, feedback_given, health_requested, search_opened
 
         answered.connect(recording.on_answered, dispatch_uid="audit.answered")
         feedback_given.connect(recording.on_feedback, dispatch_uid="audit.feedback")

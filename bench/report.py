@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench import struggle
+from bench import struggle_bench
 from bench.stats import fmt, fmt_runs
 
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
@@ -73,7 +73,7 @@ def targets(r: dict) -> list[tuple[str, str, bool | None]]:
     out.append(("publishing one edited page of docusaurus-docs: POST to done ≤ 10 s",
                 f"median {fmt(published['edited_median'])} s, slowest {fmt(published['edited_max'])} s"
                 if published else "not run", published["edited_median"] <= 10 if published else None))
-    out.append(struggle.target(r.get("struggle")))
+    out.append(struggle_bench.target(r.get("struggle")))
     rss = max((m for x in r["load"] for m in x["worker_rss_mb"]), default=None)
     out.append(("web worker RSS ≤ 300 MB with the model loaded", f"{fmt(rss)} MB (largest worker, after load)",
                 (rss <= 300) if rss is not None else None))
@@ -180,7 +180,7 @@ def render(r: dict, *, command: str) -> str:
     published = r.get("publishing")
     if published:
         lines += ["", f"### Publishing from CI (docusaurus-docs, {published['pages']} files; `serve --role web` and "
-                  "`--role worker`; POST to the first poll that says done; bench/publishing.py)", "",
+                  "`--role worker`; POST to the first poll that says done; bench/publishing_bench.py)", "",
                   "| sync | seconds | accepted s | queued s | worker s | after it s | pages changed | passages "
                   "embedded |",
                   "|---|---|---|---|---|---|---|---|"]
@@ -193,7 +193,7 @@ def render(r: dict, *, command: str) -> str:
                          f"{fmt(x['queued_seconds'])} | {fmt(x['worker_seconds'])} | {fmt(x.get('after_seconds'))} | "
                          f"{changed} | {x['embedded']} |")
     if r.get("struggle"):
-        lines += ["", *struggle.table(r["struggle"])]
+        lines += ["", *struggle_bench.table(r["struggle"])]
     lines += ["", f"### Scale (synthetic books; {r['plan']['scale_questions']} squad2-dev questions)", "",
               "| chunks | dense store | retrieval p50 ms | p95 ms | hit@5 | answer p50 ms | answer p95 ms | "
               "search as typed p95 ms | HNSW build s | HNSW MB | disk per 1k chunks MB | errors |",

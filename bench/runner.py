@@ -12,7 +12,7 @@ from pathlib import Path
 from django.conf import settings
 
 from audit.models import AuditLog
-from bench import first_start, latency, machine, publishing, quality, scale, soak, streams, struggle, typing
+from bench import first_start, latency, machine, publishing_bench, quality, scale, soak, streams, struggle_bench, typing
 from bench.ingestion_bench import bench_corpus
 from bench.stats import over_runs
 from bookchat.conf import setting
@@ -155,16 +155,16 @@ def run(*, data: Path, quick: bool, log, save_to: Path | None = None) -> dict:
     section("make run from a clean data folder", "first_start", started)
 
     def published():
-        figures = publishing.publishing(data, repeats=p["publish_repeats"], log=log)
-        log("  " + publishing.describe(figures))
+        figures = publishing_bench.publishing(data, repeats=p["publish_repeats"], log=log)
+        log("  " + publishing_bench.describe(figures))
         return figures
 
     if p["publish_repeats"]:
         section("publishing from CI: one edited page of docusaurus-docs, POST to done", "publishing", published)
 
-    if struggle.BOOK in p["books"]:
-        section(f"where students struggle: {struggle.ROWS:,} audit rows of {struggle.BOOK}", "struggle",
-                lambda: struggle.struggle(log=log))
+    if struggle_bench.BOOK in p["books"]:
+        section(f"where students struggle: {struggle_bench.ROWS:,} audit rows of {struggle_bench.BOOK}", "struggle",
+                lambda: struggle_bench.struggle(log=log))
 
     def scaled():
         squad = [q for q in load_questions(data / "squad2-dev" / "questions.jsonl")

@@ -19,7 +19,7 @@ from bench import scale
 from bench.latency import Gunicorn, warm_up
 from bench.stats import summary
 from chat.pipeline.editions import resolve_book
-from chat.pipeline.finding import typed_search
+from chat.pipeline.typeahead import typed_search
 from chat.quality.evaluation import load_questions
 from chat.quality.search_evaluation import content_words, typed_prefix
 from ingestion.models import Book

@@ -10,7 +10,7 @@ class BookchatConfig(AppConfig):
 
     def ready(self) -> None:
         from bookchat import checks, metrics  # noqa: F401  (importing checks registers them)
-        from chat.pipeline.signals import answered
+        from chat.pipeline.announcements import answered
 
         answered.connect(metrics.on_answered, dispatch_uid="bookchat.metrics")  # answers counted for /metrics
         read_tasks_signed_with_fallbacks()

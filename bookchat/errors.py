@@ -2,7 +2,7 @@
 
 Below the channels nothing knows HTTP: a failure is a ``BookchatError`` (``RequestError`` carries the status
 its code is answered with), a database outage, or a bug. ``failure`` says which, in the one error body every
-channel sends (``chat.channels.errors`` adds DRF's own exceptions for the API).
+channel sends (``chat.channels.error_responses`` adds DRF's own exceptions for the API).
 """
 
 from __future__ import annotations

@@ -52,8 +52,8 @@ def _known(value, allowed: tuple[str, ...]) -> str:
 
 
 def on_answered(sender, *, record: dict, **kwargs) -> None:
-    """Receiver of ``chat.pipeline.signals.answered``: count the answer or search that ``record`` describes. Failed
-    questions are counted where their error is rendered (``count_error``)."""
+    """Receiver of ``chat.pipeline.announcements.answered``: count the answer or search that ``record``
+    describes. Failed questions are counted where their error is rendered (``count_error``)."""
     try:
         record_answer(record)
     except Exception:
@@ -81,7 +81,7 @@ def record_answer(record: dict) -> None:
 
 
 def count_error(code: str, status: int) -> None:
-    """One request answered with error ``code`` and HTTP ``status`` (``chat.channels.errors.error_reply``)."""
+    """One request answered with error ``code`` and HTTP ``status`` (``chat.channels.error_responses.error_reply``)."""
     try:
         ERRORS.labels(str(code)[:64], str(int(status))).inc()
     except Exception:

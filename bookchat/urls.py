@@ -8,7 +8,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.generic import RedirectView
 
 from bookchat.scraping import metrics_view
-from bookchat.twofactor import pages as twofactor_pages
+from bookchat.twofactor import setup_pages
 from bookchat.twofactor.login import TwoFactorAuthenticationForm
 from bookchat.views import api_not_found
 from chat.channels import page
@@ -28,7 +28,7 @@ urlpatterns = [
     re_path(r"^api/", csrf_exempt(api_not_found)),  # a JSON 404 for any other path under /api/, any method
     path("mcp", McpView.as_view(), name="mcp"),
     path("metrics", metrics_view, name="metrics"),  # Prometheus; off (404) unless BOOKCHAT_METRICS_TOKEN is set
-    path("admin/twofactor/", include(twofactor_pages.urlpatterns)),  # before the admin's own catch-all
+    path("admin/twofactor/", include(setup_pages.urlpatterns)),  # before the admin's own catch-all
     path("admin/", admin.site.urls),
     # Browsers ask for /favicon.ico on pages that name none (the admin's): point them at ours, not a 404.
     path("favicon.ico", RedirectView.as_view(url=static("bookchat/favicon.svg"), permanent=True)),

@@ -4,7 +4,7 @@ from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from bookchat.readiness import ReadyView
-from chat.channels import api, publishing
+from chat.channels import api, publish_api
 
 urlpatterns = [
     path("ask", api.AskView.as_view(), name="api-ask"),
@@ -14,8 +14,8 @@ urlpatterns = [
     path("answers/<uuid:answer_id>/feedback", api.FeedbackView.as_view(), name="api-feedback"),
     path("books", api.BooksView.as_view(), name="api-books"),
     path("books/<str:slug>", api.BookView.as_view(), name="api-book"),
-    path("books/<str:slug>/sources", publishing.PublishView.as_view(), name="api-publish"),
-    path("books/<str:slug>/syncs/<int:sync_id>", publishing.SyncView.as_view(), name="api-sync"),
+    path("books/<str:slug>/sources", publish_api.PublishView.as_view(), name="api-publish"),
+    path("books/<str:slug>/syncs/<int:sync_id>", publish_api.SyncView.as_view(), name="api-sync"),
     path("health", api.HealthView.as_view(), name="api-health"),
     path("ready", ReadyView.as_view(), name="api-ready"),
     path("schema", SpectacularAPIView.as_view(), name="api-schema"),

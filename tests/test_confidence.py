@@ -10,8 +10,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from audit.dashboard import review_queue_filter
 from audit.models import AuditLog
-from audit.reports import review_queue_filter
 from chat.pipeline import confidence
 from chat.pipeline.answering import UNSURE_PREFIX, answer_events, answer_question, prepare
 from chat.pipeline.confidence import (
@@ -21,7 +21,7 @@ from chat.pipeline.confidence import (
     LEVEL_NOTES,
     MEDIUM,
     READINGS,
-    Situation,
+    ConfidenceInput,
     assess,
     confidence_features,
     confidence_level,
@@ -52,8 +52,8 @@ def chunk(text: str, *, score: float = 0.95, similarities=None, heading: str = "
 
 
 def situation(answer: str, chunks: list[RetrievedChunk], question: str = "How does the robot keep its balance?",
-              **kwargs) -> Situation:
-    return Situation(question=question, resolved_question=question, answer=answer, chunks=chunks, cited=[1],
+              **kwargs) -> ConfidenceInput:
+    return ConfidenceInput(question=question, resolved_question=question, answer=answer, chunks=chunks, cited=[1],
                      scope_score=0.95, threshold=0.85, calibration={"in_scope_median": 0.9}, **kwargs)
 
 
@@ -309,7 +309,7 @@ def test_situation_reads_only_what_it_is_given():
     """No database: the features come from the situation alone (the API computes them on every answer)."""
     features = confidence_features(situation(f"{BALANCE} [1]", STRONG, selected_overlap=0.8))
     assert features["selected"] == 0.8 and features["follow_up"] == 0.0
-    follow = Situation(question="And why?", resolved_question="Why does the robot need an IMU? (And why?)",
+    follow = ConfidenceInput(question="And why?", resolved_question="Why does the robot need an IMU? (And why?)",
                        answer=f"{BALANCE} [1]", chunks=STRONG, cited=[1])
     assert confidence_features(follow)["follow_up"] == 1.0
 
@@ -336,10 +336,10 @@ def test_an_answer_that_mostly_repeats_the_selection_is_never_high():
 
 def test_a_follow_up_answered_with_the_previous_answer_again_is_an_echo():
     previous = f"{BALANCE} [1]"
-    follow = Situation(question="And how often?", resolved_question="And how often? (How does it balance?)",
+    follow = ConfidenceInput(question="And how often?", resolved_question="And how often? (How does it balance?)",
                        answer=previous, chunks=STRONG, cited=[1], previous_answer=previous)
     assert confidence_features(follow)["previous_echo"] == 1.0 and assess(follow).level != "high"
-    plain = Situation(question="How does it balance?", resolved_question="How does it balance?", answer=previous,
+    plain = ConfidenceInput(question="How does it balance?", resolved_question="How does it balance?", answer=previous,
                       chunks=STRONG, cited=[1], previous_answer=previous)
     assert confidence_features(plain)["previous_echo"] == 0.0, "only a follow-up leans on the previous answer"
 

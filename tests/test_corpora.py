@@ -60,9 +60,9 @@ def fresh_chunks(name: str) -> list[tuple[str, str, int]]:
     """A corpus chunked without storing it: parsed and chunked once for the tests that read it."""
     from bookchat.conf import setting
     from ingestion.indexing.chunking import Chunker, ChunkingOptions
+    from ingestion.reading.discovery import discover, read_source
     from ingestion.reading.docusaurus import category_label_with_issue
     from ingestion.reading.parsing import parse_document
-    from ingestion.reading.sources import discover, read_source
 
     embedder = get_embedder()
     root = shared_corpus(name)

@@ -64,7 +64,7 @@ def test_an_mdbook_include_is_named_in_a_warning_and_not_left_as_text():
 
 def test_a_new_books_title_comes_from_its_index_page_or_readme_before_its_folder_name(book_dir, db):
     from ingestion.indexing.indexer import default_title
-    from ingestion.reading.sources import discover
+    from ingestion.reading.discovery import discover
 
     book_dir.write("guide/first.md", "# First\n\nText.\n")
     assert default_title(discover(book_dir.root)) == "Book", "no index page: the folder's name"
@@ -76,7 +76,7 @@ def test_a_new_books_title_comes_from_its_index_page_or_readme_before_its_folder
 
 def test_a_folder_named_for_what_it_holds_takes_its_title_from_the_folder_above(tmp_path, db):
     from ingestion.indexing.indexer import default_title
-    from ingestion.reading.sources import discover
+    from ingestion.reading.discovery import discover
 
     docs = tmp_path / "robot-course" / "docs"
     docs.mkdir(parents=True)

@@ -9,10 +9,10 @@ import json
 import pytest
 
 from ingestion.models import Chunk, Document
+from ingestion.reading.discovery import discover, read_source
 from ingestion.reading.documents import Issue
 from ingestion.reading.links import BookLinks, page_slug
 from ingestion.reading.parsing import parse_document
-from ingestion.reading.sources import discover, read_source
 from tests.conftest import run_command
 from tests.support.shared_data import shared_corpus
 

@@ -156,8 +156,8 @@ def test_what_the_model_writes_is_grounded_withheld_or_replaced_and_the_review_q
     """Each answer the model was asked for is one of three: its text, grounded in the passages it cites; withheld by
     the grounding check, and queued for review; or, when it copied its prompt instead of answering (what this base
     model mostly does), the book's own sentences with a notice. The audit row holds what the reader was sent."""
+    from audit.dashboard import review_queue_filter
     from audit.models import AuditLog
-    from audit.reports import review_queue_filter
 
     questions = ["How do I ingest a folder?", "What does the widget need on a docs site?",
                  "How do I stream an answer?"]

@@ -204,7 +204,7 @@ def test_an_assistant_over_http_needs_a_key_and_keeps_to_the_api_rate_limit(mcp_
 def test_searches_are_audited_but_the_dashboard_counts_only_answers_as_answers():
     import uuid
 
-    from audit.reports import dashboard, review_queue_filter
+    from audit.dashboard import dashboard, review_queue_filter
 
     for status, level in (("searched", ""), ("searched", ""), ("answered", "high")):
         AuditLog.objects.create(answer_id=uuid.uuid4(), channel="mcp", book_slug="mcp-dashboard", question="q",

@@ -8,9 +8,9 @@ import json
 import pytest
 
 from ingestion.models import Chunk, Document
+from ingestion.reading.discovery import discover
 from ingestion.reading.parsing import parse_document
 from ingestion.reading.partials import PartialResolver
-from ingestion.reading.sources import discover
 from tests.conftest import run_command
 
 PAGE = """\

@@ -14,8 +14,8 @@ from django.contrib.auth.models import Group, User
 from django.urls import reverse
 from django.utils import timezone
 
+from audit.dashboard import review_queue_filter
 from audit.models import AuditLog
-from audit.reports import review_queue_filter
 from chat.pipeline.confidence import MEDIUM
 
 pytestmark = pytest.mark.django_db

@@ -1,4 +1,4 @@
-"""Search as a reader types (``GET /api/v1/search``, ``chat.pipeline.finding``) on the bundled manual: half-written
+"""Search as a reader types (``GET /api/v1/search``, ``chat.pipeline.typeahead``) on the bundled manual: half-written
 words, pages grouped with their sections and anchors, marked snippets, bad queries, keys and origins, its own
 rate limit, and the audit trail."""
 
@@ -14,7 +14,7 @@ from django.db import connection
 
 from audit.models import AuditLog
 from chat.models import ApiKey
-from chat.pipeline.finding import _vectors, marked_html, read_typed, snippet
+from chat.pipeline.typeahead import _vectors, marked_html, read_typed, snippet
 from ingestion.indexing.lexicon import query_terms
 from ingestion.models import Book
 

@@ -11,7 +11,7 @@ is one of:
   (``SecretKeyAuthentication``): refused when the request comes from a browser origin or carries
   the key in its URL. A publishable key sent in a header is judged as in the query string. A secret key that
   publishes a book (``ApiKey.publish_book``: a ``PublisherClient``) may only publish it
-  (``chat.channels.publishing``): ``HasClient`` refuses it everywhere else, and only such a key may publish;
+  (``chat.channels.publish_api``): ``HasClient`` refuses it everywhere else, and only such a key may publish;
 - **the chat page** (``PageSessionAuthentication``): a session that rendered ``/``, with DRF's own
   CSRF enforcement, and no key;
 - **anonymous**, when ``BOOKCHAT_ANONYMOUS_API`` allows it (by default only under DEBUG): the

@@ -6,7 +6,7 @@ parser hook, so that a wrong content type is 415, a body over ``MAX_REQUEST_BYTE
 UTF-8, bad or too deeply nested JSON and lone surrogate escapes are 400 with their own codes), hand it to
 ``chat.channels.asking`` (which validates it with ``chat.channels.serializers``) and render. Who may call is
 decided by DRF's authentication and permission classes (``chat.channels.access``); every failure
-becomes ``{"error": code, "message": …, "field": …}`` through ``chat.channels.errors``. The schema
+becomes ``{"error": code, "message": …, "field": …}`` through ``chat.channels.error_responses``. The schema
 (``/api/v1/schema``) is generated from the same serializers, finished by ``chat.channels.openapi``.
 """
 
@@ -30,9 +30,9 @@ from rest_framework.views import APIView
 from bookchat.conf import setting
 from bookchat.errors import NotFound
 from chat.channels.access import ALLOWED_HEADERS, Client, client_of
-from chat.channels.asking import Asking
+from chat.channels.asking import ClientRequests
 from chat.channels.books import book_list
-from chat.channels.errors import error_reply
+from chat.channels.error_responses import error_reply
 from chat.channels.feedback import record_feedback, record_opened
 from chat.channels.openapi import ERRORS, STREAM_EVENT
 from chat.channels.parsers import json_body, refuse_a_large_body
@@ -52,9 +52,9 @@ from chat.channels.serializers import (
     validate_feedback,
 )
 from chat.channels.throttling import QuestionThrottle, SearchThrottle
+from chat.pipeline.announcements import health_requested
 from chat.pipeline.editions import resolve_book
 from chat.pipeline.generation import llm_configured
-from chat.pipeline.signals import health_requested
 from ingestion.indexing.embedders import get_embedder
 from ingestion.models import Book, book_slug_validator
 from ingestion.reading.outline import book_outline
@@ -64,7 +64,7 @@ BOOK_SLUG = re.compile(book_slug_validator.regex.pattern)
 
 
 def exception_handler(exc, context):
-    """DRF's exception hook: every failure becomes the one JSON error shape (``chat.channels.errors``)."""
+    """DRF's exception hook: every failure becomes the one JSON error shape (``chat.channels.error_responses``)."""
     reply = error_reply(exc, context.get("request"))
     headers = dict(reply.headers)
     if isinstance(exc, exceptions.MethodNotAllowed):
@@ -106,7 +106,7 @@ class AskView(ClientView):
                    examples=[OpenApiExample("question", request_only=True, value={
                        "question": "How do I ingest a folder?", "book": "bookchat-manual"})])
     def post(self, request):
-        asking = Asking(client_of(request), request)
+        asking = ClientRequests(client_of(request), request)
         return Response(asking.answer(asking.validate(json_body(request))))
 
 
@@ -123,7 +123,7 @@ class AskStreamView(ClientView):
                        "answer is written, then one `final` event with the whole response (its `answer` is "
                        "authoritative), or one `error` event.")), **ERRORS})
     def post(self, request):
-        asking = Asking(client_of(request), request)
+        asking = ClientRequests(client_of(request), request)
         events = asking.stream(asking.validate(json_body(request), streaming=True))
         response = StreamingHttpResponse((sse(kind, payload) for kind, payload in events),
                                          content_type="text/event-stream; charset=utf-8")
@@ -142,7 +142,7 @@ class SearchView(ClientView):
                        "half-written (`ros2 lau`); when no word matches, the sections nearest in meaning come back "
                        "(`matched: meaning`)."))
     def get(self, request):
-        asking = Asking(client_of(request), request)
+        asking = ClientRequests(client_of(request), request)
         params = {name: request.query_params[name] for name in request.query_params if name != "key"}
         return Response(asking.find(asking.validate_section_search(params)))
 

@@ -1,6 +1,6 @@
 """One way to ask, for every client: the API's ask and stream, the chat page's form and an assistant's MCP tools.
 
-``Asking`` takes the request's ``Client`` (``chat.channels.access``) and a decoded body, validates it
+``ClientRequests`` takes the request's ``Client`` (``chat.channels.access``) and a decoded body, validates it
 with the contract's serializer, limits it to the client's book, fills in who asked and which
 conversation it continues, and answers: as one response (``answer``), as a stream of
 events (``stream``), or, for a search, as the passages retrieval found (``search``, an assistant's) or the
@@ -16,18 +16,18 @@ from collections.abc import Iterator
 
 from bookchat.security import client_ip
 from chat.channels.access import Client
-from chat.channels.errors import error_reply
+from chat.channels.error_responses import error_reply
 from chat.channels.responses import answer_data, search_data
 from chat.channels.serializers import validate_ask, validate_search, validate_section_search
 from chat.pipeline.answering import answer_events, answer_question, prepare
-from chat.pipeline.finding import find_sections
+from chat.pipeline.assistant_search import search_passages
 from chat.pipeline.questions import AskRequest
-from chat.pipeline.searching import search_passages
+from chat.pipeline.typeahead import find_sections
 
 logger = logging.getLogger(__name__)
 
 
-class Asking:
+class ClientRequests:
     def __init__(self, client: Client, request=None):
         self.client, self.request = client, request
 

@@ -16,7 +16,7 @@ import uuid
 
 from bookchat.errors import NotFound, RequestError
 from chat.models import Feedback, Turn
-from chat.pipeline.signals import feedback_given, search_opened
+from chat.pipeline.announcements import feedback_given, search_opened
 
 
 def record_feedback(answer_id: uuid.UUID, *, rating: str, comment: str, session_ids: list[uuid.UUID],

@@ -7,7 +7,7 @@ Tools: ``search_book`` (passages to quote and link), ``ask_book`` (the API's cit
 Decisions:
 - **The official SDK's low-level ``Server``** (``mcp`` 2.x), not its ``MCPServer`` (the former FastMCP), whose
   tools take their schemas and their validation from Python signatures through pydantic: a question must be checked
-  by the contract (``serializers``, through ``asking.Asking``, as the API checks it), so that a wrong type,
+  by the contract (``serializers``, through ``asking.ClientRequests``, as the API checks it), so that a wrong type,
   an empty or huge question or a ``limit`` of 10,000 get the API's own messages, and ``"5"`` is refused as the API
   refuses it where pydantic would take it. The low-level server takes the JSON Schemas we give it and hands us
   the raw arguments. The tools' inputs are the API's (``contract_fields``: the fields of ``AskRequest`` as the
@@ -46,12 +46,12 @@ from mcp.shared.exceptions import MCPError
 from bookchat.conf import setting
 from bookchat.errors import NotFound, RequestError
 from chat.channels.access import AssistantClient
-from chat.channels.asking import Asking
+from chat.channels.asking import ClientRequests
 from chat.channels.books import book_list, book_pages, page_markdown
-from chat.channels.errors import error_reply
+from chat.channels.error_responses import error_reply
 from chat.channels.responses import answer_data
 from chat.channels.throttling import check_rate
-from chat.pipeline.searching import RESOURCE_SCHEME, page_uri
+from chat.pipeline.assistant_search import RESOURCE_SCHEME, page_uri
 from ingestion.models import Book, Chunk, Document
 
 logger = logging.getLogger(__name__)
@@ -200,7 +200,7 @@ class BookTools:
 
     def __init__(self, client: AssistantClient, request=None):
         self.client, self.request = client, request
-        self.asking = Asking(client, request)
+        self.asking = ClientRequests(client, request)
 
     def search_book(self, arguments: dict) -> tuple[dict, str]:
         result = self.asking.search(self.asking.validate_search(arguments))

@@ -21,8 +21,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from bookchat.conf import setting
 from bookchat.errors import BookchatError, RequestError
 from chat.channels.access import PAGE_SESSION_FLAG, PageClient
-from chat.channels.asking import Asking
-from chat.channels.errors import error_reply
+from chat.channels.asking import ClientRequests
+from chat.channels.error_responses import error_reply
 from chat.channels.feedback import record_feedback
 from chat.channels.responses import answer_data
 from chat.channels.serializers import validate_feedback
@@ -82,7 +82,7 @@ def _search(request, book: Book) -> dict:
     query = request.GET.get("q", "")
     try:
         check_rate(request, client, searching=True)
-        asking = Asking(client, request)
+        asking = ClientRequests(client, request)
         params = {"q": query, "book": book.slug}
         if request.GET.get("report_opens"):  # the page's script adds it: it reports the section opened
             params["report_opens"] = request.GET["report_opens"]
@@ -149,7 +149,7 @@ def chat_page(request):
     client = PageClient(session=request.session)
     try:
         check_rate(request, client)
-        asking = Asking(client, request)
+        asking = ClientRequests(client, request)
         response = asking.answer(asking.validate({**form, "book": book.slug}))
     except (RequestError, BookchatError, RateLimited) as exc:  # a server-side condition is a 503, not a 500
         reply = error_reply(exc)

@@ -48,7 +48,7 @@ SEARCH_FIELDS = ("query", "limit", "book", "version", "locale")
 SECTION_SEARCH_FIELDS = ("q", "limit", "book", "version", "locale", "chapter", "report_opens")
 FEEDBACK_FIELDS = ("rating", "comment", "session_id")
 OPENED_FIELDS = ("n",)
-# The sections a search shows at most: 10 pages of 3 (``chat.pipeline.finding``).
+# The sections a search shows at most: 10 pages of 3 (``chat.pipeline.typeahead``).
 MAX_SECTIONS_SHOWN = 30
 
 

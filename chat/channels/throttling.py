@@ -39,7 +39,8 @@ from chat.models import RateCounter
 
 
 class RateLimited(Throttled):
-    """Over a limit: DRF answers it 429 with ``Retry-After`` (``chat.channels.errors``), and so does the page form."""
+    """Over a limit: DRF answers it 429 with ``Retry-After`` (``chat.channels.error_responses``), and so does the
+    page form."""
 
     def __init__(self, wait: float, rate: Rate, what: str = "questions"):
         self.rate = rate

@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 
 from bookchat.conf import setting
 from chat.pipeline import conversations
+from chat.pipeline.announcements import audit_failures, audited_source, send_audit
 from chat.pipeline.answerability import Answerability, asked, check_retrieved
 from chat.pipeline.calibration import check_scope
-from chat.pipeline.confidence import LEVEL_NOTES, Situation, assess
+from chat.pipeline.confidence import LEVEL_NOTES, ConfidenceInput, assess
 from chat.pipeline.deadline import Deadline
 from chat.pipeline.editions import resolve_book
 from chat.pipeline.generation import (
@@ -37,8 +38,7 @@ from chat.pipeline.grounding import GroundingReport, check_grounding
 from chat.pipeline.questions import AskRequest
 from chat.pipeline.rendering import render_answer
 from chat.pipeline.retrieval import Retrieval, nearest_sections, retrieve
-from chat.pipeline.signals import audit_failures, audited_source, send_audit
-from chat.pipeline.sources import source_card
+from chat.pipeline.source_cards import source_card
 from ingestion.models import Book
 
 logger = logging.getLogger(__name__)
@@ -184,7 +184,7 @@ def _respond(p: Prepared, *, answer: str, refused: str | None, generator_name: s
             answer, flagged = WITHHELD_MESSAGE, True
     confidence, level, shown_below_floor = 0.0, "low", False
     if not refused and not flagged:
-        assessed = assess(Situation(
+        assessed = assess(ConfidenceInput(
             question=p.request.question, resolved_question=p.resolved_question, answer=answer, chunks=chunks,
             cited=grounding.cited, scope_score=p.scope_score, threshold=p.threshold, calibration=p.calibration,
             selected_overlap=p.retrieval.best_selected_overlap, selected_text=p.request.selected_text,

@@ -105,7 +105,7 @@ _LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 
 
 @dataclass
-class Situation:
+class ConfidenceInput:
     """What the pipeline knows when an answer is written, as the confidence model reads it."""
 
     question: str  # as asked
@@ -156,7 +156,7 @@ def probability(features: dict[str, float]) -> float:
     return 1 / (1 + math.exp(-max(-30.0, min(30.0, z))))
 
 
-def assess(situation: Situation) -> Confidence:
+def assess(situation: ConfidenceInput) -> Confidence:
     """The answer's probability of being right and its level."""
     features = confidence_features(situation)
     links = link_targets(situation.answer)
@@ -187,7 +187,7 @@ def barred(question: str, answer: str, features: dict[str, float]) -> list[str]:
     return reasons
 
 
-def confidence_features(s: Situation) -> dict[str, float]:
+def confidence_features(s: ConfidenceInput) -> dict[str, float]:
     """``READINGS`` of an answer, by name (what ``evaluate --details`` keeps for each answer)."""
     # A passage's own rank, without the lift it got for holding the reader's selection: that says where the
     # selection is, not whether the passage answers what is asked about it.
@@ -285,7 +285,7 @@ def _logit(p: float) -> float:
     return math.log(p / (1 - p))
 
 
-def _unit_gap(s: Situation) -> float:
+def _unit_gap(s: ConfidenceInput) -> float:
     """How far the closest unit the answer quotes stands above the closest unit of the sources it leaves out:
     10 × the difference of their cosines with the question, within ±2 (as ``chat.pipeline.sentences`` scales its gap);
     the fitting books' mean when the sources have no sentence vectors."""

@@ -2,7 +2,7 @@
 (``evaluate --search``; the baseline for search as you type, issue 35).
 
 For each answerable question with evidence, three queries go through the book's search box as it ships
-(``chat.pipeline.finding``: the last word also stands for the book's words that begin with it, hybrid search,
+(``chat.pipeline.typeahead``: the last word also stands for the book's words that begin with it, hybrid search,
 the re-ranker, sections grouped by page as a reader is shown them), with no audit row:
 - **full**: the question's words as they are;
 - **typed**: what a reader has typed three words in: the question's first three words, the third cut to a
@@ -28,7 +28,7 @@ from django.db import connection
 
 from chat.pipeline.deadline import Deadline
 from chat.pipeline.editions import resolve_book
-from chat.pipeline.finding import by_page, typed_search
+from chat.pipeline.typeahead import by_page, typed_search
 from chat.quality.evaluation import SHOULD_REFUSE, Question, _hit_rank
 from ingestion.indexing.lexicon import BOOK_SEARCH_CONFIG
 

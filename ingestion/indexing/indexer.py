@@ -34,12 +34,12 @@ from ingestion.indexing.storing import PageStore, PreparedPage
 from ingestion.indexing.vector_index import sync_book_index
 from ingestion.models import Book, Chunk, Document, IndexRun, SearchStats, book_slug_validator
 from ingestion.reading.conventions import Conventions
+from ingestion.reading.discovery import Discovery, SourceFile, read_source
 from ingestion.reading.documents import Issue
 from ingestion.reading.docusaurus import category_entry
 from ingestion.reading.links import BookLinks, book_links
 from ingestion.reading.parsing import parse_document
 from ingestion.reading.site import Edition
-from ingestion.reading.sources import Discovery, SourceFile, read_source
 
 logger = logging.getLogger(__name__)
 

@@ -18,10 +18,10 @@ from ingestion.indexing.indexer import BookIndexer, validate_book_slug
 from ingestion.indexing.reports import LISTED_PAGES, SUMMED, IndexingError, IndexReport, ProgressCallback, SiteReport
 from ingestion.models import Book
 from ingestion.reading.conventions import Conventions, book_facts, config_file, detect, files_read, for_book
+from ingestion.reading.discovery import Discovery, discover
 from ingestion.reading.documents import Issue
 from ingestion.reading.site import plan_site
 from ingestion.reading.site_config import SiteConfig, find_config, read_site_config
-from ingestion.reading.sources import Discovery, discover
 from ingestion.signals import book_indexed
 
 

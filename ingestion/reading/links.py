@@ -40,11 +40,11 @@ from markdown_it.common.utils import normalizeReference
 
 from bookchat.errors import BookchatError
 from ingestion.reading.conventions import DOCUSAURUS, Conventions
+from ingestion.reading.discovery import SourceFile, read_source
 from ingestion.reading.documents import Issue
 from ingestion.reading.docusaurus import document_slug
 from ingestion.reading.fences import code_ranges
 from ingestion.reading.parsing import read_front_matter
-from ingestion.reading.sources import SourceFile, read_source
 
 _PAGE_SUFFIXES = (".md", ".mdx")
 _SLUG_KEYS = re.compile(r"""^[ \t]*["']?(?:slug|id|parse_number_prefixes)["']?[ \t]*:""", re.M)

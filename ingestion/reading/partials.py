@@ -35,10 +35,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bookchat.errors import BookchatError
+from ingestion.reading.discovery import decode_source
 from ingestion.reading.documents import Issue
-from ingestion.reading.mdbook.rendering import playground_block
+from ingestion.reading.mdbook.display import playground_block
 from ingestion.reading.mdx import find_code_lines
-from ingestion.reading.sources import decode_source
 
 MAX_DEPTH = 5
 _CONFIG_NAMES = ("docusaurus.config.js", "docusaurus.config.ts", "docusaurus.config.mjs",

@@ -37,9 +37,9 @@ from pathlib import Path
 from django.utils.text import slugify
 
 from ingestion.models import search_config_for
+from ingestion.reading.discovery import Discovery, SourceFile, discover
 from ingestion.reading.documents import Issue
 from ingestion.reading.site_config import DocsInstance, SiteConfig
-from ingestion.reading.sources import Discovery, SourceFile, discover
 
 CURRENT = "current"
 

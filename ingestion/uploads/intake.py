@@ -30,7 +30,7 @@ from django.conf import settings
 
 from bookchat.conf import setting
 from bookchat.errors import BookchatError
-from ingestion.reading.sources import MARKDOWN_SUFFIXES
+from ingestion.reading.discovery import MARKDOWN_SUFFIXES
 
 ZIP_SUFFIX = ".zip"
 CATEGORY_FILES = ("_category_.json", "_category_.yml", "_category_.yaml")

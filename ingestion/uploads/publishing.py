@@ -1,6 +1,6 @@
 """Publishing a book from its CI: one ``.tar.gz`` of the site's root becomes a *sync*, the job that makes the book
 exactly those sources (``ingestion.uploads.jobs``: indexed confined to them, pages they lack removed, switched over
-in one transaction). The REST API (``chat.channels.publishing``) only translates HTTP into these calls.
+in one transaction). The REST API (``chat.channels.publish_api``) only translates HTTP into these calls.
 
 Decisions:
 - The archive is checked and unpacked in the request (``tarball``), so a bad one is refused at once, with nothing

@@ -32,7 +32,7 @@ from pathlib import Path, PurePosixPath
 
 from bookchat.conf import setting
 from bookchat.errors import RequestError
-from ingestion.reading.sources import MARKDOWN_SUFFIXES
+from ingestion.reading.discovery import MARKDOWN_SUFFIXES
 from ingestion.uploads.intake import STAGING_PREFIX, Intake, uploads_dir
 
 GZIP_MAGIC = b"\x1f\x8b"

@@ -1,10 +1,11 @@
 """``manage.py bench [--quick] [--output FILE] [--json FILE]``: run every benchmark and rewrite the measured
 part of BENCHMARKS.md (see the ``bench`` package). ``make bench`` runs it; ``make bench QUICK=1`` runs
 a ~2-minute subset; ``--soak`` runs only the measured soak (``bench/soak.py``), ``--search`` only the
-search-as-typed replay (``bench/typing.py``), ``--publishing`` only publishing from CI (``bench/publishing.py``) and
+search-as-typed replay (``bench/typing.py``), ``--publishing`` only publishing from CI
+(``bench/publishing_bench.py``) and
 ``--first-start`` only ``make run`` from a clean data folder (``bench/first_start.py``), ``--profile`` where an
 answer's time goes (``bench/profile.py``) and ``--struggle`` only the pages of where students struggle with 200,000
-audit rows of one book (``bench/struggle.py``), each printed, nothing written.
+audit rows of one book (``bench/struggle_bench.py``), each printed, nothing written.
 Works on the development database: books ``bench-*`` are made and deleted."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
-from bench import first_start, profile, publishing, report, runner, soak, struggle, typing
+from bench import first_start, profile, publishing_bench, report, runner, soak, struggle_bench, typing
 
 
 class Command(BaseCommand):
@@ -74,8 +75,8 @@ class Command(BaseCommand):
             return
 
         if options["publishing"]:
-            figures = publishing.publishing(data, repeats=runner.plan(quick=False)["publish_repeats"], log=log)
-            self.stdout.write(publishing.describe(figures))
+            figures = publishing_bench.publishing(data, repeats=runner.plan(quick=False)["publish_repeats"], log=log)
+            self.stdout.write(publishing_bench.describe(figures))
             return
 
         if options["profile"]:
@@ -84,8 +85,8 @@ class Command(BaseCommand):
             return
 
         if options["struggle"]:
-            figures = struggle.struggle(log=log)
-            self.stdout.write(struggle.describe(figures) + "\n\n" + "\n".join(struggle.table(figures)))
+            figures = struggle_bench.struggle(log=log)
+            self.stdout.write(struggle_bench.describe(figures) + "\n\n" + "\n".join(struggle_bench.table(figures)))
             return
 
         if options["search"]:

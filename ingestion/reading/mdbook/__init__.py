@@ -48,6 +48,14 @@ from ingestion.reading.mdbook.book import (  # noqa: F401  (the package's API)
     MdBook,
     read_mdbook,
 )
+from ingestion.reading.mdbook.display import (  # noqa: F401  (the package's API)
+    code_language,
+    hide_prefixed_lines,
+    hide_rust_lines,
+    playground_block,
+    title_directive,
+    visible_code,
+)
 from ingestion.reading.mdbook.html import (  # noqa: F401  (the package's API)
     DEFAULT_SITE_URL,
     heading_id,
@@ -57,14 +65,6 @@ from ingestion.reading.mdbook.html import (  # noqa: F401  (the package's API)
     smart_dashes,
     split_heading_attributes,
     unique_id,
-)
-from ingestion.reading.mdbook.rendering import (  # noqa: F401  (the package's API)
-    code_language,
-    hide_prefixed_lines,
-    hide_rust_lines,
-    playground_block,
-    title_directive,
-    visible_code,
 )
 from ingestion.reading.mdbook.summary import (  # noqa: F401  (the package's API)
     Chapter,

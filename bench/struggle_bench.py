@@ -188,7 +188,8 @@ def target(figures: dict | None) -> tuple[str, str, bool | None]:
 def table(figures: dict) -> list[str]:
     """The timings as Markdown lines: a heading, a sentence, a table."""
     lines = [f"### Where students struggle ({figures['rows']:,} audit rows of {figures['book']} over {DAYS} days, "
-             f"{figures['questions_pool']:,} distinct questions; a logged-in admin client; bench/struggle.py)", "",
+             f"{figures['questions_pool']:,} distinct questions; a logged-in admin client; "
+             "bench/struggle_bench.py)", "",
              f"The rows were written in {figures['fill_seconds']:.1f} s (one SQL statement). Topics of the last "
              f"{DEFAULT_DAYS} days ({figures['topics_questions']:,} questions, {figures['topics']} topics): "
              f"{figures['topics_cold_seconds']:.1f} s the first time (embedding the questions), "

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 # An answer was given, withheld, refused as not covered, timed out or failed after validation, or (status
-# ``searched``) an assistant searched a book (``chat.pipeline.searching``): ``record`` is a plain dict (``send_audit``).
+# ``searched``) an assistant searched a book (``chat.pipeline.assistant_search``): ``record`` is a plain dict
+# (``send_audit``).
 answered = Signal()
 
 # A reader voted on an answer: ``answer_id`` (UUID), ``rating`` ("up"/"down"), ``comment``.
@@ -47,8 +48,8 @@ def audited_source(source: dict) -> dict:
 
 
 def send_audit(request: AskRequest, **fields) -> None:
-    """Tell the audit trail (``chat.pipeline.signals.answered``); a failing receiver never fails the answer. A search
-    (``chat.pipeline.searching``) is told the same way, with status ``searched``."""
+    """Tell the audit trail (``chat.pipeline.announcements.answered``); a failing receiver never fails the
+    answer. A search (``chat.pipeline.assistant_search``) is told the same way, with status ``searched``."""
     if request.channel in UNAUDITED_CHANNELS:
         return
     record = {"channel": request.channel, "api_key_id": request.api_key_id, "api_key_name": request.api_key_name,

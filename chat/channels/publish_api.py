@@ -23,7 +23,7 @@ from rest_framework.views import APIView
 
 from bookchat.errors import BookchatError, NotFound, RequestError
 from chat.channels.access import Client, PublisherClient, SecretKeyAuthentication, refuse
-from chat.channels.errors import error_reply
+from chat.channels.error_responses import error_reply
 from chat.channels.openapi import ERROR, ERRORS
 from chat.channels.syncs import (
     PublishQuerySerializer,

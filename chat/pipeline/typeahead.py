@@ -30,12 +30,12 @@ from dataclasses import dataclass
 
 from django.db import connection
 
+from chat.pipeline.announcements import audited_source, send_audit
 from chat.pipeline.calibration import check_scope
 from chat.pipeline.deadline import Deadline
 from chat.pipeline.editions import resolve_book
 from chat.pipeline.questions import AskRequest
 from chat.pipeline.retrieval import Retrieval, RetrievedChunk, retrieve
-from chat.pipeline.signals import audited_source, send_audit
 from chat.pipeline.terms import plain_text
 from ingestion.indexing.embedders import get_embedder
 from ingestion.indexing.lexicon import query_terms

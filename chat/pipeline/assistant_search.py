@@ -13,12 +13,12 @@ from __future__ import annotations
 import uuid
 from urllib.parse import quote
 
+from chat.pipeline.announcements import audited_source, send_audit
 from chat.pipeline.calibration import check_scope
 from chat.pipeline.deadline import Deadline
 from chat.pipeline.editions import resolve_book
 from chat.pipeline.questions import AskRequest
 from chat.pipeline.retrieval import RetrievedChunk, retrieve
-from chat.pipeline.signals import audited_source, send_audit
 from ingestion.models import Book
 
 RESOURCE_SCHEME = "bookchat"

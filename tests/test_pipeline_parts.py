@@ -14,7 +14,7 @@ from chat.pipeline.conversations import is_follow_up, resolve_follow_up
 from chat.pipeline.extractive import compose_extractive
 from chat.pipeline.grounding import answer_segments, check_grounding
 from chat.pipeline.retrieval import fuse
-from chat.pipeline.sources import fragment_url
+from chat.pipeline.source_cards import fragment_url
 from chat.pipeline.terms import citations, content_terms, plain_text, split_sentences, strip_citations
 
 INGEST = "The ingest command reads a folder of Markdown files and stores the chunks in Postgres."
