@@ -30,6 +30,8 @@ from ingestion.reading.documents import Issue, admonition_label, fence_for
 _COMMENT_OPEN = re.compile(r"\{%-?\s*comment\s*-?%\}")
 _COMMENT_CLOSE = re.compile(r"\{%-?\s*endcomment\s*-?%\}")
 _TAG = re.compile(r"\{%-?.*?-?%\}")
+_RAW_OPEN = re.compile(r"\{%-?\s*raw\s*-?%\}")
+_RAW_CLOSE = re.compile(r"\{%-?\s*endraw\s*-?%\}")
 _MDBOOK = re.compile(r"(?<!\\)\{\{\s*#(include|rustdoc_include|playground)\b[^}]*\}\}")  # ``\{{#`` is text
 # Not JSX's ``style={{…}}`` object literals nor GitHub Actions' ``${{ … }}``.
 _OUTPUT = re.compile(r"(?<![=$\\])\{\{(?!\s*[\w$]+\s*:).*?\}\}")
@@ -64,16 +66,18 @@ def highlight_fences(lines: list[str], *, rel_path: str) -> None:
 def clean_generator_syntax(lines: list[str], code_lines: set[int], *, rel_path: str) -> list[Issue]:
     """Rewrite ``lines`` in place (see the module docstring); the warnings it has for the page."""
     warnings: list[Issue] = []
-    in_comment = False
+    in_comment = in_raw = False
     templates = rel_path.lower().endswith(_TEMPLATE_SUFFIXES)  # an .mdx page is JSX: ``{{`` is an object there
     for index, line in enumerate(lines):
         if not templates or index in code_lines or not ("{" in line or in_comment):
             continue
         line, in_comment = _drop_comments(line, in_comment)
-        for match in _MDBOOK.finditer(outside_inline_code(line, lambda text: text, code=lambda span: "")):
-            warnings.append(Issue(rel_path, index + 1, f"mdBook {match.group()} is not inlined; its text is not "
-                                                       "indexed"))
-        line = outside_inline_code(line, lambda text: _OUTPUT.sub("", _TAG.sub("", _MDBOOK.sub("", text))))
+        parts, in_raw = _raw_parts(line, in_raw)
+        for text in (text for text, raw in parts if not raw):
+            for match in _MDBOOK.finditer(outside_inline_code(text, lambda text: text, code=lambda span: "")):
+                warnings.append(Issue(rel_path, index + 1, f"mdBook {match.group()} is not inlined; its text is "
+                                                           "not indexed"))
+        line = "".join(text if raw else outside_inline_code(text, _strip_template) for text, raw in parts)
         lines[index] = line if line.strip() or not lines[index].strip() else ""
     for index, line in enumerate(lines):
         if index in code_lines or not ("!!!" in line or "???" in line):
@@ -84,6 +88,26 @@ def clean_generator_syntax(lines: list[str], code_lines: set[int], *, rel_path: 
             lines[index] = indent + admonition_label(match.group("kind"), match.group("title"))
             dedent_body(lines, index + 1, len(indent.expandtabs(4)) + 4)
     return warnings
+
+
+def _strip_template(text: str) -> str:
+    return _OUTPUT.sub("", _TAG.sub("", _MDBOOK.sub("", text)))
+
+
+def _raw_parts(line: str, in_raw: bool) -> tuple[list[tuple[str, bool]], bool]:
+    """``line`` as ``(text, inside a raw block)`` parts, the ``{% raw %}``/``{% endraw %}`` markers dropped, and
+    whether the raw block goes on after it. A marker quoted in inline code opens or closes nothing."""
+    quoted = [span.span() for span in _INLINE_CODE.finditer(line)]
+    parts, pos = [], 0
+    while True:
+        marker = (_RAW_CLOSE if in_raw else _RAW_OPEN).search(line, pos)
+        while marker is not None and any(start <= marker.start() < end for start, end in quoted):
+            marker = (_RAW_CLOSE if in_raw else _RAW_OPEN).search(line, marker.end())
+        if marker is None:
+            parts.append((line[pos:], in_raw))
+            return parts, in_raw
+        parts.append((line[pos:marker.start()], in_raw))
+        pos, in_raw = marker.end(), not in_raw
 
 
 def outside_inline_code(line: str, rewrite, *, code=lambda span: span) -> str:
