@@ -178,7 +178,8 @@ def _literal_value(kind: str, match: re.Match):
     if kind == "bool":
         return match.group(1) == "true"
     if kind == "strings":
-        return [single if single is not None else double for single, double in _ANY_STRING.findall(match.group(1))]
+        return [string.group(1) if string.group(1) is not None else string.group(2)
+                for string in _ANY_STRING.finditer(match.group(1))]
     if kind == "string_or_false" and match.group(3):
         return False
     return match.group(1) if match.group(1) is not None else match.group(2)
