@@ -1,5 +1,5 @@
 """django-q2 tasks of the chat app: purge what has expired (scheduled by a migration), and the work after a book was
-indexed on the worker (queued by ``chat.receivers``): its sentence vectors, its calibration."""
+indexed (queued by ``chat.receivers``): its sentence vectors, its calibration."""
 
 from __future__ import annotations
 
@@ -9,11 +9,16 @@ from django.contrib.sessions.models import Session
 from django.utils import timezone
 
 from chat.channels.throttling import purge_old_counters
+from chat.pipeline.calibration import calibrate_book
 from chat.pipeline.conversations import purge_expired_conversations
-from chat.receivers import calibrate_now, embed_sentences_now
+from chat.pipeline.sentences import fill_book
 from ingestion.models import Book
 
 logger = logging.getLogger(__name__)
+
+# What an indexing report shows of a calibration (``calibrate_book`` returns more). The threshold is the one thing
+# confidence sets per book: the fitted model (chat/pipeline/confidence.py) is the same for every book.
+CALIBRATION_SHOWN = ("threshold", "off_topic_refused", "probes_refused", "answerability", "seconds")
 
 
 def purge_expired_sessions() -> int:
@@ -28,11 +33,27 @@ def purge_expired_sessions() -> int:
 
 
 def embed_sentences(book_id: int) -> dict:
-    """The sentence vectors a book's passages lack (a book deleted since: nothing)."""
+    """The sentence vectors a book's passages lack (a book deleted since: nothing). A failure is logged and
+    reported, never raised: missing sentence vectors only leave answers as they were without them."""
     book = Book.objects.filter(pk=book_id).first()
-    return embed_sentences_now(book) if book is not None else {"book": None}
+    if book is None:
+        return {"book": None}
+    try:
+        return fill_book(book)
+    except Exception:
+        logger.exception("sentence vectors of book %s failed", book.slug)
+        return {"failed": True}
 
 
 def calibrate(book_id: int) -> dict | None:
+    """Calibrate the book's scope threshold (``calibrate_book`` logs it); None for a book deleted since, or a failed
+    calibration, which is logged and leaves the previous threshold in use."""
     book = Book.objects.filter(pk=book_id).first()
-    return calibrate_now(book) if book is not None else None
+    if book is None:
+        return None
+    try:
+        details = calibrate_book(book)
+    except Exception:
+        logger.exception("calibrating book %s failed", book.slug)
+        return None
+    return {key: details[key] for key in CALIBRATION_SHOWN}

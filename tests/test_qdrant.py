@@ -63,12 +63,12 @@ chunker never splits a block in the middle of a function or a shell session.
 @pytest.fixture(autouse=True)
 def no_calibration():
     """Indexing recalibrates the book's scope threshold (~150 retrievals): the mirror's tests don't need it."""
-    from chat.receivers import calibrate_after_indexing
+    from chat.receivers import queue_calibration
     from ingestion.signals import book_indexed
 
-    book_indexed.disconnect(calibrate_after_indexing)
+    book_indexed.disconnect(queue_calibration)
     yield
-    book_indexed.connect(calibrate_after_indexing)
+    book_indexed.connect(queue_calibration)
 
 
 @pytest.fixture

@@ -40,7 +40,7 @@ from chat.models import ApiKey, Feedback
 from chat.pipeline.answering import WITHHELD_MESSAGE, answer_question
 from chat.pipeline.generation import ECHO_WINDOW, SYSTEM_PROMPT
 from chat.pipeline.questions import AskRequest
-from chat.receivers import calibrate_after_indexing
+from chat.receivers import queue_calibration
 from ingestion.models import Book, Chunk, Document, IndexRun, IngestionJob
 from ingestion.signals import book_indexed
 from tests.conftest import REPO, committed, run_command
@@ -82,13 +82,13 @@ def injected_book(django_db_setup, django_db_blocker, tmp_path_factory) -> str:
     for attack in ATTACKS:
         if "page" in attack:
             (root / f"{attack['id']}.md").write_text(attack["page"], encoding="utf-8")
-    book_indexed.disconnect(calibrate_after_indexing)
+    book_indexed.disconnect(queue_calibration)
     try:
         with django_db_blocker.unblock():
             code, out, err = committed(lambda: run_command("ingest", str(root), "--book", INJECTED_BOOK, "--title",
                                                            INJECTED_TITLE, "--json"))
     finally:
-        book_indexed.connect(calibrate_after_indexing)
+        book_indexed.connect(queue_calibration)
     assert code == 0, out + err
     yield INJECTED_BOOK
     with django_db_blocker.unblock():
@@ -342,7 +342,7 @@ def reviewer(manual_book) -> User:
 
 def audit_row(**fields) -> AuditLog:
     return write({"answer_id": uuid.uuid4(), "channel": "widget", "book_slug": BOOK, "question": "How do I ingest?",
-                  "answer": "Run ingest [1].", "status": "answered", "confidence": 0.9, "confidence_level": "high",
+                  "answer": "Run ingest [1].", "outcome": "answered", "confidence": 0.9, "confidence_level": "high",
                   "client_ip": "203.0.113.77", **fields})
 
 

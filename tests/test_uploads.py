@@ -18,7 +18,8 @@ from django.db import connections
 from django.urls import reverse
 from django.utils import timezone
 
-from ingestion.indexing.ingesting import BookLock
+from ingestion.indexing.ingesting import BookLock, index_book
+from ingestion.indexing.reports import IndexingError
 from ingestion.models import Book, Chunk, Document, IndexRun, IngestionJob
 from ingestion.uploads import jobs
 from ingestion.uploads.intake import UploadError, clean_folder, receive_upload
@@ -439,6 +440,40 @@ def test_sweep_on_a_redis_worker_names_a_job_queued_in_the_database_by_a_node_wi
     job.refresh_from_db()
     assert job.status == "failed" and job.error == jobs.OTHER_BROKER_MESSAGE
     assert "BOOKCHAT_Q_BROKER" in job.error and "Retry" in job.error
+
+
+def test_a_book_lock_another_session_holds_is_busy_and_if_free_says_so():
+    lock = BookLock("upload-lock-drill")
+    holder = connections.create_connection("default")
+    try:
+        with holder.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_lock(%s)", [lock.key])
+        with pytest.raises(IndexingError, match="'upload-lock-drill' is being indexed by another run"), lock:
+            pass
+        with lock.if_free() as free:
+            assert not free
+        with holder.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [lock.key])
+        with lock.if_free() as free, holder.cursor() as cursor:
+            cursor.execute("SELECT pg_try_advisory_lock(%s)", [lock.key])
+            assert free and cursor.fetchone()[0] is False, "held inside the block"
+        with lock as held:
+            assert held is lock
+        with holder.cursor() as cursor:
+            cursor.execute("SELECT pg_try_advisory_lock(%s)", [lock.key])
+            assert cursor.fetchone()[0] is True, "released after the block"
+    finally:
+        holder.close()
+
+
+def test_the_indexer_tells_the_job_its_run(data_dir, book_dir):
+    book_dir.write("a.md", page("A").decode())
+    told = []
+    for _ in range(2):  # a new book's run comes with its first version; an existing book's before its pages
+        index_book(path=book_dir.root, book_slug="upload-run-id", trigger="upload",
+                   on_run=lambda slug, run_id: told.append((slug, run_id)))
+    runs = IndexRun.objects.filter(book__slug="upload-run-id").order_by("pk").values_list("pk", flat=True)
+    assert told == [("upload-run-id", run) for run in runs] and len(told) == 2
 
 
 def test_sweep_is_scheduled_every_minute():

@@ -29,7 +29,7 @@ from bookchat.errors import BookchatError
 from ingestion.indexing.chunking import ChunkDraft, Chunker, ChunkingOptions, unbold_labels
 from ingestion.indexing.embedders import Embedder, check_compatible
 from ingestion.indexing.lexicon import refresh_lexicon
-from ingestion.indexing.reports import IndexingError, IndexReport, ProgressCallback
+from ingestion.indexing.reports import IndexingError, IndexReport, ProgressCallback, RunCallback
 from ingestion.indexing.storing import PageStore, PreparedPage
 from ingestion.indexing.vector_index import sync_book_index
 from ingestion.models import Book, Chunk, Document, IndexRun, SearchStats, book_slug_validator
@@ -67,10 +67,11 @@ class BookIndexer:
     def __init__(self, *, book_slug: str, discovery: Discovery, embedder: Embedder, base_url: str | None,
                  title: str | None, prune: bool, dry_run: bool, reindex: bool, trigger: str,
                  progress: ProgressCallback | None, edition: Edition | None = None, root_book: Book | None = None,
-                 site_root: Path | None = None, conventions: Conventions | None = None):
+                 site_root: Path | None = None, conventions: Conventions | None = None,
+                 on_run: RunCallback | None = None):
         """``edition``: a site's version or locale (``ingestion.reading.site``); ``root_book`` the book it is an edition
         of (None for the root itself); ``conventions``: the generator's (``ingestion.reading.conventions``),
-        Docusaurus's by default."""
+        Docusaurus's by default; ``on_run``: told the id of the run's IndexRun once it is committed."""
         self.slug = book_slug
         self.conventions = conventions or Conventions()
         self.edition = edition
@@ -84,6 +85,7 @@ class BookIndexer:
         self.reindex = reindex
         self.trigger = trigger
         self.progress = progress or (lambda stage, done, total: None)
+        self.on_run = on_run or (lambda slug, run_id: None)
         self.options = ChunkingOptions(
             target_tokens=setting("CHUNK_TARGET_TOKENS"),
             min_tokens=setting("CHUNK_MIN_TOKENS"),
@@ -116,12 +118,17 @@ class BookIndexer:
             raise IndexingError(f"no Markdown files (.md, .mdx) found under {self.discovery.root}", code="empty")
         self.book = self.store.book = self._book()
         run = self._open_run()
+        if run is not None:
+            self.on_run(self.slug, run.pk)
         try:
             self._index_files()
             if self.dry_run:
                 self._store_ready()
                 if self.prune:
                     self._prune()
+            elif run is None:  # a new book: its run is recorded with its first version
+                run = self._switch(run)
+                self.on_run(self.slug, run.pk)
             else:
                 run = self._switch(run)
         except BaseException as exc:

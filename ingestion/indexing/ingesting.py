@@ -5,8 +5,10 @@ book's lock is released."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from django.db import connection
@@ -15,7 +17,15 @@ from django.utils.text import slugify
 from bookchat.errors import BookchatError
 from ingestion.indexing.embedders import get_embedder
 from ingestion.indexing.indexer import BookIndexer, validate_book_slug
-from ingestion.indexing.reports import LISTED_PAGES, SUMMED, IndexingError, IndexReport, ProgressCallback, SiteReport
+from ingestion.indexing.reports import (
+    LISTED_PAGES,
+    SUMMED,
+    IndexingError,
+    IndexReport,
+    ProgressCallback,
+    RunCallback,
+    SiteReport,
+)
 from ingestion.models import Book
 from ingestion.reading.conventions import Conventions, book_facts, config_file, detect, files_read, for_book
 from ingestion.reading.discovery import Discovery, discover
@@ -27,13 +37,17 @@ from ingestion.signals import book_indexed
 
 class AdvisoryLock:
     """A Postgres session-level advisory lock named by ``name``: it goes with the connection, so a killed process
-    never leaves it held."""
+    never leaves it held. ``with lock:`` holds it or raises ``IndexingError`` (code "busy") when another session
+    does; ``with lock.waited_for():`` waits for it; ``with lock.if_free() as free:`` holds it only if nobody does."""
 
     def __init__(self, name: str):
         self.name = name
         self.key = int(hashlib.sha256(name.encode()).hexdigest()[:15], 16)
 
-    def acquire(self) -> bool:
+    def busy_message(self) -> str:
+        return f"{self.name} is held by another run"
+
+    def try_acquire(self) -> bool:
         """Take the lock if nobody holds it; whether we got it."""
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_try_advisory_lock(%s)", [self.key])
@@ -43,12 +57,33 @@ class AdvisoryLock:
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_unlock(%s)", [self.key])
 
-    def __enter__(self) -> None:
-        if not self.acquire():
-            raise IndexingError(f"{self.name} is held by another run", code="busy")
+    def __enter__(self) -> AdvisoryLock:
+        if not self.try_acquire():
+            raise IndexingError(self.busy_message(), code="busy")
+        return self
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+    @contextlib.contextmanager
+    def waited_for(self) -> Iterator[AdvisoryLock]:
+        """Hold the lock for the block, waiting first for whoever holds it."""
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_lock(%s)", [self.key])
+        try:
+            yield self
+        finally:
+            self.release()
+
+    @contextlib.contextmanager
+    def if_free(self) -> Iterator[bool]:
+        """Hold the lock for the block if nobody else does; yields whether we hold it."""
+        free = self.try_acquire()
+        try:
+            yield free
+        finally:
+            if free:
+                self.release()
 
 
 class BookLock(AdvisoryLock):
@@ -58,10 +93,8 @@ class BookLock(AdvisoryLock):
         super().__init__(f"bookchat-index:{slug}")
         self.slug = slug
 
-    def __enter__(self) -> None:
-        if not self.acquire():
-            raise IndexingError(f"book {self.slug!r} is being indexed by another run; try again when it ends",
-                                code="busy")
+    def busy_message(self) -> str:
+        return f"book {self.slug!r} is being indexed by another run; try again when it ends"
 
 
 def slug_from(text: str | None) -> str:
@@ -88,10 +121,11 @@ def default_slug(path: Path | str) -> str:
 
 def index_book(*, path: Path | str, book_slug: str | None = None, base_url: str | None = None,
                title: str | None = None, prune: bool = False, dry_run: bool = False, reindex: bool = False,
-               trigger: str = "cli", progress: ProgressCallback | None = None, confined: bool = False) -> IndexReport:
+               trigger: str = "cli", progress: ProgressCallback | None = None, confined: bool = False,
+               on_run: RunCallback | None = None) -> IndexReport:
     """Index the Markdown/MDX pages at ``path`` (a folder or one file) into a book; return the report. ``confined``
     changes nothing here (a folder's pages are found inside it, never through a link out of it): ``index_path``
-    passes it to every kind of book."""
+    passes it to every kind of book. ``on_run`` is told the run's IndexRun id (``BookIndexer``)."""
     path = Path(path).expanduser()
     if book_slug is None:
         book_slug = slug_from((path if path.is_dir() else path.parent).resolve().name) or "book"
@@ -109,7 +143,7 @@ def index_book(*, path: Path | str, book_slug: str | None = None, base_url: str 
         if existing is not None else None
     indexer = BookIndexer(book_slug=book_slug, discovery=discovery, embedder=embedder, base_url=base_url,
                           title=title, prune=prune, dry_run=dry_run, reindex=reindex, trigger=trigger,
-                          progress=progress, conventions=conventions)
+                          progress=progress, conventions=conventions, on_run=on_run)
     return run_locked(indexer, book_slug)
 
 
@@ -128,7 +162,8 @@ def run_locked(indexer: BookIndexer, slug: str) -> IndexReport:
 
 def index_site(config: SiteConfig, *, book_slug: str | None = None, base_url: str | None = None,
                title: str | None = None, prune: bool = False, dry_run: bool = False, reindex: bool = False,
-               trigger: str = "cli", progress: ProgressCallback | None = None, confined: bool = False) -> SiteReport:
+               trigger: str = "cli", progress: ProgressCallback | None = None, confined: bool = False,
+               on_run: RunCallback | None = None) -> SiteReport:
     """Index a Docusaurus site (``ingestion.reading.site``): every docs instance, version and locale; return
     the reports. ``confined``: every folder the config names must be inside the site's root."""
     started = time.monotonic()
@@ -159,7 +194,7 @@ def index_site(config: SiteConfig, *, book_slug: str | None = None, base_url: st
             indexer = BookIndexer(book_slug=edition.slug, discovery=edition.discover(), embedder=embedder,
                                   base_url=edition.base_url, title=title or edition.title, prune=prune,
                                   dry_run=dry_run, reindex=reindex, trigger=trigger, progress=progress,
-                                  edition=edition, root_book=root_book, site_root=config.root)
+                                  edition=edition, root_book=root_book, site_root=config.root, on_run=on_run)
             try:
                 edition_report = run_locked(indexer, edition.slug)
             except BookchatError as exc:  # one edition that can't be indexed must not lose the others
@@ -207,7 +242,7 @@ def _stale_editions(root: Book | None, planned: set[str], *, prune: bool, report
 def index_generated(conventions: Conventions, root: Path, *, book_slug: str | None = None, base_url: str | None = None,
                     title: str | None = None, prune: bool = False, dry_run: bool = False, reindex: bool = False,
                     trigger: str = "cli", progress: ProgressCallback | None = None,
-                    confined: bool = False) -> IndexReport:
+                    confined: bool = False, on_run: RunCallback | None = None) -> IndexReport:
     """Index an mdBook or an MkDocs site from its root (``ingestion.reading.conventions``): its pages folder, title
     and URL from its config, only the files the generator builds as pages, their URLs and anchors as it makes them.
     ``confined``: the pages folder must be inside ``root``."""
@@ -225,7 +260,7 @@ def index_generated(conventions: Conventions, root: Path, *, book_slug: str | No
     indexer = BookIndexer(book_slug=book_slug, discovery=discovery, embedder=get_embedder(),
                           base_url=base_url if base_url is not None else config_url, title=title or config_title,
                           prune=prune, dry_run=dry_run, reindex=reindex, trigger=trigger, progress=progress,
-                          site_root=root, conventions=conventions)
+                          site_root=root, conventions=conventions, on_run=on_run)
     return run_locked(indexer, book_slug)
 
 

@@ -73,6 +73,9 @@ class IndexReport:
 
 
 ProgressCallback = Callable[[str, int, int], None]  # (stage, done, total)
+# Told, once per book indexed, the id of the IndexRun that records the run, as soon as that record is committed:
+# (book slug, run id). An upload job links itself to its run with it.
+RunCallback = Callable[[str, int], None]
 
 
 @dataclass

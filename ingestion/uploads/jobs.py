@@ -165,24 +165,23 @@ def run_job(job_id: int) -> dict:
     if not claimed:  # deleted, or already run (a second delivery of the same task)
         logger.warning("upload #%s is not queued; nothing to run", job_id)
         return {"job": job_id, "skipped": True}
-    return _JobRun(IngestionJob.objects.get(pk=job_id)).run()
+    return _JobRunner(IngestionJob.objects.get(pk=job_id)).run()
 
 
-class _JobRun:
+class _JobRunner:
+    """Runs one claimed job on the worker: indexes its files, reports progress and a heartbeat, records the end."""
+
     def __init__(self, job: IngestionJob):
         self.job = job
         self.folder = job_folder(job.pk)
         self.last_write = 0.0
         self.files = (0, job.files_total)
-        self.run_id: int | None = None
+        self.run_id: int | None = None  # the job's IndexRun, as the indexer tells it (``run_recorded``)
 
     def run(self) -> dict:
-        lock = job_lock(self.job.pk)
-        lock.acquire()  # nobody else takes a job's lock but a sweep, for a moment: a claimed job is ours
-        try:
+        # Nobody else takes a claimed job's lock but a sweep, for a moment (it finds the job alive, and lets go).
+        with job_lock(self.job.pk).waited_for():
             return self._run()
-        finally:
-            lock.release()
 
     def _run(self) -> dict:
         job = self.job
@@ -225,17 +224,17 @@ class _JobRun:
     def _index(self) -> IndexReport | SiteReport:
         deadline = time.monotonic() + BUSY_WAIT_SECONDS
         job = self.job
-        trigger = TRIGGERS[job.source]  # what progress() and _finish() find its index run by
+        followed = {"trigger": TRIGGERS[job.source], "progress": self.progress, "on_run": self.run_recorded}
         while True:
             try:
                 if job.source == IngestionJob.Source.PUBLISH:
                     return index_path(self.folder, book_slug=job.book_slug, prune=True, dry_run=job.dry_run,
-                                      trigger=trigger, progress=self.progress, confined=True)
+                                      confined=True, **followed)
                 if job.source == IngestionJob.Source.LOCAL:
                     return index_path(job.local_path, book_slug=job.book_slug, title=job.book_title or None,
-                                      trigger=trigger, progress=self.progress)
+                                      **followed)
                 return index_book(path=self.folder, book_slug=job.book_slug, title=job.book_title or None,
-                                  prune=job.prune, trigger=trigger, progress=self.progress)
+                                  prune=job.prune, **followed)
             except IndexingError as exc:
                 if exc.code != "busy":
                     raise
@@ -245,6 +244,12 @@ class _JobRun:
                                         code="busy") from None
                 self._write(stage="waiting: another run is indexing this book", force=True)
                 time.sleep(BUSY_POLL_SECONDS)
+
+    def run_recorded(self, book_slug: str, run_id: int) -> None:
+        """The indexer recorded a run: the job's is its book's (a site's other editions have runs of their own)."""
+        if book_slug == self.job.book_slug and self.run_id is None:
+            self.run_id = run_id
+            IngestionJob.objects.filter(pk=self.job.pk, status=IngestionJob.Status.RUNNING).update(index_run_id=run_id)
 
     def progress(self, stage: str, done: int, total: int) -> None:
         if stage == "files":
@@ -256,14 +261,7 @@ class _JobRun:
             text = "stored; calibrating the book's answers"
         else:
             text = f"embedding passages ({done}/{total})"
-        force = self.run_id is None or stage in ("store", "after") or (stage == "files" and done == total)
-        if self.run_id is None:
-            # The indexer created the run just before its first report, under the book's lock (a new book's comes
-            # with its switch, and is found at the end): the running run of this book and trigger is ours.
-            trigger = TRIGGERS[self.job.source]
-            run = (IndexRun.objects.filter(book__slug=self.job.book_slug, status=IndexRun.Status.RUNNING,
-                                           trigger=trigger).order_by("-started_at").first())
-            self.run_id = run.pk if run is not None else 0
+        force = stage in ("store", "after") or (stage == "files" and done in (0, total))
         self._write(stage=text, force=force)
 
     def _write(self, *, stage: str, force: bool = False) -> None:
@@ -291,12 +289,8 @@ class _JobRun:
             fields["report"] = sources_relative(stored, self.folder) if job.source == IngestionJob.Source.PUBLISH \
                 else stored
             fields["files_done"] = fields["files_total"] = report.files_seen
-        trigger = TRIGGERS[job.source]
         if self.run_id:
             fields["index_run_id"] = self.run_id
-        elif report is not None and book is not None and not job.dry_run:
-            run = IndexRun.objects.filter(book=book, trigger=trigger, started_at__gte=job.started_at).first()
-            fields["index_run_id"] = run.pk if run is not None else None
         # Written whatever the row says now: a run that got here finished, even if a sweep gave it up for lost.
         IngestionJob.objects.filter(pk=job.pk).update(**fields)
 
@@ -367,18 +361,6 @@ def keep_category_labels(root: Path, book: Book) -> None:
 
 
 # -- noticing dead workers ----------------------------------------------------------------------------
-@contextlib.contextmanager
-def _lock_if_free(job_id: int):
-    """Hold the job's lock if no worker does; yields whether we got it (then the job's worker is gone)."""
-    lock = job_lock(job_id)
-    free = lock.acquire()
-    try:
-        yield free
-    finally:
-        if free:
-            lock.release()
-
-
 def sweep_stale_jobs() -> int:
     """Fail the running jobs whose worker stopped reporting (and their book's run), and the queued jobs whose
     task was lost. Returns how many jobs it failed."""
@@ -405,7 +387,7 @@ def _fail_dead(jobs, now) -> int:
     failed = 0
     for job in jobs:
         # A live worker holds the job's lock, however slow; a dead worker's lock went with its connection.
-        with _lock_if_free(job.pk) as free:
+        with job_lock(job.pk).if_free() as free:
             if not free:
                 continue
             if not IngestionJob.objects.filter(pk=job.pk, status=IngestionJob.Status.RUNNING,
