@@ -59,6 +59,7 @@ import sys
 import numpy as np
 
 from bench.fit_reranker import _current, _setup, book_of, cached, fit, fit_arguments, load_sets
+from chat.pipeline.scoring import logistic_array
 
 HIGH_PRECISION = 0.90
 MEDIUM_PRECISION = 0.60
@@ -145,7 +146,7 @@ def missing_means(sets: dict[str, list[dict]], specs: list[str]) -> dict[str, fl
 
 def predict(rows: list[dict], weights: np.ndarray, bias: float) -> np.ndarray:
     """Each row's probability (0 for a question that drafted no answer)."""
-    p = 1 / (1 + np.exp(-np.clip(matrix(rows) @ weights + bias, -30, 30)))
+    p = logistic_array(matrix(rows) @ weights + bias)
     return np.where([bool(r["features"]) for r in rows], p, 0.0)
 
 

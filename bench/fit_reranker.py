@@ -32,6 +32,8 @@ import sys
 
 import numpy as np
 
+from chat.pipeline.scoring import logistic_array
+
 
 def _setup() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bookchat.settings")
@@ -117,7 +119,7 @@ def fit(groups, l2: float = 1.0, weights: list[float] | None = None) -> tuple[np
     penalty = np.eye(x1.shape[1]) * l2
     penalty[-1, -1] = 0.0
     for _ in range(50):
-        p = 1 / (1 + np.exp(-np.clip(x1 @ w, -30, 30)))
+        p = logistic_array(x1 @ w)
         gradient = x1.T @ (sample * (p - y)) + penalty @ w
         hessian = (x1 * (sample * p * (1 - p))[:, None]).T @ x1 + penalty
         step = np.linalg.solve(hessian, gradient)

@@ -61,13 +61,13 @@ Decisions:
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 
 from bookchat.conf import setting
 from chat.pipeline.answerability import specific_terms
 from chat.pipeline.retrieval import RetrievedChunk
+from chat.pipeline.scoring import GAP_SCALE, logistic, logit
 from chat.pipeline.sentences import unit_texts
 from chat.pipeline.terms import content_terms, normalise, split_sentences, strip_citations
 from ingestion.reading.fences import without_code
@@ -81,6 +81,8 @@ WEIGHTS = (0.3460, 0.3853, 0.0232, 1.1733, 0.0878, -0.6298, 0.0000, -0.6580, -1.
 BIAS = -0.1747
 # Feature values used when a book has no sentence vectors: their means on the fitting books (each weighing the same).
 MISSING = {"unit_gap": 0.036}
+RANK_PROBABILITY_FLOOR = 0.0025  # the re-ranker's probabilities are read as logits within ±6
+UNIT_GAP_LIMIT = 0.2  # the sentence gap's cosine difference is read within ±0.2
 HIGH = 0.905  # the fitted cut from which an answer is "high"
 MEDIUM = 0.475  # … and "medium"; below it an answer is "unsure"
 FLOOR = 0.000  # … below which an unsure answer is held back (``UNSURE_ANSWERS=refuse``)
@@ -152,8 +154,7 @@ def confidence_level(probability: float, *, barred: bool = False) -> str:
 
 
 def probability(features: dict[str, float]) -> float:
-    z = BIAS + sum(w * features[name] for w, name in zip(WEIGHTS, FEATURES, strict=True))
-    return 1 / (1 + math.exp(-max(-30.0, min(30.0, z))))
+    return logistic(BIAS + sum(w * features[name] for w, name in zip(WEIGHTS, FEATURES, strict=True)))
 
 
 def assess(situation: ConfidenceInput) -> Confidence:
@@ -192,7 +193,7 @@ def confidence_features(s: ConfidenceInput) -> dict[str, float]:
     # A passage's own rank, without the lift it got for holding the reader's selection: that says where the
     # selection is, not whether the passage answers what is asked about it.
     boost = setting("SELECTED_TEXT_BOOST")
-    scores = [_logit(c.score - boost * c.selected_overlap) for c in s.chunks[:2]]
+    scores = [logit(c.score - boost * c.selected_overlap, floor=RANK_PROBABILITY_FLOOR) for c in s.chunks[:2]]
     typical = s.calibration.get("in_scope_median") or s.threshold + 0.05
     span = max(typical - s.threshold, 0.02)
     headings = [s.chunks[n - 1].heading_path for n in s.cited if 0 < n <= len(s.chunks)]
@@ -280,15 +281,11 @@ def navigation_only(answer: str) -> bool:
     return True
 
 
-def _logit(p: float) -> float:
-    p = min(max(p, 0.0025), 0.9975)  # ±6
-    return math.log(p / (1 - p))
-
-
 def _unit_gap(s: ConfidenceInput) -> float:
     """How far the closest unit the answer quotes stands above the closest unit of the sources it leaves out:
-    10 × the difference of their cosines with the question, within ±2 (as ``chat.pipeline.sentences`` scales its gap);
-    the fitting books' mean when the sources have no sentence vectors."""
+    the difference of their cosines with the question within ±``UNIT_GAP_LIMIT``, × ``scoring.GAP_SCALE`` (as
+    ``chat.pipeline.sentences`` scales its gap); the fitting books' mean when the sources have no sentence
+    vectors."""
     if not s.chunks or any(c.sentence_similarities is None for c in s.chunks):
         return MISSING["unit_gap"]
     said = normalise(strip_citations(s.answer))
@@ -302,4 +299,5 @@ def _unit_gap(s: ConfidenceInput) -> float:
     if not inside:
         return MISSING["unit_gap"]
     best = max(inside)
-    return 10 * max(-0.2, min(0.2, best - max(outside, default=best - 0.2)))
+    closest_left_out = max(outside, default=best - UNIT_GAP_LIMIT)
+    return GAP_SCALE * max(-UNIT_GAP_LIMIT, min(UNIT_GAP_LIMIT, best - closest_left_out))

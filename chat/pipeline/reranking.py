@@ -8,7 +8,7 @@ from data retrieval already has (no second embedding, no extra query):
 
 ==================  ================================================================================
 ``dense``           cosine, min-max normalised over the re-ranked candidates
-``dense_gap``       how far the cosine falls below the best one (×10: e5 cosines span ~0.1)
+``dense_gap``       how far the cosine falls below the best one (``scoring.cosine_gap``: × 10)
 ``bm25``            BM25 over the pool's best
 ``coverage``        IDF-weighted share of the question's words (those the book has) in the passage
 ``heading``         the same share, in the passage's heading path alone
@@ -39,6 +39,7 @@ import math
 from functools import lru_cache
 
 from chat.pipeline.lexical import LexicalResult
+from chat.pipeline.scoring import cosine_gap, logistic, order_head_over_tail
 from chat.pipeline.terms import content_terms, split_sentences
 
 POOL = 30
@@ -139,7 +140,7 @@ def candidate_features(candidates: list, lexical: LexicalResult, *, question: st
         positions = {t: ps for t, ps in lexical.positions.get(c.id, {}).items() if t in idf}
         rows.append([
             (c.dense - low) / spread,
-            10 * (high - c.dense),
+            cosine_gap(high, c.dense),
             c.lexical / lex_high,
             sum(idf[t] for t in matched if t in idf) / total if total else 0.0,
             sum(idf[t] for t in heading if t in idf) / total if total else 0.0,
@@ -153,8 +154,7 @@ def candidate_features(candidates: list, lexical: LexicalResult, *, question: st
 
 
 def probability(row: list[float], weights=WEIGHTS, bias: float = BIAS) -> float:
-    z = bias + sum(w * x for w, x in zip(weights, row, strict=True))
-    return 1 / (1 + math.exp(-max(-30.0, min(30.0, z))))
+    return logistic(bias + sum(w * x for w, x in zip(weights, row, strict=True)))
 
 
 def rerank(candidates: list, lexical: LexicalResult, *, question: str) -> list:
@@ -165,9 +165,6 @@ def rerank(candidates: list, lexical: LexicalResult, *, question: str) -> list:
     for candidate, row in zip(head, candidate_features(head, lexical, question=question), strict=True):
         candidate.fused = candidate.score
         candidate.score = probability(row)
-    head.sort(key=lambda c: (-c.score, -c.dense, c.id))
-    floor = min((c.score for c in head), default=0.0)
-    for candidate in tail:  # below every re-ranked candidate, in fused order
+    for candidate in tail:
         candidate.fused = candidate.score
-        candidate.score = min(candidate.score, floor) * 0.999
-    return head + tail
+    return order_head_over_tail(head, tail)  # the tail below every re-ranked candidate, in fused order

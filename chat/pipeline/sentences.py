@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import math
 import time
 from functools import lru_cache
 
@@ -44,6 +43,7 @@ from django.db import transaction
 from bookchat.conf import setting
 from bookchat.errors import BookchatError
 from chat.models import SentenceVectors
+from chat.pipeline.scoring import cosine_gap, logistic, logit, order_head_over_tail
 from chat.pipeline.units import answer_units, blocks_of
 from ingestion.indexing.chunking import unbold_labels
 from ingestion.indexing.embedders import get_embedder
@@ -52,7 +52,8 @@ from ingestion.models import Chunk
 logger = logging.getLogger(__name__)
 
 RESORT = 5
-# Fitted by bench/fit_sentences.py: the re-ranker's logit, 10 × (best unit cosine − the best of the five).
+# Fitted by bench/fit_sentences.py: the re-ranker's logit, and the cosine gap of the passage's best unit to the best
+# unit of the five (``scoring.cosine_gap``).
 WEIGHTS = (0.7096, 5.6089)
 BIAS = 0.3309
 WRITE_BATCH = 200
@@ -147,12 +148,12 @@ def attach(chunks: list, query_vector, *, embedder_name: str) -> None:
 
 
 def resort_features(head: list) -> list[list[float]]:
-    """Per passage of ``head`` (all with similarities): the re-ranker's logit and 10 × its best unit's cosine
-    gap to the best of them. A passage of code alone has no unit: its own cosine stands for its best one."""
+    """Per passage of ``head`` (all with similarities): the re-ranker's logit and its best unit's cosine gap
+    (``scoring.cosine_gap``) to the best of them. A passage of code alone has no unit: its own cosine stands for
+    its best one."""
     best = [max(c.sentence_similarities, default=c.dense) for c in head]
     top = max(best)
-    return [[math.log(p / (1 - p)), 10 * (b - top)]
-            for p, b in zip((min(max(c.score, 1e-6), 1 - 1e-6) for c in head), best, strict=True)]
+    return [[logit(c.score), cosine_gap(b, top)] for c, b in zip(head, best, strict=True)]
 
 
 def resort(candidates: list, query_vector, *, embedder_name: str) -> list:
@@ -163,10 +164,5 @@ def resort(candidates: list, query_vector, *, embedder_name: str) -> list:
     if not head or any(c.sentence_similarities is None for c in head):
         return candidates
     for candidate, row in zip(head, resort_features(head), strict=True):
-        z = BIAS + sum(w * x for w, x in zip(WEIGHTS, row, strict=True))
-        candidate.score = 1 / (1 + math.exp(-max(-30.0, min(30.0, z))))
-    head.sort(key=lambda c: (-c.score, -c.dense, c.id))
-    floor = min(c.score for c in head)
-    for candidate in tail:
-        candidate.score = min(candidate.score, floor * 0.999)
-    return head + tail
+        candidate.score = logistic(BIAS + sum(w * x for w, x in zip(WEIGHTS, row, strict=True)))
+    return order_head_over_tail(head, tail)
