@@ -35,13 +35,13 @@ def book(slug: str) -> Book:
 
 @pytest.fixture
 def superuser() -> User:
-    return User.objects.create_superuser("keeper", "keeper@example.org", "pw")
+    return User.objects.create_superuser("chat-admin-keeper", "keeper@example.org", "pw")
 
 
 @pytest.fixture
 def restricted() -> User:
     """A staff member who may see the book ``mine`` only."""
-    user = User.objects.create_user("editor", "editor@example.org", "pw", is_staff=True)
+    user = User.objects.create_user("chat-admin-editor", "editor@example.org", "pw", is_staff=True)
     BookAccess.objects.create(user=user).books.add(book("mine"))
     return user
 
