@@ -9,8 +9,8 @@ PORT ?= 8000
 PYTEST_ARGS ?=
 SHARED_DATA ?= ../shared/data
 
-.PHONY: run test test-fast drills deploy-test llm-test lint format docs bench image db-stop db-status clean \
-	erase-data
+.PHONY: run test test-fast drills deploy-test llm-test lint codemap format docs bench image db-stop db-status \
+	clean erase-data
 
 # The virtualenv, made whole or made again: a .venv left by an interrupted run or by a Python older than 3.11 (which
 # can't install bookchat) has no .created and is replaced.
@@ -81,9 +81,18 @@ llm-test: $(VENV)/.installed-llm
 	$(COMPILE)
 	$(BIN)/python -m pytest -m llm $(PYTEST_ARGS)
 
+# ruff; the import rules ([tool.importlinter]); pylint's duplicate-code check alone ([tool.pylint]); no function in
+# chat/ or ingestion/ over 60 lines ([tool.bookchat.function-length]); tests/MODULES.md as the code makes it.
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-cache
+	$(BIN)/pylint bookchat chat ingestion audit
+	$(BIN)/python -m tests.support.long_functions
+	$(BIN)/python -m tests.support.codemap --check
+
+# tests/MODULES.md, which test covers which module, generated from the code and the tests (make lint checks it).
+codemap: $(VENV)/.installed
+	$(BIN)/python -m tests.support.codemap --write
 
 # The manual's settings reference, generated from bookchat/conf.py (tests/test_settings.py checks it).
 docs: $(VENV)/.installed
