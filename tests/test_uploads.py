@@ -17,12 +17,14 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connections
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.datastructures import MultiValueDict
 
 from ingestion.indexing.ingesting import BookLock, index_book
 from ingestion.indexing.reports import IndexingError
 from ingestion.models import Book, Chunk, Document, IndexRun, IngestionJob
 from ingestion.uploads import jobs
-from ingestion.uploads.intake import UploadError, clean_folder, receive_upload
+from ingestion.uploads.forms import UploadForm
+from ingestion.uploads.intake import UploadError, check_upload, clean_folder, receive_upload
 from tests.conftest import committed, run_command
 from tests.support.workers import Cluster
 
@@ -250,6 +252,49 @@ def test_bad_uploads_show_form_errors_and_create_nothing(admin_client, data_dir,
     assert message in " ".join(errors.get(field, [])), errors
     assert not IngestionJob.objects.exists()
     assert stored(data_dir) == []
+
+
+def upload_form(files, **fields) -> UploadForm:
+    data = {"book": "", "new_book_slug": "form-book", "new_book_title": "", "folder": "", **fields}
+    return UploadForm(data, MultiValueDict({"upload": files}))
+
+
+def test_validating_the_upload_form_writes_nothing(data_dir):
+    good = upload_form([upload("docs.zip", make_zip({"docs/a.md": page("A"), "docs/img.png": b"png"}))])
+    assert good.is_valid(), good.errors
+    assert good.checked.pages == ["a.md"] and good.checked.ignored == ["docs/img.png"]
+    corrupt = make_zip({"a.md": page("A") * 20})
+    start = corrupt.index(b"a.md") + len(b"a.md")
+    corrupt = corrupt[:start + 5] + bytes(b ^ 0xFF for b in corrupt[start + 5:start + 15]) + corrupt[start + 15:]
+    bad = upload_form([upload("book.zip", corrupt)])
+    assert not bad.is_valid() and "is corrupt" in bad.errors["upload"][0], "read through, in memory"
+    assert stored(data_dir) == [], "neither a valid nor an invalid form stored anything"
+    job = good.save()
+    assert job.pk is None and (job.book_slug, job.book_title) == ("form-book", "form-book")
+    assert stored(data_dir) == []
+
+
+@pytest.mark.parametrize(("entries", "message"), [
+    ({"a.md": b"# A\n", "a.md/b.md": b"# B\n"}, "'a.md/b.md' cannot be stored (another entry is stored as a file"),
+    ({"x" * 256 + ".md": b"# X\n"}, "cannot be stored (a name in it is longer than 255 bytes)"),
+])
+def test_zip_entries_the_file_system_could_not_hold_are_refused_before_writing(data_dir, entries, message):
+    with pytest.raises(UploadError, match=re.escape(message)):
+        check_upload([upload("book.zip", make_zip(entries))])
+    assert stored(data_dir) == []
+
+
+def test_a_store_that_fails_on_the_server_is_an_admin_message_and_queues_nothing(admin_client, data_dir):
+    (data_dir / "uploads").write_text("a file where the uploads folder should be")  # every store fails
+    from django_q.models import OrmQ
+
+    queued = OrmQ.objects.count()
+    response = post_upload(admin_client, [upload("a.md", page("A"))], new_book_slug="upload-store-fails")
+    assert response.status_code == 302 and response["Location"] == reverse(ADD)
+    shown = admin_client.get(response["Location"]).content.decode()
+    assert "The upload was not stored, and nothing is queued: the upload cannot be stored on the server" in shown
+    assert not IngestionJob.objects.exists() and OrmQ.objects.count() == queued
+    assert (data_dir / "uploads").is_file(), "nothing written"
 
 
 def test_existing_book_and_new_slug_conflict(admin_client, data_dir):

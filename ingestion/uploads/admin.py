@@ -2,6 +2,8 @@
 Publishes from a book's CI (``ingestion.uploads.publishing``) are listed with them, refused ones included: the
 record of who published what, when, and what came of it.
 
+Saving the upload form stores its checked files (``intake.store_upload``), then saves and queues the job; a store
+that fails on the server (a full disk) comes back as an error message on the upload page, nothing saved or queued.
 Uploading (and Retry) needs the ``ingestion.add_ingestionjob`` permission; seeing jobs needs it or the
 view permission. Listing jobs or opening one first fails jobs whose worker stopped (``sweep_stale_jobs``).
 A staff member restricted to some books (``ingestion.roles``) sees their books' jobs only and uploads only
@@ -19,7 +21,7 @@ from django.utils.html import format_html, format_html_join
 from ingestion.models import IngestionJob
 from ingestion.roles import BookScopedAdmin, allowed_books
 from ingestion.uploads.forms import UploadForm
-from ingestion.uploads.intake import UploadError
+from ingestion.uploads.intake import UploadError, store_upload
 from ingestion.uploads.jobs import delete_job_files, job_folder, retry_job, start_job, sweep_stale_jobs
 
 REFRESH_SECONDS = 2
@@ -108,8 +110,22 @@ class IngestionJobAdmin(BookScopedAdmin, admin.ModelAdmin):
                    **(extra_context or {})}
         return super().add_view(request, form_url, context)
 
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        try:
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        except UploadError as exc:  # from save_model: the view's transaction rolled back, so nothing is queued
+            self.message_user(request, f"The upload was not stored, and nothing is queued: {exc.message}",
+                              messages.ERROR)
+            return redirect(request.get_full_path())
+
     def save_model(self, request, obj, form, change) -> None:
-        start_job(job=obj, intake=form.intake, user=request.user)
+        """Store the checked upload's files, then save and queue the job (``changeform_view`` reports a failure)."""
+        intake = store_upload(form.checked)
+        try:
+            start_job(job=obj, intake=intake, user=request.user)
+        except BaseException:
+            intake.discard()
+            raise
 
     def response_add(self, request, obj, post_url_continue=None):
         self.message_user(request, f"Upload #{obj.pk} is queued; this page follows its progress.", messages.SUCCESS)

@@ -1,4 +1,6 @@
-"""The admin's upload form: which book, which files, where in the book, and whether to prune."""
+"""The admin's upload form: which book, which files, where in the book, and whether to prune. Validating it checks
+the files (a zip read through in memory) and writes nothing; the admin stores them when it saves the job
+(``ingestion.uploads.admin``)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 
 from ingestion.models import Book, IngestionJob, book_slug_validator
-from ingestion.uploads.intake import ZIP_SUFFIX, Intake, UploadError, clean_folder, receive_upload
+from ingestion.uploads.intake import ZIP_SUFFIX, CheckedUpload, UploadError, check_upload, clean_folder
 
 
 class MultipleFileInput(forms.FileInput):
@@ -52,7 +54,7 @@ class UploadForm(forms.ModelForm):
             "prune": "Only for a .zip of the whole book (no folder): the book's pages missing from it are removed.",
         }
 
-    intake: Intake | None = None
+    checked: CheckedUpload | None = None  # the upload, once the form is valid
     allowed: QuerySet[Book] | None = None  # the uploader's books (``ingestion.roles``); None: every book, or a new one
 
     @classmethod
@@ -94,14 +96,19 @@ class UploadForm(forms.ModelForm):
                                   or data.get("folder")):
             self.add_error("prune", "Removing pages is only for a single .zip of the whole book, with no folder: "
                                     "otherwise every page not in this upload would be removed.")
-        if self.errors:
-            return data
-        try:
-            self.intake = receive_upload(files, folder=data.get("folder", ""))
-        except UploadError as exc:
-            self.add_error("upload", exc.message)
-            return data
-        self.instance.book = book
-        self.instance.book_slug = book.slug if book else slug
-        self.instance.book_title = "" if book else (data.get("new_book_title") or slug)
+        if not self.errors:
+            try:
+                self.checked = check_upload(files, folder=data.get("folder", ""))
+            except UploadError as exc:
+                self.add_error("upload", exc.message)
         return data
+
+    def save(self, commit: bool = True) -> IngestionJob:
+        """The job, naming its book (an existing one, or the new slug and title); never saved here, whatever
+        ``commit`` says: ``start_job`` saves it with its stored files."""
+        job = super().save(commit=False)
+        book, slug = self.cleaned_data.get("book"), self.cleaned_data.get("new_book_slug", "")
+        job.book = book
+        job.book_slug = book.slug if book else slug
+        job.book_title = "" if book else (self.cleaned_data.get("new_book_title") or slug)
+        return job
