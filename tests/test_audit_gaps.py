@@ -5,6 +5,7 @@ words escaped; the command's bad options exit 2 saying why, and its JSON lists t
 
 from __future__ import annotations
 
+import itertools
 import json
 import uuid
 from datetime import timedelta
@@ -31,10 +32,11 @@ from tests.conftest import run_command
 
 S = AuditLog.Status
 BOOK = "gaps-unit-book"
+ROW_IDS = itertools.count(1)
 
 
 def search(text: str, *, client: str = "reader-1", at=None, **retrieval) -> AuditLog:
-    return AuditLog(id=abs(hash((text, client))) % 10**9, question=text, status=S.SEARCHED, client_ip_hash=client,
+    return AuditLog(id=next(ROW_IDS), question=text, status=S.SEARCHED, client_ip_hash=client,
                     created_at=at or timezone.now(), retrieval=retrieval)
 
 
