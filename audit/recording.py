@@ -29,8 +29,23 @@ _failures = {"count": 0, "last_error": None, "last_at": None}
 # Fields of a record that are copied to the row as they are.
 _COPIED = ("answer_id", "channel", "book_slug", "api_key_id", "api_key_name", "session_id", "question",
            "selected_text", "resolved_question", "answer", "draft_answer", "generator", "sources", "suggestions",
-           "confidence", "confidence_level", "status", "refused", "flagged", "grounding", "retrieval", "error_code",
+           "confidence", "confidence_level", "refused", "flagged", "grounding", "retrieval", "error_code",
            "error_message", "latency_ms", "timings_ms", "llm_usage")
+
+# A row's status for each of the pipeline's outcomes (``chat.pipeline.announcements.Outcome``): a reviewer sees one
+# "unsure" for an unsure answer shown and one held back, one "not covered" for every refusal of a question the book
+# doesn't answer.
+STATUS_OF = {
+    "answered": AuditLog.Status.ANSWERED,
+    "unsure": AuditLog.Status.UNSURE,
+    "held_back": AuditLog.Status.UNSURE,
+    "not_covered": AuditLog.Status.NOT_COVERED,
+    "unanswerable": AuditLog.Status.NOT_COVERED,
+    "withheld": AuditLog.Status.WITHHELD,
+    "timed_out": AuditLog.Status.TIMEOUT,
+    "failed": AuditLog.Status.ERROR,
+    "searched": AuditLog.Status.SEARCHED,
+}
 
 
 def hash_ip(ip: str) -> str:
@@ -82,6 +97,7 @@ def write(record: dict) -> AuditLog | None:
     """Store one record; on any failure log it, count it and return None."""
     try:
         fields = {name: record[name] for name in _COPIED if name in record}
+        fields["status"] = STATUS_OF[record.get("outcome", "answered")]
         fields["client_ip_hash"] = hash_ip(record.get("client_ip", ""))
         if record.get("created_at") is not None:
             fields["created_at"] = record["created_at"]

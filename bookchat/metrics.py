@@ -22,8 +22,9 @@ CHANNELS = ("page", "widget", "api", "stream", "mcp", "cli", "publish", "bench")
 LEVELS = ("high", "medium", "unsure", "low")
 STAGES = ("retrieval", "embed", "dense", "lexical", "fusion", "generation", "grounding")
 REFUSAL_REASONS = ("not_covered", "unanswerable", "unsure", "withheld")
-# What the audit trail calls an answer that was given (a refusal is an answer too); ``searched`` is a search.
-ANSWER_STATUSES = ("answered", "not_covered", "unsure", "withheld")
+# The pipeline's outcomes (``record["outcome"]``) of an answer that was given (a refusal is an answer too);
+# ``searched`` is a search, and a question that failed is counted where its error is rendered.
+ANSWER_OUTCOMES = ("answered", "unsure", "held_back", "not_covered", "unanswerable", "withheld")
 
 ANSWERS = Counter("bookchat_answers", "Answers given, refusals included, by confidence level and channel.",
                   ["level", "channel"])
@@ -62,11 +63,11 @@ def on_answered(sender, *, record: dict, **kwargs) -> None:
 
 def record_answer(record: dict) -> None:
     channel = _known(record.get("channel"), CHANNELS)
-    status = record.get("status")
-    if status == "searched":
+    outcome = record.get("outcome")
+    if outcome == "searched":
         SEARCHES.labels(channel).inc()
         return
-    if status not in ANSWER_STATUSES:
+    if outcome not in ANSWER_OUTCOMES:
         return
     ANSWERS.labels(_known(record.get("confidence_level"), LEVELS), channel).inc()
     WORKER_ANSWERS.inc()

@@ -13,7 +13,7 @@ import pytest
 from audit.dashboard import review_queue_filter
 from audit.models import AuditLog
 from chat.pipeline import confidence
-from chat.pipeline.answering import UNSURE_PREFIX, answer_events, answer_question, prepare
+from chat.pipeline.answering import UNSURE_PREFIX, answer_question, answer_steps, prepare
 from chat.pipeline.confidence import (
     FEATURES,
     FLOOR,
@@ -133,10 +133,15 @@ def test_an_unsure_answer_becomes_a_refusal_with_the_closest_sections_and_is_rev
     assert plain["confidence_note"] and plain["retrieval"]["confidence_features"].keys() == set(READINGS)
 
     settings.BOOKCHAT = {**settings.BOOKCHAT, **BELOW_THE_FLOOR}
-    prepared = prepare(AskRequest(question=question, book=MANUAL, channel="api"))
-    events = list(answer_events(prepared))
-    tokens = "".join(payload["text"] for kind, payload in events if kind == "token")
-    final = events[-1][1]
+    steps = answer_steps(prepare(AskRequest(question=question, book=MANUAL, channel="api")))
+    tokens = ""
+    while True:
+        try:
+            tokens += next(steps)[1]["text"]
+        except StopIteration as done:
+            answered = done.value
+            break
+    final = answered.response
     assert final["refused"] and final["refusal_reason"] == "unsure"
     assert "doesn't seem to answer “How do I ingest a folder?” directly" in final["answer"]
     assert tokens == final["answer"]
@@ -144,7 +149,7 @@ def test_an_unsure_answer_becomes_a_refusal_with_the_closest_sections_and_is_rev
     assert final["confidence"] == plain["confidence"], "the probability of the answer it held back"
     sections = [s["heading_path"] for s in final["suggestions"]]
     assert sections and sections[0] == plain["sources"][0]["heading_path"], "closest sections in answer order"
-    assert prepared.draft_answer == plain["answer"]
+    assert answered.verdict.draft_answer == plain["answer"] and answered.verdict.outcome == "held_back"
 
     row = AuditLog.objects.get(answer_id=final["answer_id"])
     assert row.status == "unsure" and row.refused and row.draft_answer == plain["answer"]

@@ -208,10 +208,10 @@ def test_errors_are_counted_by_code_and_searches_by_channel(client, metrics_on, 
 
 
 def test_a_record_that_cannot_be_counted_fails_nothing(caplog):
-    metrics.on_answered(None, record={"answer_id": "x", "status": "answered", "channel": "api",
+    metrics.on_answered(None, record={"answer_id": "x", "outcome": "answered", "channel": "api",
                                       "confidence_level": "high", "latency_ms": "not a number"})
     assert "recording the metrics of answer x failed" in caplog.text
-    metrics.on_answered(None, record={"status": "answered", "channel": "<script>", "confidence_level": "🙂",
+    metrics.on_answered(None, record={"outcome": "answered", "channel": "<script>", "confidence_level": "🙂",
                                       "timings_ms": {"made-up": 1.0}})  # unknown labels are "other", never new ones
     assert metrics.ANSWERS.labels("other", "other")._value.get() >= 1
 

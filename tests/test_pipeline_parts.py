@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from bookchat.errors import RequestError
+from bookchat.errors import ConfigurationError
 from chat.pipeline.calibration import off_topic_questions
 from chat.pipeline.conversations import is_follow_up, resolve_follow_up
 from chat.pipeline.extractive import compose_extractive
@@ -141,8 +141,8 @@ def test_fusion_of_nothing_is_empty():
     assert fuse({}, {}, mode="weighted") == {}
 
 
-def test_unknown_fusion_mode_raises():
-    with pytest.raises(RequestError) as raised:
+def test_unknown_fusion_mode_is_a_configuration_error_not_the_requests():
+    with pytest.raises(ConfigurationError) as raised:
         fuse({"a": 1.0}, {"a": 1.0}, mode="borda")
     assert raised.value.code == "bad_setting"
     assert "borda" in raised.value.message

@@ -261,25 +261,7 @@ def book_server(client: AssistantClient, request=None) -> Server:
     """The MCP server one caller talks to: ``client`` says who (key, bound book), ``request`` the HTTP request it
     came in (``None`` on stdio)."""
     tools = BookTools(client, request)
-    handlers: dict[str, Callable[[dict], tuple[dict, str]]] = {
-        "search_book": tools.search_book, "ask_book": tools.ask_book, "list_books": tools.list_books}
-
-    def run(name: str, arguments: dict) -> types.CallToolResult:
-        if request is None:
-            close_old_connections()  # a long-lived stdio server outlives connections, as a request would
-        schema = next(t.input_schema for t in tool_list() if t.name == name)
-        unknown = [key for key in arguments if key not in schema["properties"]]
-        try:
-            if name in QUESTION_TOOLS:
-                tools.count_question()
-            if unknown:
-                raise _bad_argument(f"{name} has no argument {str(unknown[0])[:100]!r}; its arguments are: "
-                                    f"{', '.join(schema['properties']) or 'none'}", field=str(unknown[0])[:100])
-            structured, text = handlers[name](arguments)
-        except Exception as exc:  # every failure is the assistant's to read; unexpected ones are logged as bugs
-            return tool_error(exc, _Call(name))
-        return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
-                                    structured_content=structured)
+    handlers = _handlers(tools)
 
     async def on_list_tools(ctx, params) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tool_list())
@@ -288,7 +270,8 @@ def book_server(client: AssistantClient, request=None) -> Server:
         if params.name not in handlers:
             raise MCPError(code=types.INVALID_PARAMS, message=f"unknown tool {params.name[:100]!r}; the tools are "
                                                               f"{', '.join(handlers)}")
-        return await sync_to_async(run, thread_sensitive=True)(params.name, dict(params.arguments or {}))
+        return await sync_to_async(_run_tool, thread_sensitive=True)(tools, request, params.name,
+                                                                     dict(params.arguments or {}))
 
     def listed() -> list[types.Resource]:
         return [types.Resource(uri=page_uri(d.book.slug, d.path), name=f"{d.book.slug}/{d.path}", title=d.title,
@@ -303,24 +286,48 @@ def book_server(client: AssistantClient, request=None) -> Server:
             description="A page of a book, its Markdown as indexed: BOOK is its slug, PATH its source path (the "
                         "`page` of a passage or source).", mime_type="text/markdown")])
 
-    def read(uri: str) -> str:
-        if request is None:
-            close_old_connections()
-        try:
-            return tools.read_page(uri)
-        except Exception as exc:
-            reply = error_reply(exc, _Call("resources/read"))
-            raise MCPError(code=types.INVALID_PARAMS if reply.status < 500 else types.INTERNAL_ERROR,
-                           message=reply.body["message"], data={"uri": uri[:300], "error": reply.code}) from None
-
     async def on_read_resource(ctx, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
-        text = await sync_to_async(read, thread_sensitive=True)(params.uri)
+        text = await sync_to_async(_read_resource, thread_sensitive=True)(tools, request, params.uri)
         return types.ReadResourceResult(contents=[types.TextResourceContents(uri=params.uri, text=text,
                                                                              mime_type="text/markdown")])
 
     return Server(SERVER_NAME, version=_version(), title="bookchat", instructions=INSTRUCTIONS,
                   on_list_tools=on_list_tools, on_call_tool=on_call_tool, on_list_resources=on_list_resources,
                   on_list_resource_templates=on_list_resource_templates, on_read_resource=on_read_resource)
+
+
+def _handlers(tools: BookTools) -> dict[str, Callable[[dict], tuple[dict, str]]]:
+    return {"search_book": tools.search_book, "ask_book": tools.ask_book, "list_books": tools.list_books}
+
+
+def _run_tool(tools: BookTools, request, name: str, arguments: dict) -> types.CallToolResult:
+    """Call tool ``name`` (a known one); its result, or the failure as a result the assistant reads."""
+    if request is None:
+        close_old_connections()  # a long-lived stdio server outlives connections, as a request would
+    schema = next(t.input_schema for t in tool_list() if t.name == name)
+    unknown = [key for key in arguments if key not in schema["properties"]]
+    try:
+        if name in QUESTION_TOOLS:
+            tools.count_question()
+        if unknown:
+            raise _bad_argument(f"{name} has no argument {str(unknown[0])[:100]!r}; its arguments are: "
+                                f"{', '.join(schema['properties']) or 'none'}", field=str(unknown[0])[:100])
+        structured, text = _handlers(tools)[name](arguments)
+    except Exception as exc:  # every failure is the assistant's to read; unexpected ones are logged as bugs
+        return tool_error(exc, _Call(name))
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=structured)
+
+
+def _read_resource(tools: BookTools, request, uri: str) -> str:
+    """A page's Markdown; a failure as the MCP error the assistant reads."""
+    if request is None:
+        close_old_connections()
+    try:
+        return tools.read_page(uri)
+    except Exception as exc:
+        reply = error_reply(exc, _Call("resources/read"))
+        raise MCPError(code=types.INVALID_PARAMS if reply.status < 500 else types.INTERNAL_ERROR,
+                       message=reply.body["message"], data={"uri": uri[:300], "error": reply.code}) from None
 
 
 def _bad_argument(message: str, *, field: str) -> RequestError:

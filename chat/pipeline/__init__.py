@@ -2,22 +2,30 @@
 
 It knows nothing of HTTP, DRF, MCP or the audit trail: it takes a ``questions.AskRequest``, returns results,
 raises domain errors (``bookchat.errors.BookchatError`` and its kinds) and tells others what happened through
-``signals``. The channels (``chat.channels``) map its errors to what a client gets; the audit app listens.
+``announcements`` (each question's ``Outcome``, in its own words). The channels (``chat.channels``) map its
+errors to what a client gets; the audit app listens and maps outcomes to its statuses.
 
-In the order a question goes through it:
+The entry points, each read top to bottom:
 
-- ``answering`` (``answer``), ``searching`` (``search``, an assistant's passages) and ``finding``
-  (``find_sections``, the search box as a reader types): the entry points, each one screen, top-down.
+- ``answering``: ``prepare`` (book → conversation → retrieve → check scope), then ``answer_steps`` (compose →
+  ground → assess confidence → respond → remember); ``answer_events`` streams it, ``answer_question`` returns
+  the response.
+- ``assistant_search``: ``search_passages``, passages for an AI assistant (MCP ``search_book``).
+- ``typeahead``: ``find_sections``, the book's search box as a reader types.
+
+The steps, in the order a question meets them:
+
 - the question: ``questions`` (the request), ``editions`` (which book and edition), ``conversations``
   (follow-ups resolved against the session's last turns), ``deadline`` (the time budget).
 - retrieve and re-rank: ``retrieval`` (dense + lexical, fused), ``lexical`` (BM25), ``reranking`` (the fitted
-  model), ``sentences`` (sentence vectors for the best answer units).
-- in scope?: ``calibration`` (the book's threshold and the scope check), ``answerability`` (covered or not).
+  re-ranker), ``sentences`` (sentence vectors re-sort the best passages), ``scoring`` (their shared arithmetic).
+- in scope?: ``calibration`` (the book's threshold and the scope check), ``answerability`` (does the passage name
+  what the question asks about).
 - compose: ``generation`` (the configured generator), ``extractive`` (the book's own words), ``units`` (a
   passage read as answer units).
 - check and present: ``grounding`` (every sentence supported), ``confidence`` (a probability and a level),
-  ``sources`` (excerpts and links), ``rendering`` (safe HTML).
-- shared: ``terms`` (words that carry meaning), ``signals`` (what chat tells the audit trail).
+  ``source_cards`` (each source's excerpt and link), ``rendering`` (safe HTML).
+- shared: ``terms`` (words that carry meaning), ``announcements`` (the signals chat sends, the ``Outcome`` names).
 
 It may import ``chat.models``, ``ingestion`` (models, embedders, lexicon, the Qdrant mirror) and the project's
 base (``bookchat.conf``, ``bookchat.errors``); the import rules in ``pyproject.toml`` check it.

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import uuid
 from contextlib import contextmanager
+from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from django.dispatch import Signal
@@ -22,9 +23,25 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# An answer was given, withheld, refused as not covered, timed out or failed after validation, or (status
-# ``searched``) an assistant searched a book (``chat.pipeline.assistant_search``): ``record`` is a plain dict
-# (``send_audit``).
+
+
+class Outcome(StrEnum):
+    """How a question ended, in the pipeline's words: ``record["outcome"]`` of ``answered``. The audit trail maps
+    each to a status of its own rows (``audit.recording.STATUS_OF``); /metrics counts them."""
+
+    ANSWERED = "answered"  # an answer, at high or medium confidence (or below the floor, shown with a disclaimer)
+    UNSURE = "unsure"  # the closest passage, shown as such
+    HELD_BACK = "held_back"  # unsure, and refused instead (``UNSURE_ANSWERS=refuse``), pointing to sections
+    NOT_COVERED = "not_covered"  # refused: outside the book's scope, or the language model said so
+    UNANSWERABLE = "unanswerable"  # refused: the passages lack what the question names
+    WITHHELD = "withheld"  # written, but not supported by the sources it cites
+    TIMED_OUT = "timed_out"  # validated, then out of time
+    FAILED = "failed"  # validated, then failed (a 5xx)
+    SEARCHED = "searched"  # an assistant's search: passages, no answer
+
+
+# A question was answered (or refused, withheld, …), failed after validation, or an assistant searched a book
+# (``chat.pipeline.assistant_search``): ``record`` is a plain dict (``send_audit``) with its ``outcome``.
 answered = Signal()
 
 # A reader voted on an answer: ``answer_id`` (UUID), ``rating`` ("up"/"down"), ``comment``.
@@ -71,11 +88,11 @@ def audit_failures(request: AskRequest, deadline: Deadline, *, book: Book | None
         if status >= 500:
             message = exc.message if isinstance(exc, BookchatError) else f"{type(exc).__name__}: {exc}"[:500]
             _audit_failure(request, deadline, body["error"], message, book, session,
-                           "timeout" if status == 504 else "error")
+                           Outcome.TIMED_OUT if status == 504 else Outcome.FAILED)
         raise
 
 
-def _audit_failure(request, deadline, code, message, book, session, status) -> None:
+def _audit_failure(request, deadline, code, message, book, session, outcome: Outcome) -> None:
     send_audit(request, answer_id=uuid.uuid4(), book_slug=book.slug if book else (request.book or ""),
-                session_id=session, status=status, error_code=code, error_message=message,
+                session_id=session, outcome=outcome, error_code=code, error_message=message,
                 latency_ms=deadline.elapsed_ms())

@@ -1,11 +1,15 @@
-"""Answering a question: book → conversation → retrieve → in scope? → generate → check grounding → respond.
+"""Answering a question, in two calls a channel makes one after the other:
 
-``answer_events`` is the one pipeline: it yields ``("token", {"text": …})`` events while the
-answer is written and one ``("final", response)`` event, whose ``answer`` is authoritative
-(a streamed LLM answer that fails the grounding check, or that falls back to the extractive
-generator, is replaced there). ``answer_question`` runs the same pipeline and returns only
-the response. Every failure that stops an answer is a ``RequestError`` the edges render
-(400 bad input, 404 unknown book, 504 out of time); nothing else escapes half-done.
+- ``prepare``: book → conversation → retrieve → check scope. It may refuse the request (unknown book or
+  chapter, out of time) before any byte of the answer is sent.
+- ``answer_steps``: compose → ground → assess confidence → respond → remember, each a function below with a typed
+  input and output (``Prepared`` → ``Draft`` → ``GroundingReport`` → ``Verdict`` → the response dict).
+
+``answer_events`` yields ``("token", {"text": …})`` events while the answer is written and one
+``("final", response)`` event, whose ``answer`` is authoritative (a streamed LLM answer that fails the grounding
+check, or that falls back to the extractive generator, is replaced there); ``answer_question`` returns only the
+response. A failure that stops an answer is a ``bookchat.errors.BookchatError`` the channels render; how each
+question ended is an ``Outcome``, in the pipeline's words, which the audit trail maps to its own statuses.
 """
 
 from __future__ import annotations
@@ -14,12 +18,12 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 
 from bookchat.conf import setting
 from chat.pipeline import conversations
-from chat.pipeline.announcements import audit_failures, audited_source, send_audit
+from chat.pipeline.announcements import Outcome, audit_failures, audited_source, send_audit
 from chat.pipeline.answerability import Answerability, asked, check_retrieved
 from chat.pipeline.calibration import check_scope
 from chat.pipeline.confidence import LEVEL_NOTES, ConfidenceInput, assess
@@ -52,12 +56,16 @@ ASKED_WORDS = 16  # a refusal quotes at most this many words of the question
 _GREETING = re.compile(r"^(?:(?:(?:hi|hello|hey)(?:\s+there)?|thanks|thank you|ok|okay|so|quick question)"
                        r"\b[\s,:!.-]*)+", re.IGNORECASE)
 _UNQUOTABLE = re.compile(r"[^\w\s.,?'’:/+-]")
-# Why an answer is a refusal: the scope check, the answerability check, or a confidence below medium.
+# Why an answer is a refusal (``refusal_reason``): the scope check, the answerability check, or a confidence below
+# medium.
 NOT_COVERED, UNANSWERABLE, UNSURE = "not_covered", "unanswerable", "unsure"
+REFUSED_AS = {NOT_COVERED: Outcome.NOT_COVERED, UNANSWERABLE: Outcome.UNANSWERABLE}
 
 
 @dataclass
 class Prepared:
+    """A question ready to be answered: its book and conversation, what retrieval found, the scope decision."""
+
     request: AskRequest
     book: Book
     conversation: conversations.Conversation
@@ -69,148 +77,219 @@ class Prepared:
     deadline: Deadline
     scope_score: float = 0.0
     calibration: dict = field(default_factory=dict)
-    answerability: Answerability | None = None  # checked for questions in scope
-    confidence_features: dict[str, float] = field(default_factory=dict)  # what the confidence model read
-    draft_answer: str = ""  # an unsure answer, as written before it was replaced by the refusal
     follows: str = ""  # for a follow-up, the question it follows (``resolved_question`` holds both)
     answer_id: uuid.UUID = field(default_factory=uuid.uuid4)
 
 
+@dataclass
+class Draft:
+    """What composing wrote: the answer (or a refusal's message and ``refused``, its reason), by which generator."""
+
+    answer: str
+    generator: str
+    refused: str | None = None
+    answerability: Answerability | None = None  # checked for questions in scope, where it is on
+    notice: str | None = None  # why a language model's answer was replaced by the book's own sentences
+    usage: Usage | None = None
+    seconds: float = 0.0
+    streamed: bool = False  # some of a language model's text went out as tokens already
+
+
+@dataclass
+class Verdict:
+    """What the checks made of a draft: the answer the reader gets, its outcome and confidence."""
+
+    answer: str
+    outcome: Outcome
+    grounding: GroundingReport
+    refused: str | None = None
+    confidence: float = 0.0
+    level: str = "low"
+    below_floor: bool = False  # an unsure answer shown although the model put it below the floor
+    features: dict[str, float] = field(default_factory=dict)  # what the confidence model read
+    draft_answer: str = ""  # an unsure answer as written, before the refusal replaced it
+
+    @property
+    def flagged(self) -> bool:
+        return self.outcome == Outcome.WITHHELD
+
+
+@dataclass
+class Answered:
+    """A question's answer: the response the reader gets, and the verdict it came from."""
+
+    response: dict
+    verdict: Verdict
+
+
+# -- the pipeline ------------------------------------------------------------------------------
 def prepare(request: AskRequest, *, deadline: Deadline | None = None) -> Prepared:
-    """Everything before generation: may raise (and so answer 400/404/504) before any byte is streamed."""
+    """Everything before composing (book → conversation → retrieve → check scope): it may raise, and so answer
+    400/404/504, before any byte is streamed."""
     deadline = deadline or Deadline()
     with audit_failures(request, deadline):
-        return _prepare(request, deadline)
+        book = resolve_book(request.book, version=request.version, locale=request.locale)
+        conversation = conversations.conversation_for(request.session_id, book)
+        turns = conversations.history(conversation)
+        follows = conversations.followed_question(request.question, turns)
+        resolved = conversations.searched_with(request.question, follows)
+        retrieval = retrieve(book=book, question=resolved, selected_text=request.selected_text,
+                             chapter=request.chapter, top_k=request.max_results, deadline=deadline)
+        scope = check_scope(book, retrieval)
+        return Prepared(request, book, conversation, turns, resolved, retrieval, scope.threshold, scope.covered,
+                        deadline, scope_score=scope.score, calibration=scope.calibration, follows=follows)
 
 
-def _prepare(request: AskRequest, deadline: Deadline) -> Prepared:
-    book = resolve_book(request.book, version=request.version, locale=request.locale)
-    conversation = conversations.conversation_for(request.session_id, book)
-    turns = conversations.history(conversation)
-    follows = conversations.followed_question(request.question, turns)
-    resolved = conversations.searched_with(request.question, follows)
-    retrieval = retrieve(book=book, question=resolved, selected_text=request.selected_text,
-                         chapter=request.chapter, top_k=request.max_results, deadline=deadline)
-    scope = check_scope(book, retrieval)
-    return Prepared(request, book, conversation, turns, resolved, retrieval, scope.threshold, scope.covered,
-                    deadline, scope_score=scope.score, calibration=scope.calibration, follows=follows)
+def answer_steps(p: Prepared) -> Generator[tuple[str, dict], None, Answered]:
+    """The pipeline after ``prepare``: compose → ground → assess confidence → respond → remember. Yields the
+    answer's token events as it is written; returns the answer."""
+    with audit_failures(p.request, p.deadline, book=p.book, session=p.conversation.id):
+        draft = yield from compose(p)
+        p.deadline.check("generation")
+        checks_started = time.monotonic()
+        grounding = ground(draft, p.retrieval.chunks)
+        verdict = assess_confidence(p, draft, grounding)
+        response = respond(p, draft, verdict, checks_seconds=time.monotonic() - checks_started)
+        remember(p, draft, verdict, response)
+        # An extractive answer or a refusal goes out in one piece, once it is known to be sent (confidence may
+        # turn an answer into a refusal); a language model's text already streamed is replaced by the final event.
+        if draft.generator == ExtractiveGenerator.name or (verdict.refused and not draft.streamed):
+            yield "token", {"text": response["answer"]}
+        return Answered(response, verdict)
 
 
+def answer_events(prepared: Prepared) -> Iterator[tuple[str, dict]]:
+    """A prepared question's token events, then one ``("final", response)`` event."""
+    answered = yield from answer_steps(prepared)
+    yield "final", answered.response
+
+
+def answer_prepared(prepared: Prepared) -> Answered:
+    """A prepared question's answer, its tokens dropped (``evaluate`` reads the verdict too)."""
+    steps = answer_steps(prepared)
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
+
+
+def answer_question(request: AskRequest, *, deadline: Deadline | None = None) -> dict:
+    """Answer one question; the response dict (``chat.channels.responses.AnswerSerializer`` documents it)."""
+    return answer_prepared(prepare(request, deadline=deadline)).response
+
+
+# -- the steps ---------------------------------------------------------------------------------
 def answerability_on(calibration: dict) -> bool:
     """Whether the answerability check runs: the setting, or with ``auto`` the book's calibration."""
     mode = setting("ANSWERABILITY")
     return mode == "on" or (mode == "auto" and bool(calibration.get("answerability")))
 
 
-def answer_events(prepared: Prepared) -> Iterator[tuple[str, dict]]:
-    """Run generation for a prepared question: token events, then one final event with the response."""
-    with audit_failures(prepared.request, prepared.deadline, book=prepared.book, session=prepared.conversation.id):
-        yield from _answer_events(prepared)
-
-
-def _answer_events(p: Prepared) -> Iterator[tuple[str, dict]]:
-    generation_started = time.monotonic()
-    generator_name, notice, refused, usage = "extractive", None, None, None
-    held = True  # LLM text is held back until it cannot be the NOT_IN_BOOK marker
+def compose(p: Prepared) -> Generator[tuple[str, dict], None, Draft]:
+    """The draft: a refusal when the book doesn't cover the question or its passages lack what it names, else
+    the configured generator's answer, streamed as it is written."""
+    started = time.monotonic()
+    answerability = None
     if p.in_scope and answerability_on(p.calibration):  # on the passages the answer will cite
-        p.answerability = check_retrieved(p.request.question, p.retrieval.chunks,  # a follow-up: what it asks
-                                          selected_text=p.request.selected_text)
+        answerability = check_retrieved(p.request.question, p.retrieval.chunks,  # a follow-up: what it asks
+                                        selected_text=p.request.selected_text)
     if not p.in_scope:
-        answer, refused = _not_covered_message(p.book, p.request.question), NOT_COVERED
-    elif p.answerability is not None and not p.answerability.answerable:
-        answer, refused = _unanswerable_message(p.book, p.request.question, p.answerability.missing), UNANSWERABLE
+        draft = Draft(_not_covered_message(p.book, p.request.question), "extractive", refused=NOT_COVERED)
+    elif answerability is not None and not answerability.answerable:
+        draft = Draft(_unanswerable_message(p.book, p.request.question, answerability.missing), "extractive",
+                      refused=UNANSWERABLE)
     else:
-        generator = get_generator()
-        generator_name = generator.name
-        data = GenerationInput(
-            question=p.request.question, book_title=p.book.title, selected_text=p.request.selected_text,
-            excerpts=[Excerpt(n, c.heading_path, c.text, c.score, c.sentence_similarities)
-                      for n, c in enumerate(p.retrieval.chunks, 1)],
-            history=[(t.question, t.answer) for t in p.turns], follows=p.follows,
-        )
-        pieces: list[str] = []
-        usage = None if isinstance(generator, ExtractiveGenerator) else Usage()
-        try:
-            budget = p.deadline.stage_budget(setting("GENERATION_SECONDS"))
-            for piece in generator.stream(data, budget_seconds=budget, usage=usage):
-                pieces.append(piece)
-                if isinstance(generator, ExtractiveGenerator):
-                    continue
-                text = "".join(pieces).lstrip()
-                if held and (len(text) > len(NOT_IN_BOOK) or not NOT_IN_BOOK.startswith(text)):
-                    held = False
-                    yield "token", {"text": text}
-                elif not held:
-                    yield "token", {"text": piece}
-            answer = "".join(pieces).strip()
-        except GenerationFailed as exc:
-            logger.warning("generator %s failed, answering extractively: %s", generator.name, exc.message)
-            notice = (f"The language model could not answer ({exc.message}), so this answer is made of the "
-                      "book's own sentences.")
-            generator_name = ExtractiveGenerator.name
-            answer = "".join(ExtractiveGenerator().stream(data, budget_seconds=0)).strip()
-        if answer.startswith(NOT_IN_BOOK) or answer.endswith(NOT_IN_BOOK):
-            answer, refused = _not_covered_message(p.book, p.request.question), NOT_COVERED
-    p.deadline.check("generation")
-    response = _respond(p, answer=answer, refused=refused, generator_name=generator_name, notice=notice,
-                        generation_seconds=time.monotonic() - generation_started, usage=usage)
-    # An extractive answer or a refusal goes out in one piece, once it is known to be sent (confidence may still
-    # turn an answer into a refusal); an LLM's text already streamed is replaced by the final event when it must be.
-    if generator_name == ExtractiveGenerator.name or (response["refused"] and held):
-        yield "token", {"text": response["answer"]}
-    yield "final", response
+        draft = yield from _generate(p)
+    draft.answerability, draft.seconds = answerability, time.monotonic() - started
+    return draft
 
 
-def answer_question(request: AskRequest, *, deadline: Deadline | None = None) -> dict:
-    """Answer one question; the response dict of ARCHITECTURE.md's "Response shape"."""
-    final = None
-    for kind, payload in answer_events(prepare(request, deadline=deadline)):
-        if kind == "final":
-            final = payload
-    return final
+def _generate(p: Prepared) -> Generator[tuple[str, dict], None, Draft]:
+    """The generator's answer. A language model's text is held back until it can't be the ``NOT_IN_BOOK``
+    marker, then streamed; when the model fails, the book's own sentences answer, with a notice."""
+    generator = get_generator()
+    data = GenerationInput(
+        question=p.request.question, book_title=p.book.title, selected_text=p.request.selected_text,
+        excerpts=[Excerpt(n, c.heading_path, c.text, c.score, c.sentence_similarities)
+                  for n, c in enumerate(p.retrieval.chunks, 1)],
+        history=[(t.question, t.answer) for t in p.turns], follows=p.follows,
+    )
+    extractive = isinstance(generator, ExtractiveGenerator)
+    draft = Draft("", generator.name, usage=None if extractive else Usage())
+    pieces: list[str] = []
+    try:
+        budget = p.deadline.stage_budget(setting("GENERATION_SECONDS"))
+        for piece in generator.stream(data, budget_seconds=budget, usage=draft.usage):
+            pieces.append(piece)
+            if extractive:
+                continue
+            text = "".join(pieces).lstrip()
+            if not draft.streamed and (len(text) > len(NOT_IN_BOOK) or not NOT_IN_BOOK.startswith(text)):
+                draft.streamed = True
+                yield "token", {"text": text}
+            elif draft.streamed:
+                yield "token", {"text": piece}
+        draft.answer = "".join(pieces).strip()
+    except GenerationFailed as exc:
+        logger.warning("generator %s failed, answering extractively: %s", generator.name, exc.message)
+        draft.notice = (f"The language model could not answer ({exc.message}), so this answer is made of the "
+                        "book's own sentences.")
+        draft.generator = ExtractiveGenerator.name
+        draft.answer = "".join(ExtractiveGenerator().stream(data, budget_seconds=0)).strip()
+    if draft.answer.startswith(NOT_IN_BOOK) or draft.answer.endswith(NOT_IN_BOOK):
+        draft.answer, draft.refused = _not_covered_message(p.book, p.request.question), NOT_COVERED
+    return draft
 
 
-# -- the response -----------------------------------------------------------------------------
-def _respond(p: Prepared, *, answer: str, refused: str | None, generator_name: str, notice: str | None,
-             generation_seconds: float, usage: Usage | None = None) -> dict:
-    chunks = p.retrieval.chunks
-    grounding = GroundingReport()
-    flagged = False
-    grounding_started = time.monotonic()
-    if not refused:
-        grounding = check_grounding(answer, [c.text for c in chunks])
-        if not grounding.passed:
-            logger.info("answer withheld (%s): %r", grounding.reason, p.request.question[:200])
-            answer, flagged = WITHHELD_MESSAGE, True
-    confidence, level, shown_below_floor = 0.0, "low", False
-    if not refused and not flagged:
-        assessed = assess(ConfidenceInput(
-            question=p.request.question, resolved_question=p.resolved_question, answer=answer, chunks=chunks,
-            cited=grounding.cited, scope_score=p.scope_score, threshold=p.threshold, calibration=p.calibration,
-            selected_overlap=p.retrieval.best_selected_overlap, selected_text=p.request.selected_text,
-            previous_answer=p.turns[-1].answer if p.follows else ""))
-        p.confidence_features = assessed.features
-        confidence, level = assessed.probability, assessed.level
-        refuse_unsure = setting("UNSURE_ANSWERS") == "refuse"
-        shown_below_floor = assessed.held_back and not refuse_unsure
-        if assessed.held_back and refuse_unsure:
-            p.draft_answer, answer, refused, level = answer, _unsure_message(p.book, p.request.question), UNSURE, "low"
-            logger.info("answer held back as unsure (confidence %.3f%s): %r", confidence,
-                        ", navigation links only" if assessed.navigation else "", p.request.question[:200])
-        elif level == "unsure":  # shown as what it is: the closest passage, not an answer
-            answer = f"{UNSURE_PREFIX}\n\n{answer}"
-    suggestions = []
-    if refused or flagged:
-        suggestions = nearest_sections(p.retrieval, by_rank=refused == UNSURE)
-    sources = [] if refused else [source_card(n, c, answer, n in grounding.cited) for n, c in enumerate(chunks, 1)]
-    response = {
-        "answer": answer,
-        "answer_html": render_answer(answer, sources),
+def ground(draft: Draft, chunks: list) -> GroundingReport:
+    """Whether every sentence of the answer is supported by the sources it cites (a refusal is not checked)."""
+    return GroundingReport() if draft.refused else check_grounding(draft.answer, [c.text for c in chunks])
+
+
+def assess_confidence(p: Prepared, draft: Draft, grounding: GroundingReport) -> Verdict:
+    """The answer the reader gets and its outcome: a refusal stays one; an answer its sources don't support is
+    withheld; else the confidence model's level decides between the answer, the answer marked unsure, and (with
+    ``UNSURE_ANSWERS=refuse``) a refusal that points to the closest sections."""
+    if draft.refused:
+        return Verdict(draft.answer, REFUSED_AS[draft.refused], grounding, refused=draft.refused)
+    if not grounding.passed:
+        logger.info("answer withheld (%s): %r", grounding.reason, p.request.question[:200])
+        return Verdict(WITHHELD_MESSAGE, Outcome.WITHHELD, grounding)
+    assessed = assess(ConfidenceInput(
+        question=p.request.question, resolved_question=p.resolved_question, answer=draft.answer,
+        chunks=p.retrieval.chunks, cited=grounding.cited, scope_score=p.scope_score, threshold=p.threshold,
+        calibration=p.calibration, selected_overlap=p.retrieval.best_selected_overlap,
+        selected_text=p.request.selected_text, previous_answer=p.turns[-1].answer if p.follows else ""))
+    verdict = Verdict(draft.answer, Outcome.ANSWERED, grounding, confidence=assessed.probability,
+                      level=assessed.level, features=assessed.features)
+    refuse_unsure = setting("UNSURE_ANSWERS") == "refuse"
+    if assessed.held_back and refuse_unsure:
+        logger.info("answer held back as unsure (confidence %.3f%s): %r", assessed.probability,
+                    ", navigation links only" if assessed.navigation else "", p.request.question[:200])
+        verdict.draft_answer, verdict.answer = draft.answer, _unsure_message(p.book, p.request.question)
+        verdict.outcome, verdict.refused, verdict.level = Outcome.HELD_BACK, UNSURE, "low"
+        return verdict
+    verdict.below_floor = assessed.held_back
+    if assessed.level == "unsure":  # shown as what it is: the closest passage, not an answer
+        verdict.answer, verdict.outcome = f"{UNSURE_PREFIX}\n\n{draft.answer}", Outcome.UNSURE
+    return verdict
+
+
+def respond(p: Prepared, draft: Draft, verdict: Verdict, *, checks_seconds: float) -> dict:
+    """The response a reader gets (``chat.channels.responses.AnswerSerializer`` documents each key)."""
+    refused, flagged, chunks = verdict.refused, verdict.flagged, p.retrieval.chunks
+    suggestions = nearest_sections(p.retrieval, by_rank=refused == UNSURE) if refused or flagged else []
+    cited = verdict.grounding.cited
+    sources = [] if refused else [source_card(n, c, verdict.answer, n in cited) for n, c in enumerate(chunks, 1)]
+    return {
+        "answer": verdict.answer,
+        "answer_html": render_answer(verdict.answer, sources),
         "sources": sources,
-        "confidence": confidence,
-        "confidence_level": level,
-        "confidence_note": None if refused or flagged else LEVEL_NOTES[level],
-        "generator": generator_name,
+        "confidence": verdict.confidence,
+        "confidence_level": verdict.level,
+        "confidence_note": None if refused or flagged else LEVEL_NOTES[verdict.level],
+        "generator": draft.generator,
         "session_id": str(p.conversation.id),
         "response_time_ms": p.deadline.elapsed_ms(),
         "answer_id": str(p.answer_id),
@@ -222,35 +301,40 @@ def _respond(p: Prepared, *, answer: str, refused: str | None, generator_name: s
         "suggestions": suggestions,
         # The answer itself says an unsure answer is the closest passage; one below the floor, shown under
         # UNSURE_ANSWERS=answer, is said to be shakier still.
-        "disclaimer": LOW_CONFIDENCE_DISCLAIMER if shown_below_floor else None,
-        "notice": notice,
+        "disclaimer": LOW_CONFIDENCE_DISCLAIMER if verdict.below_floor else None,
+        "notice": draft.notice,
         "flagged_for_review": flagged,
-        "grounding": grounding.as_dict() if not refused else None,
+        "grounding": verdict.grounding.as_dict() if not refused else None,
         "resolved_question": p.resolved_question,
-        "retrieval": {"best_cosine": round(p.retrieval.best_cosine, 4), "scope_score": round(p.scope_score, 4),
-                      "threshold": round(p.threshold, 4), "lexical_coverage": round(p.retrieval.lexical_coverage, 3),
-                      "candidates": p.retrieval.candidates,
-                      "answerability": p.answerability.as_dict() if p.answerability else None,
-                      "confidence_features": {k: round(v, 4) for k, v in p.confidence_features.items()}},
+        "retrieval": _retrieval_figures(p, draft, verdict),
         "timings_ms": {"retrieval": round(p.retrieval.seconds * 1000, 2), **p.retrieval.timings_ms,
-                       "generation": round(generation_seconds * 1000, 2),
-                       "grounding": round((time.monotonic() - grounding_started) * 1000, 2)},
+                       "generation": round(draft.seconds * 1000, 2), "grounding": round(checks_seconds * 1000, 2)},
         # The language model's tokens, also when it failed and the extractive generator answered: they were spent.
-        "llm_usage": usage.as_dict() if usage else None,
+        "llm_usage": draft.usage.as_dict() if draft.usage else None,
     }
+
+
+def _retrieval_figures(p: Prepared, draft: Draft, verdict: Verdict) -> dict:
+    r = p.retrieval
+    return {"best_cosine": round(r.best_cosine, 4), "scope_score": round(p.scope_score, 4),
+            "threshold": round(p.threshold, 4), "lexical_coverage": round(r.lexical_coverage, 3),
+            "candidates": r.candidates, "answerability": draft.answerability.as_dict() if draft.answerability else None,
+            "confidence_features": {k: round(v, 4) for k, v in verdict.features.items()}}
+
+
+def remember(p: Prepared, draft: Draft, verdict: Verdict, response: dict) -> None:
+    """Keep the turn in its conversation and tell the audit trail what happened (``announcements.send_audit``)."""
+    refused = bool(verdict.refused)
     conversations.record_turn(p.conversation, question=p.request.question, resolved_question=p.resolved_question,
-                              answer=answer, answer_id=p.answer_id, refused=bool(refused), response=response)
-    status = (UNSURE if refused == UNSURE or level == "unsure" else "not_covered" if refused
-              else "withheld" if flagged else "answered")
+                              answer=verdict.answer, answer_id=p.answer_id, refused=refused, response=response)
     send_audit(p.request, answer_id=p.answer_id, book_slug=p.book.slug, session_id=p.conversation.id,
-                resolved_question=p.resolved_question, answer=answer, generator=generator_name,
-                sources=[audited_source(s) for s in sources], suggestions=suggestions, confidence=confidence,
-                confidence_level=level, status=status, refused=bool(refused), refusal_reason=refused,
-                flagged=flagged, draft_answer=p.draft_answer,
-                grounding=response["grounding"], retrieval=response["retrieval"],
-                latency_ms=response["response_time_ms"], timings_ms=response["timings_ms"],
-                llm_usage=response["llm_usage"])
-    return response
+               resolved_question=p.resolved_question, answer=verdict.answer, generator=draft.generator,
+               sources=[audited_source(s) for s in response["sources"]], suggestions=response["suggestions"],
+               confidence=verdict.confidence, confidence_level=verdict.level, outcome=verdict.outcome,
+               refused=refused, refusal_reason=verdict.refused, flagged=verdict.flagged,
+               draft_answer=verdict.draft_answer, grounding=response["grounding"], retrieval=response["retrieval"],
+               latency_ms=response["response_time_ms"], timings_ms=response["timings_ms"],
+               llm_usage=response["llm_usage"])
 
 
 def _unanswerable_message(book: Book, question: str, missing: list[str]) -> str:

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 
 from chat.pipeline.terms import content_terms, normalise
 from chat.pipeline.units import SHORTENED, Block, Unit, answer_units, blocks_of
@@ -95,29 +96,65 @@ def compose_extractive(question: str, sources: list, *, max_units: int = 3, sele
     units = [u for blocks in passages for block in blocks for u in block.units]
     if not any(u.kind != "code" for u in units):
         return ""
-    own_terms = set(content_terms(question))
-    context_terms = set(content_terms(f"{selected_text} {context}")) - own_terms
-    question_terms = own_terms | context_terms
-    chunk_terms = [set(content_terms(f"{chunk.heading_path} {chunk.text}")) for chunk in sources]
-    idf = {t: (math.log(1 + len(sources) / (1 + sum(t in terms for terms in chunk_terms))) + 0.1)
-           * (CONTEXT_WEIGHT if t in context_terms else 1.0) for t in question_terms}
-    weight_total = sum(idf.values()) or 1.0
+    terms = _QuestionTerms.of(question, sources, selected_text=selected_text, context=context)
+    given = _selected_units(units, selected_text)  # the reader has these already
+    how_to, code_wanted = is_how_to(question), wants_code(question)
+    _score_units(units, sources, passages, terms, given, how_to=how_to,
+                 follow_up=bool(context) and not selected_text)
+    ranked = sorted((u for u in units if u.kind != "code" and id(u) not in given),
+                    key=lambda u: (-u.score, u.source, u.position))
+    if not ranked:  # the passages hold nothing but the selection
+        return ""
+    lead, chosen = _lead(ranked, passages, terms.question, how_to, code_wanted)
+    chosen = [u for u in chosen if id(u) not in given]
+    chosen = [u for u in _from_selection(passages[lead.source - 1], lead, given) if u not in chosen] + chosen
+    chosen = _add_units(chosen, ranked, lead, passages, sources, terms, given, max_units=max_units)
+    if code_wanted and not any(u.kind == "code" for u in chosen):
+        # The block that shows what the question asks: its own words, not those of what it is about.
+        chosen += [u for u in _code_for(passages, sources, lead, terms.own, {t: terms.idf[t] for t in terms.own})
+                   if u not in chosen]
+    return _render(chosen, passages, lead.source)
+
+
+@dataclass
+class _QuestionTerms:
+    """The question's content words (``own``), the selection's and followed question's (``context``), both
+    (``question``), and each one's weight: its IDF over the sources, times ``CONTEXT_WEIGHT`` for context words."""
+
+    own: set[str]
+    context: set[str]
+    question: set[str]
+    idf: dict[str, float]
+    weight_total: float
+
+    @classmethod
+    def of(cls, question: str, sources: list, *, selected_text: str, context: str) -> _QuestionTerms:
+        own = set(content_terms(question))
+        context_terms = set(content_terms(f"{selected_text} {context}")) - own
+        both = own | context_terms
+        chunk_terms = [set(content_terms(f"{chunk.heading_path} {chunk.text}")) for chunk in sources]
+        idf = {t: (math.log(1 + len(sources) / (1 + sum(t in terms for terms in chunk_terms))) + 0.1)
+               * (CONTEXT_WEIGHT if t in context_terms else 1.0) for t in both}
+        return cls(own, context_terms, both, idf, sum(idf.values()) or 1.0)
+
+
+def _score_units(units: list[Unit], sources: list, passages: list[list[Block]], terms: _QuestionTerms, given: set,
+                 *, how_to: bool, follow_up: bool) -> None:
+    """Each prose unit's ``score``: the question's words it (or its section's heading) covers, its passage's rank,
+    nearness to the selection, how far its meaning falls below the best unit's, and the how-to bonus."""
     top_score = max((c.score for c in sources), default=1.0) or 1.0
     sections = [set(content_terms(chunk.heading_path.rsplit(" > ", 1)[-1])) for chunk in sources]
-    given = _selected_units(units, selected_text)  # the reader has these already
     near = _near_selection(passages, given)
-    how_to = is_how_to(question)
-    code_wanted = wants_code(question)
     similarity = _similarities(sources, passages)
     # The cosines are with the question as searched, which for a follow-up holds the question it follows too.
-    similarity_weight = SIMILARITY_WEIGHT * (CONTEXT_WEIGHT if context and not selected_text else 1.0)
+    similarity_weight = SIMILARITY_WEIGHT * (CONTEXT_WEIGHT if follow_up else 1.0)
     best_similarity = max((v for k, v in similarity.items() if k not in given), default=0.0) if similarity else 0.0
     for unit in units:
         if unit.kind == "code":
             continue
         chunk, section = sources[unit.source - 1], sections[unit.source - 1]
-        covered = (sum(idf[t] for t in question_terms & unit.terms)
-                   + sum(idf[t] for t in (question_terms & section) - unit.terms)) / weight_total
+        covered = (sum(terms.idf[t] for t in terms.question & unit.terms)
+                   + sum(terms.idf[t] for t in (terms.question & section) - unit.terms)) / terms.weight_total
         rank_prior = RANK_PRIOR * (chunk.score / top_score)
         # Very short units (a label, "Example:") rarely answer anything on their own.
         shape = 0.5 if len(unit.terms) < 3 else 0.9 if unit.kind == "row" else 1.0
@@ -126,14 +163,14 @@ def compose_extractive(question: str, sources: list, *, max_units: int = 3, sele
             unit.score -= similarity_weight * max(0.0, best_similarity - similarity[id(unit)])
         if how_to and _introduces(passages[unit.source - 1], unit):
             unit.score += HOW_TO_BONUS  # "how do I…" is answered by the steps or code a sentence introduces
-    ranked = sorted((u for u in units if u.kind != "code" and id(u) not in given),
-                    key=lambda u: (-u.score, u.source, u.position))
-    if not ranked:  # the passages hold nothing but the selection
-        return ""
-    lead, chosen = _lead(ranked, passages, question_terms, how_to, code_wanted)
-    chosen = [u for u in chosen if id(u) not in given]
-    chosen = [u for u in _from_selection(passages[lead.source - 1], lead, given) if u not in chosen] + chosen
-    covered_terms = set().union(*(u.terms for u in chosen)) & question_terms
+
+
+def _add_units(chosen: list[Unit], ranked: list[Unit], lead: Unit, passages: list[list[Block]], sources: list,
+               terms: _QuestionTerms, given: set, *, max_units: int) -> list[Unit]:
+    """``chosen`` and, up to ``max_units`` prose units, the next best units (with their context) that add a
+    question word not yet covered, score at least ``ADD_SHARE`` of the lead, and come from a passage ranked
+    at least half as high as the lead's."""
+    covered_terms = set().union(*(u.terms for u in chosen)) & terms.question
     seen = {normalise(u.text) for u in chosen}
     prose = sum(u.kind != "code" for u in chosen)
     for unit in ranked:
@@ -141,21 +178,17 @@ def compose_extractive(question: str, sources: list, *, max_units: int = 3, sele
             break
         if unit in chosen or normalise(unit.text) in seen or unit.score < ADD_SHARE * lead.score:
             continue
-        new = (unit.terms & own_terms) - covered_terms  # the context's words say what it is about, not what to add
-        if not new or sum(idf[t] for t in new) < 0.1 * weight_total:
+        new = (unit.terms & terms.own) - covered_terms  # the context's words say what it is about, not what to add
+        if not new or sum(terms.idf[t] for t in new) < 0.1 * terms.weight_total:
             continue
         if unit.source != lead.source and sources[unit.source - 1].score < 0.5 * sources[lead.source - 1].score:
             continue
         extra = [u for u in _context(passages[unit.source - 1], unit) if id(u) not in given]
         chosen += [u for u in extra if u not in chosen]
         seen |= {normalise(u.text) for u in extra}
-        covered_terms |= unit.terms & question_terms
+        covered_terms |= unit.terms & terms.question
         prose += sum(u.kind != "code" for u in extra)
-    if code_wanted and not any(u.kind == "code" for u in chosen):
-        # The block that shows what the question asks: its own words, not those of what it is about.
-        chosen += [u for u in _code_for(passages, sources, lead, own_terms, {t: idf[t] for t in own_terms})
-                   if u not in chosen]
-    return _render(chosen, passages, lead.source)
+    return chosen
 
 
 def _lead(ranked: list[Unit], passages: list[list[Block]], question_terms: set[str], how_to: bool,

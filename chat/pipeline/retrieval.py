@@ -28,7 +28,7 @@ from django.db import DatabaseError, connection, transaction
 from django.db.models import Q
 
 from bookchat.conf import setting
-from bookchat.errors import BookchatError, DeadlineExceeded, NotFound, RequestError
+from bookchat.errors import BookchatError, ConfigurationError, DeadlineExceeded, NotFound
 from chat.pipeline.deadline import Deadline
 from chat.pipeline.lexical import SCAN_BUDGET, LexicalResult, bm25_search
 from chat.pipeline.reranking import rerank
@@ -145,7 +145,7 @@ def _dense_candidates(cursor, *, book_id: int, vector, dimensions: int, limit: i
     # A big book: HNSW (its own index, which the planner finds from the literal book id), scanning on until
     # enough of this book's (or chapter's) rows are found.
     cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-    cursor.execute(f"SET LOCAL hnsw.ef_search = {max(40, min(1000, limit * 2))}")
+    cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(max(40, min(1000, limit * 2)))])
     cursor.execute(
         f"SELECT id, dist FROM (SELECT id, {distance} AS dist FROM ingestion_chunk "
         f"WHERE {predicate} AND book_id = %s{doc_filter} ORDER BY dist LIMIT %s) found ORDER BY dist",
@@ -244,7 +244,7 @@ def fuse(dense: dict[str, float], lexical: dict[str, float], *, mode: str | None
         top = 2 / (k + 1)
         return {cid: value / top for cid, value in raw.items()}
     if mode != "weighted":
-        raise RequestError(f"BOOKCHAT_FUSION={mode!r} is not 'weighted' or 'rrf'", code="bad_setting", status=500)
+        raise ConfigurationError(f"BOOKCHAT_FUSION={mode!r} is not 'weighted' or 'rrf'", code="bad_setting")
     low, high = (min(dense.values()), max(dense.values())) if dense else (0.0, 0.0)
     spread = (high - low) or 1.0
     lex_high = max(lexical.values(), default=0.0) or 1.0
@@ -260,11 +260,13 @@ def retrieve(*, book: Book, question: str, selected_text: str = "", chapter: str
     """The ``top_k`` chunks of ``book`` that best answer ``question`` (about ``selected_text``, if given).
     ``query_vector`` skips embedding the query when the caller already has its vector; ``stage_seconds``
     replaces ``RETRIEVAL_SECONDS`` as this stage's share of the deadline (for batch callers like calibration);
-    ``scan_budget`` bounds the lexical candidate scan (``lexical.SCAN_BUDGET``)."""
+    ``scan_budget`` bounds the lexical candidate scan (``lexical.SCAN_BUDGET``).
+
+    The steps: embed the query, search both ways (``_search``), fuse the scores (``_fused``), order the pool
+    (``_ranked``: selected-text boost, re-ranker, sentence re-sort), keep the first ``top_k``."""
     started = time.monotonic()
     deadline = deadline or Deadline()
     top_k = top_k or setting("TOP_K")
-    pool = max(setting("CANDIDATE_POOL"), top_k)
     dense_search = get_dense_search()
     embedder = get_embedder()
     check_compatible(book, embedder)
@@ -273,69 +275,115 @@ def retrieve(*, book: Book, question: str, selected_text: str = "", chapter: str
     budget = deadline.stage_budget(setting("RETRIEVAL_SECONDS") if stage_seconds is None else stage_seconds)
     stage_end = time.monotonic() + budget
     deadline.check("retrieval")
-    marks = [time.monotonic()]
-    raw_vector = embedder.embed_query(query) if query_vector is None else query_vector
-    vector = vector_literal(raw_vector)
-    marks.append(time.monotonic())
+    clock = _StageClock()
+    vector = embedder.embed_query(query) if query_vector is None else query_vector
+    clock.mark("embed")
+    found = _search(dense_search, book=book, query=query, vector=vector, pool=max(setting("CANDIDATE_POOL"), top_k),
+                    document_ids=document_ids, stage_end=stage_end, scan_budget=scan_budget, clock=clock)
+    candidates = _fused(found)
+    best_overlap = _selected_overlaps(candidates, selected_text)
+    fused_top, candidates = _ranked(candidates, found.lexical, question=question, selected=bool(selected_text),
+                                    vector=vector, embedder_name=book.embedder_name)
+    top = candidates[:top_k]
+    attach(top[RESORT:], vector, embedder_name=book.embedder_name)
+    clock.mark("fusion")  # fusion includes the re-ranker and the sentence re-sort
+    return Retrieval(query=query, chunks=top, best_cosine=max(found.dense.values(), default=0.0),
+                     lexical_coverage=found.lexical.coverage(fused_top), best_selected_overlap=best_overlap,
+                     candidates=len(candidates), seconds=time.monotonic() - started, pool=candidates,
+                     timings_ms=clock.timings_ms, lexical=found.lexical)
+
+
+OUT_OF_TIME = "bookchat ran out of time while searching the book; try again"
+
+
+class _StageClock:
+    """The time each stage took, from one mark to the next, in milliseconds."""
+
+    def __init__(self):
+        self.last = time.monotonic()
+        self.timings_ms: dict[str, float] = {}
+
+    def mark(self, stage: str) -> None:
+        now = time.monotonic()
+        self.timings_ms[stage], self.last = round((now - self.last) * 1000, 2), now
+
+
+@dataclass
+class _Found:
+    """What both searches found: cosines and BM25 scores by chunk id, and the candidates' rows."""
+
+    dense: dict[str, float]
+    lexical: LexicalResult
+    rows: dict[str, RetrievedChunk]
+
+
+def _search(dense_search: DenseSearch, *, book: Book, query: str, vector, pool: int, document_ids,
+            stage_end: float, scan_budget: int, clock: _StageClock) -> _Found:
+    """Dense and lexical candidates in one transaction whose statement timeout is what is left of the stage."""
+    literal = vector_literal(vector)
     timeout_ms = int((stage_end - time.monotonic()) * 1000)
     if timeout_ms <= 0:
-        raise DeadlineExceeded("bookchat ran out of time while searching the book; try again")
+        raise DeadlineExceeded(OUT_OF_TIME)
     try:
         with transaction.atomic(), connection.cursor() as cursor:
             stats = stored_statistics(cursor, book.pk, timeout_ms=timeout_ms)  # and the transaction's timeout
-            dense = dense_search.candidates(cursor, book=book, vector=raw_vector, literal=vector, limit=pool,
+            dense = dense_search.candidates(cursor, book=book, vector=vector, literal=literal, limit=pool,
                                             document_ids=document_ids, seconds=stage_end - time.monotonic(),
                                             passages=stats[0] if stats else None)
-            marks.append(time.monotonic())
-            lexical_result = bm25_search(book_id=book.pk, text=query, limit=pool, document_ids=document_ids,
-                                         extra_ids=list(dense), stats=stats, scan_budget=scan_budget)
-            lexical = lexical_result.scores
-            marks.append(time.monotonic())
-            rows = _candidate_rows(cursor, ids=list(set(dense) | set(lexical)), vector=vector,
+            clock.mark("dense")
+            lexical = bm25_search(book_id=book.pk, text=query, limit=pool, document_ids=document_ids,
+                                  extra_ids=list(dense), stats=stats, scan_budget=scan_budget)
+            clock.mark("lexical")
+            rows = _candidate_rows(cursor, ids=list(set(dense) | set(lexical.scores)), vector=literal,
                                    dimensions=book.embedder_dimension)
     except DatabaseError as exc:
         if "statement timeout" in str(exc) or "canceling statement" in str(exc):
-            raise DeadlineExceeded("bookchat ran out of time while searching the book; try again") from exc
+            raise DeadlineExceeded(OUT_OF_TIME) from exc
         raise
     if time.monotonic() > stage_end:
-        raise DeadlineExceeded("bookchat ran out of time while searching the book; try again")
+        raise DeadlineExceeded(OUT_OF_TIME)
     for chunk in rows.values():  # a lexical-only candidate gets its cosine too, so fusion compares like with like
         dense.setdefault(chunk.id, chunk.dense)
-    fused = fuse(dense, lexical)
+    return _Found(dense, lexical, rows)
+
+
+def _fused(found: _Found) -> list[RetrievedChunk]:
+    """The candidates with their dense, lexical and fused scores, in fusion's order of ids (not yet sorted)."""
     candidates = []
-    for cid, score in fused.items():
-        if (chunk := rows.get(cid)) is not None:
-            chunk.dense, chunk.lexical, chunk.score, chunk.fused = dense[cid], lexical.get(cid, 0.0), score, score
+    for cid, score in fuse(found.dense, found.lexical.scores).items():
+        if (chunk := found.rows.get(cid)) is not None:
+            chunk.dense, chunk.lexical = found.dense[cid], found.lexical.scores.get(cid, 0.0)
+            chunk.score = chunk.fused = score
             candidates.append(chunk)
-    best_overlap = 0.0
+    return candidates
+
+
+def _selected_overlaps(candidates: list[RetrievedChunk], selected_text: str) -> float:
+    """Each candidate's share of the selected passage's word 4-grams (``selected_overlap``); the best share."""
+    if not selected_text:
+        return 0.0
+    passage = shingles(selected_text)
+    for candidate in candidates:
+        candidate.selected_overlap = len(passage & shingles(candidate.text)) / len(passage) if passage else 0.0
+    return max((c.selected_overlap for c in candidates), default=0.0)
+
+
+def _ranked(candidates: list[RetrievedChunk], lexical: LexicalResult, *, question: str, selected: bool, vector,
+            embedder_name: str) -> tuple[list[str], list[RetrievedChunk]]:
+    """The fused order's first ``COVERAGE_CHUNKS`` ids (what the scope score's coverage reads: the re-ranker lifts
+    lexical matches, which would lift off-topic questions' coverage, and so the threshold, more than on-topic
+    ones'), and the pool in its final order. The selected-text boost orders the fused pool (so the re-ranker sees
+    the passage's own chunks) and is added again to the re-ranked scores (so they stay first)."""
     boost = setting("SELECTED_TEXT_BOOST")
-    if selected_text:
-        passage = shingles(selected_text)
-        for candidate in candidates:
-            candidate.selected_overlap = len(passage & shingles(candidate.text)) / len(passage) if passage else 0.0
-            best_overlap = max(best_overlap, candidate.selected_overlap)
     candidates.sort(key=lambda c: (-(c.score + boost * c.selected_overlap), -c.dense, c.id))
-    # The scope score's coverage reads the fused order: the re-ranker lifts lexical matches, which would lift
-    # off-topic questions' coverage (and so the calibrated threshold) more than on-topic ones'.
     fused_top = [c.id for c in candidates[:COVERAGE_CHUNKS]]
     if setting("RERANKER") == "features":
-        candidates = rerank(candidates, lexical_result, question=question)
-    if selected_text:
+        candidates = rerank(candidates, lexical, question=question)
+    if selected:
         for candidate in candidates:
             candidate.score += boost * candidate.selected_overlap
         candidates.sort(key=lambda c: (-c.score, -c.dense, c.id))
-    candidates = resort(candidates, raw_vector, embedder_name=book.embedder_name)
-    top = candidates[:top_k]
-    attach(top[RESORT:], raw_vector, embedder_name=book.embedder_name)
-    marks.append(time.monotonic())
-    stages = ("embed", "dense", "lexical", "fusion")  # fusion includes the re-ranker and the sentence re-sort
-    timings = {stage: round((end - start) * 1000, 2)
-               for stage, start, end in zip(stages, marks[:-1], marks[1:], strict=True)}
-    return Retrieval(query=query, chunks=top, best_cosine=max(dense.values(), default=0.0),
-                     lexical_coverage=lexical_result.coverage(fused_top),
-                     best_selected_overlap=best_overlap, candidates=len(candidates),
-                     seconds=time.monotonic() - started, pool=candidates, timings_ms=timings,
-                     lexical=lexical_result)
+    return fused_top, resort(candidates, vector, embedder_name=embedder_name)
 
 
 def nearest_sections(retrieval: Retrieval, count: int | None = None, *, by_rank: bool = False) -> list[dict]:

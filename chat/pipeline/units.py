@@ -42,85 +42,106 @@ class Block:
 
 def blocks_of(text: str, source: int) -> list[Block]:
     """A passage's text as blocks of answer units, in the book's order."""
-    blocks: list[Block] = []
-    lines = text.split("\n")  # as the fence reader splits: a U+2028 inside a line is not a line break
-    position = 0
-    paragraph: list[str] = []
+    return _BlockReader(text, source).read()
 
-    def unit(body: str, kind: str) -> Unit | None:
-        nonlocal position
+
+class _BlockReader:
+    """Reads a passage line by line into blocks: a fence is one code unit, a list one unit per item, a table one
+    per row (the row above its rule holds the column names), a paragraph one per sentence."""
+
+    def __init__(self, text: str, source: int):
+        self.lines = text.split("\n")  # as the fence reader splits: a U+2028 inside a line is not a line break
+        self.source = source
+        self.blocks: list[Block] = []
+        self.position = 0
+        self.paragraph: list[str] = []
+
+    def read(self) -> list[Block]:
+        i = 0
+        while i < len(self.lines):
+            line = self.lines[i]
+            if fence := opening(line):
+                self.flush()
+                i = self.fenced(i, fence)
+            elif not line.strip() or HEADING.match(line):
+                self.flush()
+            elif item := LIST_ITEM.match(line):
+                self.flush()
+                i = self.listed(i, ordered=item.group(2)[0].isdigit())
+            elif line.lstrip().startswith("|"):
+                self.flush()
+                i = self.table(i)
+            else:
+                self.paragraph.append(line.strip())
+            i += 1
+        self.flush()
+        return self.blocks
+
+    def unit(self, body: str, kind: str) -> Unit | None:
         terms = frozenset(content_terms(body))
         if not terms and kind != "code":
             return None
-        position += 1
-        return Unit(source, len(blocks), position, body, kind, terms)
+        self.position += 1
+        return Unit(self.source, len(self.blocks), self.position, body, kind, terms)
 
-    def flush():
-        if paragraph:
+    def add(self, block: Block) -> None:
+        if block.units:
+            self.blocks.append(block)
+
+    def flush(self) -> None:
+        if self.paragraph:
             block = Block("paragraph")
-            for sentence in split_sentences(" ".join(paragraph)):
-                if (u := unit(sentence[:MAX_UNIT_CHARS], "sentence")) is not None:
+            for sentence in split_sentences(" ".join(self.paragraph)):
+                if (u := self.unit(sentence[:MAX_UNIT_CHARS], "sentence")) is not None:
                     block.units.append(u)
-            paragraph.clear()
-            if block.units:
-                blocks.append(block)
+            self.paragraph.clear()
+            self.add(block)
 
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        fence = opening(line)
-        item = LIST_ITEM.match(line)
-        if fence:
-            flush()
-            body = [line]
-            i += 1
-            while i < len(lines):
-                body.append(lines[i])
-                if closes(lines[i], fence["marker"]):
-                    break
-                i += 1
-            if (u := unit("\n".join(_shortened(body, fence)), "code")) is not None:
-                blocks.append(Block("code", [u]))
-        elif not line.strip() or HEADING.match(line):
-            flush()
-        elif item:
-            flush()
-            block = Block("list", ordered=item.group(2)[0].isdigit())
-            while i < len(lines) and (item := LIST_ITEM.match(lines[i])):
-                body = [LIST_ITEM.sub("", lines[i], count=1)]
-                while (i + 1 < len(lines) and lines[i + 1].startswith(("  ", "\t")) and lines[i + 1].strip()
-                       and not LIST_ITEM.match(lines[i + 1]) and not opening(lines[i + 1])):
-                    i += 1
-                    body.append(lines[i].strip())
-                if (u := unit(" ".join(body)[:MAX_UNIT_CHARS], "item")) is not None:
-                    block.units.append(u)
-                    block.depths.append(len(item.group(1).expandtabs(4)))
-                # A blank line between items keeps the list going.
-                if i + 2 < len(lines) and not lines[i + 1].strip() and LIST_ITEM.match(lines[i + 2]):
-                    i += 1
-                i += 1
-            i -= 1
-            if block.units:
-                blocks.append(block)
-        elif line.lstrip().startswith("|"):
-            flush()
-            block = Block("table")
-            while i < len(lines) and lines[i].lstrip().startswith("|"):
-                cells = [c.strip() for c in lines[i].strip().strip("|").split("|")]
-                if TABLE_RULE.match(lines[i]):
-                    if not block.header and block.units:  # the row above the rule held the column names
-                        block.header = re.split(r"\s+—\s+", block.units.pop().text)
-                elif (u := unit(" — ".join(c for c in cells if c)[:MAX_UNIT_CHARS], "row")) is not None:
-                    block.units.append(u)
-                i += 1
-            i -= 1
-            if block.units:
-                blocks.append(block)
-        else:
-            paragraph.append(line.strip())
+    def fenced(self, i: int, fence: re.Match) -> int:
+        """The fence opening at line ``i``: one code unit. Returns the index of its last line."""
+        lines, body = self.lines, [self.lines[i]]
         i += 1
-    flush()
-    return blocks
+        while i < len(lines):
+            body.append(lines[i])
+            if closes(lines[i], fence["marker"]):
+                break
+            i += 1
+        if (u := self.unit("\n".join(_shortened(body, fence)), "code")) is not None:
+            self.blocks.append(Block("code", [u]))
+        return i
+
+    def listed(self, i: int, *, ordered: bool) -> int:
+        """The list starting at line ``i``: one unit per item (its indented lines joined); a blank line between
+        items keeps the list going. Returns the index of its last line."""
+        lines, block = self.lines, Block("list", ordered=ordered)
+        while i < len(lines) and (item := LIST_ITEM.match(lines[i])):
+            body = [LIST_ITEM.sub("", lines[i], count=1)]
+            while (i + 1 < len(lines) and lines[i + 1].startswith(("  ", "\t")) and lines[i + 1].strip()
+                   and not LIST_ITEM.match(lines[i + 1]) and not opening(lines[i + 1])):
+                i += 1
+                body.append(lines[i].strip())
+            if (u := self.unit(" ".join(body)[:MAX_UNIT_CHARS], "item")) is not None:
+                block.units.append(u)
+                block.depths.append(len(item.group(1).expandtabs(4)))
+            if i + 2 < len(lines) and not lines[i + 1].strip() and LIST_ITEM.match(lines[i + 2]):
+                i += 1
+            i += 1
+        self.add(block)
+        return i - 1
+
+    def table(self, i: int) -> int:
+        """The table starting at line ``i``: one unit per row. Returns the index of its last line."""
+        lines, block = self.lines, Block("table")
+        while i < len(lines) and lines[i].lstrip().startswith("|"):
+            cells = [c.strip() for c in lines[i].strip().strip("|").split("|")]
+            if TABLE_RULE.match(lines[i]):
+                if not block.header and block.units:  # the row above the rule held the column names
+                    block.header = re.split(r"\s+—\s+", block.units.pop().text)
+            elif (u := self.unit(" — ".join(c for c in cells if c)[:MAX_UNIT_CHARS], "row")) is not None:
+                block.units.append(u)
+            i += 1
+        self.add(block)
+        return i - 1
 
 
 def _shortened(fenced: list[str], fence: re.Match) -> list[str]:

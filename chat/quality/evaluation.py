@@ -27,7 +27,7 @@ from bookchat.conf import setting
 from bookchat.errors import BookchatError, RequestError
 from chat.channels.serializers import has_lone_surrogate, validate_ask
 from chat.pipeline.answerability import check_retrieved
-from chat.pipeline.answering import answer_events, prepare
+from chat.pipeline.answering import answer_prepared, prepare
 from chat.pipeline.calibration import book_calibration, is_current, scope_threshold
 from chat.pipeline.editions import resolve_book
 from chat.pipeline.rendering import pre_texts
@@ -142,7 +142,7 @@ def evaluate_question(q: Question, *, book: str, top_k: int, answer_all: bool = 
         session = None
         if q.kind == "follow_up" and q.previous:
             first = prepare(validate_ask({"question": q.previous, "book": book}, channel="evaluate"))
-            session = next(p["session_id"] for kind, p in answer_events(first) if kind == "final")
+            session = answer_prepared(first).response["session_id"]
         data = {"question": q.question, "book": book, "max_results": max(RANKED, top_k)}
         if q.selected_text:
             data["selected_text"] = q.selected_text
@@ -155,7 +155,8 @@ def evaluate_question(q: Question, *, book: str, top_k: int, answer_all: bool = 
         in_scope = prepared.in_scope
         if answer_all:
             prepared.in_scope = True
-        response = next(payload for kind, payload in answer_events(prepared) if kind == "final")
+        answered = answer_prepared(prepared)
+        response, verdict = answered.response, answered.verdict
     except RequestError as exc:
         record.update(error=exc.code, message=exc.message, latency_ms=int((time.monotonic() - started) * 1000))
         return record
@@ -169,8 +170,8 @@ def evaluate_question(q: Question, *, book: str, top_k: int, answer_all: bool = 
         withheld=response["flagged_for_review"],
         confidence=response["confidence"], confidence_level=response["confidence_level"],
         right=answer_right(q, response["answer"], refused=response["refused"] or response["flagged_for_review"]),
-        draft_right=answer_right(q, prepared.draft_answer, refused=False) if prepared.draft_answer else None,
-        in_scope=in_scope, features=prepared.confidence_features,
+        draft_right=answer_right(q, verdict.draft_answer, refused=False) if verdict.draft_answer else None,
+        in_scope=in_scope, features=verdict.features,
         scope_score=response["retrieval"]["scope_score"], generator=response["generator"],
         cited=cited,
         cited_hits=sum(_hit_rank([texts[c]], q.evidence) is not None for c in cited) if q.evidence else None,
