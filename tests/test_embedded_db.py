@@ -47,6 +47,7 @@ def query(socket_dir: str, sql: str):
 
 
 @pytest.mark.slow
+@pytest.mark.drill  # kills the server: make drills
 def test_server_is_shared_survives_a_crash_and_starts_from_a_long_path(tmp_path):
     data_dir = tmp_path / ("a-checkout-folder-with-a-rather-long-name-" * 3) / "var"
     assert len(str(data_dir / "pgdata" / ".s.PGSQL.5432")) > 107, "the path must be too long for a socket"

@@ -23,7 +23,8 @@ admin upload: truncated multipart bodies      80
 =========================================  =====
 
 ``BOOKCHAT_FUZZ_SCALE`` multiplies every count (``BOOKCHAT_FUZZ_SCALE=10`` for a long local
-drill). Examples are random on each run and nothing is written to ``.hypothesis/``
+drill). The drills are marked ``fuzz``: ``make test`` runs them at scale 0.5 and ``make drills`` again at 0.5, so
+that CI throws the 2,020 cases in two halves of fresh random examples and ``make test`` keeps to its ten minutes. Examples are random on each run and nothing is written to ``.hypothesis/``
 (``database=None``); a failure prints the falsifying example and a ``@reproduce_failure`` line.
 Inputs that reach the embedder (valid questions, ~20 ms each plus retrieval) are a minority by
 construction: most drills plant a defect in every input and assert that it is refused. The drills
@@ -229,6 +230,7 @@ def roomy(manual_book, no_llm):
 
 # -- the REST API ----------------------------------------------------------------------------------------
 @pytest.mark.slow
+@pytest.mark.fuzz
 def test_ask_bodies_with_one_bad_field_are_refused_with_a_4xx_and_record_nothing(roomy, client):
     @drill(500)
     @given(case=bad_ask_bodies(), path=st.sampled_from([ASK, STREAM]))
@@ -247,6 +249,7 @@ def test_ask_bodies_with_one_bad_field_are_refused_with_a_4xx_and_record_nothing
 
 
 @pytest.mark.slow
+@pytest.mark.fuzz
 def test_weird_but_valid_questions_get_an_answer_and_one_complete_audit_row(roomy, client):
     question = st.one_of(st.sampled_from(VALID_QUESTIONS), with_defect(st.sampled_from(VALID_QUESTIONS), nasty_text),
                          st.text(any_char, min_size=1, max_size=80)).map(lambda s: NOT_TEXT.sub("", s))
@@ -290,6 +293,7 @@ raw_bodies = st.one_of(
 
 
 @pytest.mark.slow
+@pytest.mark.fuzz
 def test_raw_bodies_any_content_type_and_method_never_fail_the_api(roomy, client):
     paths = st.sampled_from([ASK, STREAM, f"/api/v1/answers/{uuid.uuid4()}/feedback", "/api/v1/books",
                              "/api/v1/nope", "/api/v1/answers/not-a-uuid/feedback"])
@@ -315,6 +319,7 @@ def test_raw_bodies_any_content_type_and_method_never_fail_the_api(roomy, client
 
 
 @pytest.mark.slow
+@pytest.mark.fuzz
 def test_feedback_accepts_only_a_valid_vote_from_the_answers_session(roomy, client):
     answer = client.post(ASK, data=dumps({"question": VALID_QUESTIONS[0], "book": BOOK}),
                          content_type="application/json").json()
@@ -371,6 +376,7 @@ def assert_page_response(response, sent: str) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.fuzz
 def test_chat_page_form_and_routes_answer_html_never_a_5xx(page_settings):
     fields = st.fixed_dictionaries({"question": form_question}, optional={
         "selected_text": form_text, "book": st.sampled_from([BOOK]) | nasty_text, "rating": nasty_text,
@@ -400,6 +406,7 @@ def test_chat_page_form_and_routes_answer_html_never_a_5xx(page_settings):
 
 
 @pytest.mark.slow
+@pytest.mark.fuzz
 def test_the_pages_own_json_api_refuses_bad_bodies_with_json_errors(page_settings):
     page = Client(enforce_csrf_checks=True)
     page.get("/")
@@ -479,6 +486,7 @@ def upload_folder_entries(data_dir: Path) -> set[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.fuzz
 def test_admin_upload_of_generated_files_and_zips_is_a_form_error_or_one_queued_job(staff, settings):
     data_dir = Path(settings.DATA_DIR)
     folders = st.sampled_from(["", "using", "../up", "/abs", ".hidden", "_partial", "a/../b", "é" * 200]) | any_text
@@ -513,6 +521,7 @@ def test_admin_upload_of_generated_files_and_zips_is_a_form_error_or_one_queued_
 
 
 @pytest.mark.slow
+@pytest.mark.fuzz
 def test_truncated_multipart_bodies_are_refused_cleanly(staff, settings):
     body = encode_multipart(BOUNDARY, {"new_book_slug": "fuzz-multipart", "folder": "",
                                        "upload": _named(io.BytesIO(make_zip([("docs/a.md", GOOD_PAGE)])), "a.zip")})
@@ -580,6 +589,7 @@ def bad_pages(draw) -> tuple[str, bytes]:
 
 
 @pytest.mark.slow
+@pytest.mark.fuzz
 def test_ingest_of_bad_files_beside_good_ones_fails_each_alone_and_loses_nothing(book_dir, settings):
     settings.BOOKCHAT = {**settings.BOOKCHAT, "MAX_FILE_BYTES": 40_000}
     for name, text in GOOD_PAGES.items():
@@ -643,6 +653,7 @@ def _loads_to_dict(text: str) -> bool:
 
 
 @pytest.mark.slow
+@pytest.mark.fuzz
 def test_evaluate_refuses_malformed_question_files_naming_the_line(roomy, tmp_path):
     counter = iter(range(1_000_000))
     blank = st.sampled_from(["", "  ", "\t"])

@@ -17,7 +17,7 @@ import pytest
 from tests.conftest import REPO, WHEEL
 from tests.support.packaging import Installed, run
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.drill]  # builds and installs the wheel: make drills
 
 PACKAGES = ("bookchat", "ingestion", "chat", "audit", "bench")
 # The top-level folders of the checkout that the wheel carries inside the bookchat package (pyproject.toml).
