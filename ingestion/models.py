@@ -16,6 +16,7 @@ from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import Count, F, IntegerField, OuterRef, Subquery
 from django.db.models.functions import Coalesce
+from django.utils.text import slugify
 from pgvector.django import VectorField
 
 from bookchat.conf import setting
@@ -50,10 +51,17 @@ class RegConfigField(models.CharField):
     def db_type(self, connection) -> str:
         return "regconfig"
 
+BOOK_SLUG_LENGTH = 64  # ``Book.slug``'s max_length, and the longest slug ``book_slug_from`` makes
 book_slug_validator = RegexValidator(
     r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$",
     "A book slug is 1–64 lowercase letters, digits and inner hyphens.",
 )
+
+
+def book_slug_from(text: str | None) -> str:
+    """A book slug made from a title or a folder's name: Django's ``slugify`` (ASCII), hyphens for underscores, cut
+    to ``BOOK_SLUG_LENGTH`` with no hyphen at either end ("" when nothing of it is left)."""
+    return slugify(text or "").replace("_", "-")[:BOOK_SLUG_LENGTH].strip("-")
 
 
 class BookQuerySet(models.QuerySet):
@@ -80,7 +88,7 @@ class Book(models.Model):
     clients name (``version``/``locale`` pick the edition).
     """
 
-    slug = models.CharField(max_length=64, unique=True, validators=[book_slug_validator])
+    slug = models.CharField(max_length=BOOK_SLUG_LENGTH, unique=True, validators=[book_slug_validator])
     title = models.CharField(max_length=300)
     base_url = models.CharField(
         max_length=500, blank=True, help_text="Public URL of the book's site; links to sections start with it."
@@ -128,7 +136,7 @@ class DefaultBook(models.Model):
     naming no book and no first indexing under way (a ``--book`` whose indexing failed, a book since deleted) is
     passed over, so that it never turns every question into a 404 (``chat.pipeline.editions``)."""
 
-    slug = models.CharField(max_length=64, validators=[book_slug_validator])
+    slug = models.CharField(max_length=BOOK_SLUG_LENGTH, validators=[book_slug_validator])
     set_by = models.CharField(max_length=200, help_text="What made it the default: `serve --book`, `ingest "
                               "--default`, or the admin user.")
     set_at = models.DateTimeField(auto_now=True)
@@ -298,7 +306,7 @@ class IngestionJob(models.Model):
 
     book = models.ForeignKey(Book, null=True, blank=True, on_delete=models.SET_NULL, related_name="ingestion_jobs",
                              help_text="Set once the book exists (a new book is created by its first run).")
-    book_slug = models.CharField(max_length=64, validators=[book_slug_validator])
+    book_slug = models.CharField(max_length=BOOK_SLUG_LENGTH, validators=[book_slug_validator])
     book_title = models.CharField(max_length=300, blank=True, help_text="Title of a new book.")
     files = models.JSONField(default=list, blank=True, help_text="Names of the uploaded files.")
     folder = models.CharField(max_length=500, blank=True, help_text="Folder inside the book the files go to.")

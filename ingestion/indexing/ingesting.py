@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from django.db import connection
-from django.utils.text import slugify
 
 from bookchat.errors import BookchatError
 from ingestion.indexing.embedders import get_embedder
@@ -26,7 +25,7 @@ from ingestion.indexing.reports import (
     RunCallback,
     SiteReport,
 )
-from ingestion.models import Book
+from ingestion.models import Book, book_slug_from
 from ingestion.reading.conventions import Conventions, book_facts, config_file, detect, files_read, for_book
 from ingestion.reading.discovery import Discovery, discover
 from ingestion.reading.documents import Issue
@@ -97,11 +96,6 @@ class BookLock(AdvisoryLock):
         return f"book {self.slug!r} is being indexed by another run; try again when it ends"
 
 
-def slug_from(text: str | None) -> str:
-    """A book slug made from a title or a folder's name ("" when nothing of it is left)."""
-    return slugify(text or "").replace("_", "-")[:64].strip("-")
-
-
 def default_slug(path: Path | str) -> str:
     """The slug ``index_path`` gives the book at ``path`` when none is given: a site's from its config, an mdBook's
     or an MkDocs site's from its title, else the folder's name."""
@@ -112,11 +106,11 @@ def default_slug(path: Path | str) -> str:
             return plan.books[0][0].slug
     conventions = detect(path) if path.is_dir() else None
     if conventions is not None:
-        return slug_from(book_facts(conventions)[1]) or slug_from(path.resolve().name) or "book"
+        return book_slug_from(book_facts(conventions)[1]) or book_slug_from(path.resolve().name) or "book"
     above = detect(path.parent) if path.is_dir() else None  # an mdBook's src/ or MkDocs' docs/
     if above is not None and book_facts(above)[0].resolve() == path.resolve():
-        return slug_from(book_facts(above)[1]) or slug_from(path.parent.resolve().name) or "book"
-    return slug_from((path if path.is_dir() else path.parent).resolve().name) or "book"
+        return book_slug_from(book_facts(above)[1]) or book_slug_from(path.parent.resolve().name) or "book"
+    return book_slug_from((path if path.is_dir() else path.parent).resolve().name) or "book"
 
 
 def index_book(*, path: Path | str, book_slug: str | None = None, base_url: str | None = None,
@@ -128,7 +122,7 @@ def index_book(*, path: Path | str, book_slug: str | None = None, base_url: str 
     passes it to every kind of book. ``on_run`` is told the run's IndexRun id (``BookIndexer``)."""
     path = Path(path).expanduser()
     if book_slug is None:
-        book_slug = slug_from((path if path.is_dir() else path.parent).resolve().name) or "book"
+        book_slug = book_slug_from((path if path.is_dir() else path.parent).resolve().name) or "book"
     validate_book_slug(book_slug)
     existing = Book.objects.filter(slug=book_slug).first()
     root = None
@@ -252,7 +246,7 @@ def index_generated(conventions: Conventions, root: Path, *, book_slug: str | No
     if not folder.is_dir():
         raise IndexingError(f"the pages folder {folder} named by {config_file(conventions)} does not exist",
                             code="empty")
-    book_slug = book_slug or slug_from(config_title) or slug_from(root.resolve().name) or "book"
+    book_slug = book_slug or book_slug_from(config_title) or book_slug_from(root.resolve().name) or "book"
     validate_book_slug(book_slug)
     found = discover(folder)
     discovery = Discovery(root=found.root, files=[f for f in found.files if conventions.is_page(f.rel_path)],

@@ -34,9 +34,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from django.utils.text import slugify
-
-from ingestion.models import search_config_for
+from ingestion.models import BOOK_SLUG_LENGTH, book_slug_from, search_config_for
 from ingestion.reading.discovery import Discovery, SourceFile, discover
 from ingestion.reading.documents import Issue
 from ingestion.reading.site_config import DocsInstance, SiteConfig
@@ -96,11 +94,11 @@ def plan_site(config: SiteConfig, *, slug: str | None = None, title: str | None 
     plan = SitePlan(config, warnings=[Issue(config.config_file.name, None, w) for w in config.warnings])
     site_url = _site_url(config, base_url)
     site_title = title or config.title or config.root.name
-    slug = slug or _slug(config.title) or _slug(config.root.name) or "book"
+    slug = slug or book_slug_from(config.title) or book_slug_from(config.root.name) or "book"
     for instance in config.docs:
-        book_slug = slug if instance.id == "default" else _slug(f"{slug}-{instance.id}")[:64].strip("-")
+        instance_slug = slug if instance.id == "default" else book_slug_from(f"{slug}-{instance.id}")
         book_title = site_title if instance.id == "default" else f"{site_title} ({instance.id})"
-        editions = _editions(config, instance, plan, slug=book_slug, title=book_title, site_url=site_url)
+        editions = _editions(config, instance, plan, slug=instance_slug, title=book_title, site_url=site_url)
         if editions:
             plan.books.append(editions)
     if not plan.books:
@@ -198,15 +196,12 @@ def _join(*parts: str) -> str:
                     or i == 0)
 
 
-def _slug(text: str) -> str:
-    return slugify(text).replace("_", "-").strip("-")
-
-
 def _edition_slug(slug: str, version: str, locale: str) -> str:
-    """``handbook``, ``handbook--1-0``, ``handbook--fr``, ``handbook--1-0--fr`` (at most 64 characters)."""
+    """``handbook``, ``handbook--1-0``, ``handbook--fr``, ``handbook--1-0--fr`` (at most ``BOOK_SLUG_LENGTH``
+    characters: a longer one is cut and ends with a digest of the whole)."""
     parts = [slug] + [re.sub(r"[^a-z0-9]+", "-", x.lower()).strip("-") or "x" for x in (version, locale) if x]
     joined = "--".join(parts)
-    if len(joined) <= 64:
+    if len(joined) <= BOOK_SLUG_LENGTH:
         return joined
     digest = hashlib.sha256(joined.encode()).hexdigest()[:8]
-    return f"{joined[:55].rstrip('-')}-{digest}"
+    return f"{joined[:BOOK_SLUG_LENGTH - len(digest) - 1].rstrip('-')}-{digest}"
