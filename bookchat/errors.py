@@ -2,12 +2,20 @@
 
 Below the channels nothing knows HTTP: a failure is a ``BookchatError`` (``RequestError`` carries the status
 its code is answered with), a database outage, or a bug. ``failure`` says which, in the one error body every
-channel sends (``chat.channels.error_responses`` adds DRF's own exceptions for the API).
+channel sends (``chat.channels.error_responses`` adds DRF's own exceptions for the API); ``exit_command`` is how
+a management command says it.
 """
 
 from __future__ import annotations
 
+import json
+import sys
+from typing import TYPE_CHECKING, NoReturn
+
 from django.db import InterfaceError, OperationalError
+
+if TYPE_CHECKING:
+    from django.core.management.base import BaseCommand
 
 # psycopg's "connection refused / terminated / closed" errors, as Django raises them: an outage, not a bug.
 DATABASE_ERRORS = (OperationalError, InterfaceError)
@@ -100,3 +108,17 @@ def failure(exc: BaseException) -> tuple[int, dict]:
     if isinstance(exc, BookchatError):
         return 503, error_body(exc.code, exc.message)
     return 500, error_body("internal_error", INTERNAL_ERROR)
+
+
+def exit_command(command: BaseCommand, exc: BookchatError | OperationalError | InterfaceError, *, as_json: bool,
+                 status: int | None = None) -> NoReturn:
+    """Ends a management command that failed: with ``--json`` one object (``{"error": code, "message": …}``) on
+    its stdout, else ``<command>: <message>`` on its stderr; a database outage is ``database_unavailable``. The
+    exit status is ``status``, else the error's own (``status`` on it), else 1."""
+    if isinstance(exc, DATABASE_ERRORS):
+        exc = BookchatError(f"the database is unavailable: {str(exc).strip()}", code="database_unavailable")
+    if as_json:
+        command.stdout.write(json.dumps({"error": exc.code, "message": exc.message}, ensure_ascii=False))
+    else:
+        command.stderr.write(f"{type(command).__module__.rpartition('.')[2]}: {exc.message}")
+    sys.exit(status if status is not None else getattr(exc, "status", 1))

@@ -9,11 +9,11 @@ Coverage gaps page exports it); ``--json`` one object. Exit status: 0 done (with
 from __future__ import annotations
 
 import json
-import sys
 
 from django.core.management.base import BaseCommand, CommandParser
 
 from audit.gaps import coverage_gaps, gaps_markdown
+from bookchat.errors import BookchatError, exit_command
 from ingestion.models import Book
 
 
@@ -31,9 +31,11 @@ class Command(BaseCommand):
     def handle(self, *args, **options) -> None:
         book, days = options["book"], options["days"]
         if book and not Book.objects.filter(slug=book).exists():
-            self._fail(f"unknown book {book!r}", "unknown_book", options["json"])
+            exit_command(self, BookchatError(f"unknown book {book!r}", code="unknown_book"), as_json=options["json"],
+                         status=2)
         if days < 1:
-            self._fail("--days must be at least 1", "bad_days", options["json"])
+            exit_command(self, BookchatError("--days must be at least 1", code="bad_days"), as_json=options["json"],
+                         status=2)
         gaps = coverage_gaps(days=days, book=book)
         if options["markdown"]:
             self.stdout.write(gaps_markdown(gaps, book=book, days=days), ending="")
@@ -48,10 +50,3 @@ class Command(BaseCommand):
         else:
             for gap in gaps:
                 self.stdout.write(f"{gap.count:4d}× {gap.label}  (closest: {', '.join(gap.nearest_sections) or '—'})")
-
-    def _fail(self, message: str, code: str, as_json: bool) -> None:
-        if as_json:
-            self.stdout.write(json.dumps({"error": code, "message": message}))
-        else:
-            self.stderr.write(f"gaps: {message}")
-        sys.exit(2)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from datetime import date, datetime, time, timedelta
 
 from django.core.exceptions import ValidationError
@@ -23,7 +22,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.utils import timezone
 
 from audit.struggle import DEFAULT_DAYS, struggle_map
-from bookchat.errors import BookchatError
+from bookchat.errors import BookchatError, exit_command
 from ingestion.models import Book, book_slug_validator
 
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
@@ -53,18 +52,11 @@ class Command(BaseCommand):
                                     code="bad_period")
             result = struggle_map(book, since=since, until=until)
         except BookchatError as exc:  # the period's own checks (``StruggleError``) included
-            self._fail(exc.message, exc.code, as_json)
+            exit_command(self, exc, as_json=as_json, status=2)
         if as_json:
             self.stdout.write(json.dumps(result, ensure_ascii=False))
         else:
             self.stdout.write(table(result))
-
-    def _fail(self, message: str, code: str, as_json: bool) -> None:
-        if as_json:
-            self.stdout.write(json.dumps({"error": code, "message": message}, ensure_ascii=False))
-        else:
-            self.stderr.write(f"struggle: {message}")
-        sys.exit(2)
 
 
 def _shown(value: str) -> str:

@@ -8,13 +8,12 @@ its folder is missing).
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandParser
 
 from bookchat.backups import create_backup
-from bookchat.errors import DATABASE_ERRORS, BookchatError
+from bookchat.errors import DATABASE_ERRORS, BookchatError, exit_command
 
 
 class Command(BaseCommand):
@@ -31,11 +30,8 @@ class Command(BaseCommand):
     def handle(self, *args, **options) -> None:
         try:
             report = create_backup(Path(options["out"]), force=options["force"], with_secrets=options["with_secrets"])
-        except DATABASE_ERRORS as exc:
-            self._fail(BookchatError(f"the database is unavailable: {str(exc).strip()}", code="database_unavailable"),
-                       options)
-        except BookchatError as exc:
-            self._fail(exc, options)
+        except (BookchatError, *DATABASE_ERRORS) as exc:
+            exit_command(self, exc, as_json=options["json"])
         if options["json"]:
             self.stdout.write(json.dumps(report.as_dict()))
             return
@@ -47,10 +43,3 @@ class Command(BaseCommand):
             + ("  the secret key: keep this archive as secret as the key itself\n" if inc["secret_key"] else
                "  no secret key (add --with-secrets to include it)\n")
             + f"bookchat {report.bookchat_version}; restore it with: manage.py restore {report.archive}")
-
-    def _fail(self, exc: BookchatError, options: dict) -> None:
-        if options["json"]:
-            self.stdout.write(json.dumps({"error": exc.code, "message": exc.message}))
-        else:
-            self.stderr.write(f"backup: {exc.message}")
-        sys.exit(getattr(exc, "status", 1))

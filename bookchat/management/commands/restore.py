@@ -9,12 +9,11 @@ with data and no ``--force``, a backup from a newer bookchat, no such file).
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from bookchat.errors import DATABASE_ERRORS, BookchatError
+from bookchat.errors import DATABASE_ERRORS, BookchatError, exit_command
 from bookchat.restoring import restore_archive
 
 
@@ -34,11 +33,8 @@ class Command(BaseCommand):
         try:
             report = restore_archive(Path(options["archive"]), force=options["force"],
                                      with_secrets=options["with_secrets"])
-        except DATABASE_ERRORS as exc:
-            self._fail(BookchatError(f"the database is unavailable: {str(exc).strip()}", code="database_unavailable"),
-                       options)
-        except BookchatError as exc:
-            self._fail(exc, options)
+        except (BookchatError, *DATABASE_ERRORS) as exc:
+            exit_command(self, exc, as_json=options["json"])
         if report.replaced:
             held = ", ".join(f"{what}: {n}" for what, n in report.database["replaced_rows"].items())
             self.stderr.write(f"WARNING: --force: the data that was in the database {report.database['name']} "
@@ -59,10 +55,3 @@ class Command(BaseCommand):
             + "".join(f"\n  an existing archive of the same name was kept as {p}"
                       for p in files.get("archives_kept_aside", []))
             + f"\n  the secret key: {report.secret_key.replace('_', ' ')}")
-
-    def _fail(self, exc: BookchatError, options: dict) -> None:
-        if options["json"]:
-            self.stdout.write(json.dumps({"error": exc.code, "message": exc.message}))
-        else:
-            self.stderr.write(f"restore: {exc.message}")
-        sys.exit(getattr(exc, "status", 1))
