@@ -13,7 +13,7 @@ evidence. The weights are fitted on the ``--fit`` sets (L2, Newton's method) to 
 holds the evidence first (``fit_listwise``: each question's candidates compete in a softmax), then
 scaled and offset so that the logistic of a candidate's score is its probability of holding the
 evidence (``calibrate``, one scale and one offset over every candidate). ``--loss pointwise`` fits
-a logistic regression on every candidate instead (the weights shipped before 2026-11-27). hit@1 and
+a logistic regression on every candidate instead. hit@1 and
 hit@5 of the fused order and of the re-ranked order are printed for every set, with each ``--fit``
 set's book also left out in turn (fit on the other books, measure on it: cross-book validation;
 both docusaurus-docs files are one book). The weights to paste into ``chat/pipeline/reranking.py``

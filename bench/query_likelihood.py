@@ -1,4 +1,4 @@
-"""An experiment (issue 58): does a base language model's query likelihood help the re-ranker or the confidence?
+"""An experiment: does a base language model's query likelihood help the re-ranker or the confidence?
 
     .venv/bin/python -m bench.query_likelihood --squad-sample 300 \\
         --fit squad2-dev:../shared/data/squad2-dev/questions.jsonl \\
@@ -23,9 +23,8 @@ turn: a weight fitted on the other books, the figures on the book left out):
   (``bench.fit_confidence``'s sets and fit), discrimination of right from wrong answers held out, pooled over the
   documentation books as BENCHMARKS.md reports it.
 
-Figures and the milliseconds each costs per answer on this machine are printed; the issue's bar to ship it (off by
-default) is +0.05 discrimination or +0.03 hit@1 held out, at ≤ 300 ms more per answer. Scores are kept in
-``var/bench/ql-*.pickle``.
+Figures and the milliseconds each costs per answer are printed; the bar to ship it (off by default) is +0.05
+discrimination or +0.03 hit@1 held out, at ≤ 300 ms more per answer. Scores are kept in ``var/bench/ql-*.pickle``.
 """
 
 from __future__ import annotations

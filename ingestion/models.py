@@ -37,8 +37,8 @@ SEARCH_CONFIGS = {
 
 
 def search_config_for(locale: str) -> str:
-    """The text-search configuration of a book in ``locale``: english for a book without one (as before
-    locales), the language's own where PostgreSQL has it, else ``simple`` (no stemming, no stop words)."""
+    """The text-search configuration of a book in ``locale``: english for a book without one, the
+    language's own where PostgreSQL has it, else ``simple`` (no stemming, no stop words)."""
     if not locale:
         return SEARCH_CONFIG
     return SEARCH_CONFIGS.get(locale.lower().replace("_", "-").split("-")[0], "simple")
@@ -70,8 +70,8 @@ class BookQuerySet(models.QuerySet):
         return self.filter(edition_of__isnull=True)
 
     def with_counts(self) -> BookQuerySet:
-        """Each book's pages and passages, counted apart: joining both and counting distinct rows multiplied
-        them (a 90-page, 1,157-passage book took 0.3 s per listing)."""
+        """Each book's pages and passages, each counted in a subquery of its own (one join of both would count
+        every page once per passage)."""
         return self.annotate(document_count=_count_per_book(Document), chunk_count=_count_per_book(Chunk))
 
 

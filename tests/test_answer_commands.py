@@ -21,7 +21,7 @@ OFF_TOPIC = "Who won the NBA championship in 2016?"
 
 @pytest.fixture(autouse=True)
 def roomy_deadline(settings):
-    # A loaded 2-core machine must not turn these behaviour tests into timeouts.
+    # A loaded machine must not turn these behaviour tests into timeouts.
     settings.BOOKCHAT = {**settings.BOOKCHAT, "DEADLINE_SECONDS": 60.0, "RETRIEVAL_SECONDS": 30.0}
 
 

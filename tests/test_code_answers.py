@@ -1,4 +1,4 @@
-"""Code, tables, labels and math in answers and excerpts look as they do in the book (issue 32).
+"""Code, tables, labels and math in answers and excerpts look as they do in the book.
 
 Rendering: every fence syntax the indexer reads becomes one code block, its meta never text.
 Composition: a code block comes whole with the sentence that introduces it; a long one is shortened

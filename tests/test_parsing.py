@@ -804,7 +804,7 @@ def test_corpus_pages_with_known_content():
 
     isaac_path = "module-03-ai-robot-brain/chapter-07-isaac-sim-sdk/page-20-setting-up-isaac-sdk.mdx"
     isaac = parse_document((data / "physical-ai-book/docs" / isaac_path).read_text(), rel_path=isaac_path)
-    # HardwareTable and InstallationStep keep their title/caption/description props as text (issue 22).
+    # HardwareTable and InstallationStep keep their title/caption/description props as text.
     assert [w.message for w in isaac.warnings] == ["dropped JSX component <TroubleshootingAccordion />"]
     step = ("InstallationStep: Download NVIDIA Omniverse Launcher — The Omniverse Launcher is the centralized "
             "application manager for all NVIDIA Omniverse apps, including Isaac Sim. — Omniverse Launcher")

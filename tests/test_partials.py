@@ -1,5 +1,5 @@
 """What Docusaurus renders, we index: imported MDX partials inlined where they are used, and the prose
-props of self-closing components kept as a labelled line (issue 22)."""
+props of self-closing components kept as a labelled line."""
 
 from __future__ import annotations
 

@@ -47,12 +47,12 @@ Decisions:
 - The rules that bar high are rules, not inputs: fitted on answerable questions only, the model can't learn
   what marks an unanswerable one, and each rule is one a reader would state ("a question that asks how many
   isn't answered by an answer without a number").
-- Considered and not kept (BENCHMARKS.md): answer-type cues as inputs, IDF-weighted coverage, the lead
-  sentence's own cosine, answer length (it would reward long answers under a contains-the-answer
-  judgement), unanswerable answers as wrong examples (the high cut then left 4 documentation answers high),
-  the coverage beyond names and the unseen share as inputs (their weights and coverage's changed sign from
-  fit to fit; they serve the rules instead), interaction terms per kind, and the manual as a fifth fitting
-  book (its 20 answers, weighing a fifth, turned coverage's weight negative).
+- Not in the model (BENCHMARKS.md, "Confidence", has the measures): answer-type cues as inputs, IDF-weighted
+  coverage, the lead sentence's own cosine, answer length (it would reward long answers under a
+  contains-the-answer judgement), unanswerable answers as wrong examples (they push the high cut above nearly
+  every documentation answer), the coverage beyond names and the unseen share as inputs (their weights are not
+  stable from fit to fit; they serve the rules instead), interaction terms per kind, and the manual as a fifth
+  fitting book (its 20 answers turn coverage's weight negative).
 - A refusal's ``confidence`` is the probability the answer it held back would have been right (0
   when none was drafted: not covered, unanswerable, withheld); its level is ``low``.
 - The model was fitted on extractive answers; an LLM's answer is read by the same features (its

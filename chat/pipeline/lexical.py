@@ -38,7 +38,7 @@ SCAN_BUDGET = 2_000
 # From this many passages to scan, the scan first reads each passage's term frequency of each query lexeme (one
 # ``ts_rank`` look-up each, no positions) and bounds its score by them, every occurrence counted as a heading's; it
 # then reads the positions of the passages whose bound can still reach the ``limit``-th best score. The same
-# scores for every passage that can rank, for less reading on a big book (BENCHMARKS.md, issue 55): unnesting a
+# scores for every passage that can rank, for less reading on a big book (BENCHMARKS.md): unnesting a
 # passage's whole tsvector is what the full scan spends most of its time on.
 BOUNDED_FROM = 500
 # Most query lexemes bounded one by one; a longer query (a pasted passage) is scanned in full.

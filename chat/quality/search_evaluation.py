@@ -1,5 +1,5 @@
 """How well the book's search finds the section a question is about, as a reader would type it into a search box
-(``evaluate --search``; the baseline for search as you type, issue 35).
+(``evaluate --search``: the figures search as you type is judged by).
 
 For each answerable question with evidence, three queries go through the book's search box as it ships
 (``chat.pipeline.typeahead``: the last word also stands for the book's words that begin with it, hybrid search,

@@ -81,7 +81,7 @@ _BOLD_LABEL = re.compile(r"^(\s*)\*\*([^*\n]{1,120}:)\*\*(?=\s|$)", re.MULTILINE
 
 def unbold_labels(text: str) -> str:
     """``text`` with its labels' bold markers dropped: the bold is for the reader, and the embedder and the
-    chunker's token budget see the words alone (as before labels were bold, so passages embed the same)."""
+    chunker's token budget see the words alone (a passage embeds the same whether its labels are bold or not)."""
     return _BOLD_LABEL.sub(r"\1\2", text) if "**" in text else text
 
 

