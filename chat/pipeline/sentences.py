@@ -12,12 +12,12 @@ each unit's vector stored, two stages read the cosine between the question and e
   logistic model of two weights), and orders them by it;
 - the extractive composer scores units with it (``chat/pipeline/extractive.py``).
 
-Index side: ``fill_book`` runs after every indexing run that wrote (``chat/receivers.py``). It embeds only
+Index side: ``fill_book`` runs as a task after every indexing run that wrote (``chat/tasks.py``). It embeds only
 the passages whose stored ``key`` (embedder + the unit texts) no longer matches, reusing the
 vectors of any passage with the same key (editions of a site, a book indexed twice), and
 commits every ``WRITE_BATCH`` passages, so an interrupted run keeps what it made. A failure
-to embed is logged and leaves the book answering as before (a passage without current vectors
-is simply not re-sorted or scored by them).
+to embed is logged, and the book answers without them (a passage without current vectors is
+simply not re-sorted or scored by them).
 
 Decisions:
 - Made at indexing, not per question: the units of five passages are ~30 short texts, more than a
