@@ -15,6 +15,8 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.support.codemap import parse
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -60,7 +62,7 @@ def long_functions(root: Path, folders: tuple[str, ...], limit: int) -> list[Lon
         for path in sorted((root / folder).rglob("*.py")):
             if "migrations" in path.relative_to(root).parts:
                 continue
-            for name, node in functions_of(ast.parse(path.read_text(), str(path))):
+            for name, node in functions_of(parse(path)):
                 length = node.end_lineno - node.lineno + 1
                 if length > limit:
                     found.append(LongFunction(path.relative_to(root).as_posix(), node.lineno, name, length))
