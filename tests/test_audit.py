@@ -13,6 +13,7 @@ from django.test import Client
 from audit import recording
 from audit.models import AuditLog
 from chat.models import ApiKey, Feedback
+from chat.pipeline.announcements import Outcome
 from tests.conftest import run_command
 
 pytestmark = pytest.mark.django_db
@@ -196,3 +197,11 @@ def test_client_ip_behind_trusted_proxies(settings, rf):
     assert client_ip(request) == "198.51.100.7"
     settings.BOOKCHAT = {**settings.BOOKCHAT, "TRUSTED_PROXIES": 2}
     assert client_ip(request) == "6.6.6.6"
+
+
+def test_every_outcome_the_pipeline_names_is_stored_as_one_of_the_trails_statuses():
+    assert set(recording.STATUS_OF) == set(Outcome), "an outcome without a status would fail its audit write"
+    assert set(recording.STATUS_OF.values()) == set(AuditLog.Status)
+    assert recording.STATUS_OF[Outcome.HELD_BACK] == recording.STATUS_OF[Outcome.UNSURE] == AuditLog.Status.UNSURE
+    assert recording.STATUS_OF[Outcome.UNANSWERABLE] == AuditLog.Status.NOT_COVERED
+    assert recording.STATUS_OF[Outcome.TIMED_OUT] == AuditLog.Status.TIMEOUT
