@@ -13,13 +13,13 @@ from bookchat.conf import setting
 from ingestion.indexing.chunking import embedding_text
 from ingestion.indexing.embedders import get_embedder
 from ingestion.indexing.ingesting import index_book
-from ingestion.models import Book, Chunk
+from ingestion.models import BOOK_SLUG_LENGTH, Book, Chunk
 
 RAW_SAMPLE = 320  # passages embedded raw to measure the embedder alone
 
 
 def bench_corpus(name: str, docs: Path, *, repeats: int, log) -> dict:
-    slug = f"bench-{name}"[:64]
+    slug = f"bench-{name}"[:BOOK_SLUG_LENGTH]
     Book.objects.filter(slug=slug).delete()
     with tempfile.TemporaryDirectory(prefix="bookchat-bench-") as tmp:
         folder = Path(tmp) / "docs"

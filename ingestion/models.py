@@ -52,6 +52,7 @@ class RegConfigField(models.CharField):
         return "regconfig"
 
 BOOK_SLUG_LENGTH = 64  # ``Book.slug``'s max_length, and the longest slug ``book_slug_from`` makes
+ERROR_CODE_LENGTH = 64  # ``IngestionJob.error_code``'s max_length: an error's code is cut to it
 book_slug_validator = RegexValidator(
     r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$",
     "A book slug is 1–64 lowercase letters, digits and inner hyphens.",
@@ -341,7 +342,8 @@ class IngestionJob(models.Model):
                                 "it (a commit).")
     source_dir = models.CharField(max_length=300, blank=True, help_text="Where the sources sit in the publisher's "
                                   "repository (the files in reports are named from there).")
-    error_code = models.CharField(max_length=64, blank=True, help_text="Why a publish was refused or failed.")
+    error_code = models.CharField(max_length=ERROR_CODE_LENGTH, blank=True,
+                                  help_text="Why a publish was refused or failed.")
     local_path = models.CharField(max_length=1000, blank=True, help_text="A folder on the server indexed in the "
                                   "background (`make run`'s books).")
 

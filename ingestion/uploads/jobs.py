@@ -33,7 +33,7 @@ from bookchat.conf import setting
 from bookchat.errors import BookchatError
 from ingestion.indexing.ingesting import AdvisoryLock, index_book, index_path
 from ingestion.indexing.reports import IndexingError, IndexReport, SiteReport
-from ingestion.models import Book, Document, IndexRun, IngestionJob
+from ingestion.models import ERROR_CODE_LENGTH, Book, Document, IndexRun, IngestionJob
 from ingestion.reading.docusaurus import category_label
 from ingestion.uploads.intake import CATEGORY_FILES, STAGING_PREFIX, Intake, UploadError, uploads_dir
 
@@ -280,8 +280,8 @@ class _JobRunner:
         job = self.job
         now = timezone.now()
         book = Book.objects.filter(slug=job.book_slug).first()
-        fields = {"status": status, "error": error, "error_code": code[:64], "stage": "", "finished_at": now,
-                  "heartbeat_at": now, "index_seconds": round(seconds, 3), "book": book}
+        fields = {"status": status, "error": error, "error_code": code[:ERROR_CODE_LENGTH], "stage": "",
+                  "finished_at": now, "heartbeat_at": now, "index_seconds": round(seconds, 3), "book": book}
         queued = job.queued_at or job.created_at
         fields["total_seconds"] = round((job.extract_seconds or 0.0) + (now - queued).total_seconds(), 3)
         if report is not None:

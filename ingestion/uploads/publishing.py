@@ -20,7 +20,7 @@ from django.db import IntegrityError
 
 from bookchat.errors import BookchatError, RequestError
 from ingestion.indexing.indexer import validate_book_slug
-from ingestion.models import IngestionJob
+from ingestion.models import BOOK_SLUG_LENGTH, ERROR_CODE_LENGTH, IngestionJob
 from ingestion.uploads.jobs import delete_job_files, fail_dead_jobs, job_folder, start_job, sweep_stale_jobs
 from ingestion.uploads.tarball import receive_tarball
 
@@ -107,11 +107,12 @@ def sync_refused(*, book_slug: str, error: BookchatError, dry_run: bool = False,
     the answer."""
     try:
         IngestionJob.objects.create(
-            book_slug=book_slug[:64], source=IngestionJob.Source.PUBLISH, status=IngestionJob.Status.REFUSED,
+            book_slug=book_slug[:BOOK_SLUG_LENGTH], source=IngestionJob.Source.PUBLISH,
+            status=IngestionJob.Status.REFUSED,
             dry_run=dry_run, revision=revision[:MAX_REVISION], published_by=published_by[:200],
-            error=error.message[:2000], error_code=error.code[:64], stage="")
+            error=error.message[:2000], error_code=error.code[:ERROR_CODE_LENGTH], stage="")
     except Exception:
-        logger.exception("recording a refused publish of %r failed", book_slug[:64])
+        logger.exception("recording a refused publish of %r failed", book_slug[:BOOK_SLUG_LENGTH])
 
 
 def sync_summary(job: IngestionJob) -> dict:
