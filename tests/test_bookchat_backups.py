@@ -23,6 +23,7 @@ from bookchat.backups import (
     read_manifest,
     unpack_archive,
 )
+from tests.test_backup import write_tar
 
 FILES = {DUMP: b"PGDMP" + bytes(range(256)), "uploads/7/page.md": b"# Page\n"}
 
@@ -31,15 +32,6 @@ def manifest(contents: dict[str, bytes], **changes) -> dict:
     return {"format": "bookchat-backup", "format_version": 1, "created_at": "2026-11-01T00:00:00+00:00",
             "files": {name: {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
                       for name, data in contents.items()}} | changes
-
-
-def archive(path: Path, members: dict[str, bytes]) -> Path:
-    with tarfile.open(path, "w:gz") as tar:
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return path
 
 
 @pytest.mark.parametrize(("name", "kept"), [
@@ -85,7 +77,7 @@ def test_a_manifest_of_another_format_or_a_newer_one_is_refused():
 
 
 def test_a_whole_archive_unpacks_every_file_checked(tmp_path):
-    path = archive(tmp_path / "b.tar.gz", {MANIFEST: json.dumps(manifest(FILES)).encode(), **FILES})
+    path = write_tar(tmp_path / "b.tar.gz", {MANIFEST: json.dumps(manifest(FILES)).encode(), **FILES})
     into = tmp_path / "into"
     assert unpack_archive(path, into)["files"].keys() == FILES.keys()
     assert {name: (into / name).read_bytes() for name in FILES} == FILES
