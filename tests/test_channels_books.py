@@ -9,12 +9,9 @@ import pytest
 from chat.channels.books import book_list, book_pages, page_markdown
 from chat.models import ScopeCalibration
 from ingestion.models import Book, Chunk, Document
+from tests.test_book_roles import book
 
 pytestmark = pytest.mark.django_db
-
-
-def book(slug: str, **fields) -> Book:
-    return Book.objects.create(slug=slug, title=slug.title(), embedder_name="test", embedder_dimension=3, **fields)
 
 
 def page(of: Book, path: str, **fields) -> Document:

@@ -18,6 +18,7 @@ from django.utils import timezone
 from chat.admin import ApiKeyAdmin, FeedbackAdmin
 from chat.models import ApiKey, Conversation, Feedback
 from ingestion.models import Book, BookAccess
+from tests.test_book_roles import book
 
 pytestmark = pytest.mark.django_db
 
@@ -27,10 +28,6 @@ def request_by(user: User):
     request.user, request.session = user, {}
     request._messages = FallbackStorage(request)
     return request
-
-
-def book(slug: str) -> Book:
-    return Book.objects.create(slug=slug, title=slug.title(), embedder_name="test", embedder_dimension=3)
 
 
 @pytest.fixture

@@ -13,12 +13,9 @@ from django.test import RequestFactory
 
 from ingestion.admin import BookAccessInline, BookAdmin, DocumentAdmin, IndexRunAdmin, _pretty_json
 from ingestion.models import Book, BookAccess, DefaultBook, Document, IndexRun
+from tests.test_book_roles import book as _book
 
 pytestmark = pytest.mark.django_db
-
-
-def _book(slug: str, **fields) -> Book:
-    return Book.objects.create(slug=slug, title=slug.title(), embedder_name="test", embedder_dimension=3, **fields)
 
 
 def _request(user: User):

@@ -7,14 +7,11 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import User
 
-from ingestion.models import Book, BookAccess, Document
+from ingestion.models import BookAccess, Document
 from ingestion.roles import allowed_books, allowed_slugs, within_books
+from tests.test_book_roles import book as _book
 
 pytestmark = pytest.mark.django_db
-
-
-def _book(slug: str, **fields) -> Book:
-    return Book.objects.create(slug=slug, title=slug.title(), embedder_name="test", embedder_dimension=3, **fields)
 
 
 @pytest.fixture
