@@ -126,11 +126,11 @@ class BookIndexer:
                 self._store_ready()
                 if self.prune:
                     self._prune()
-            elif run is None:  # a new book: its run is recorded with its first version
-                run = self._switch(run)
-                self.on_run(self.slug, run.pk)
             else:
+                new_book = run is None  # its run is recorded with its first version
                 run = self._switch(run)
+                if new_book:
+                    self.on_run(self.slug, run.pk)
         except BaseException as exc:
             if run is not None:
                 self._record_failure(run, exc)
