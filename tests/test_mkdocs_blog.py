@@ -35,3 +35,11 @@ def test_what_counts_as_a_post():
     assert BlogOptions(post_dir=".").is_post("x/a.markdown")
     assert not BlogOptions().is_post("blog/posts/a.txt")
     assert not BlogOptions().is_post("blog/postscript/a.md")
+
+
+def test_a_post_with_no_title_and_no_heading_is_named_after_its_file_as_mkdocs_titles_it():
+    untitled = "---\ndate: 2024-01-02\n---\n\nText.\n"
+    assert post_rel_path(BlogOptions(), "blog/posts/a.md", untitled) == "blog/2024/01/02/a.md"
+    assert post_rel_path(BlogOptions(), "blog/posts/My_first-post.md", untitled) == \
+        "blog/2024/01/02/my-first-post.md"
+    assert post_rel_path(BlogOptions(post_url_format="{file}"), "blog/posts/README.md", untitled) == "blog/index.md"

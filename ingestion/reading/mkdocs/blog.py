@@ -7,8 +7,9 @@ plugin does it (Material 9):
 
 - ``post_url_format`` (``{date}/{slug}``) takes ``{date}`` (the post's ``date``, or ``date.created``,
   in ``post_url_date_format``, ``yyyy/MM/dd``), ``{slug}`` (front matter ``slug``, else the title
-  slugified: front matter ``title``, else the first ``# `` heading's text; ``pymdownx.slugs.slugify``
-  in lower case with ``post_slugify_separator``), ``{file}`` (the file's name without ``.md``) and
+  slugified: front matter ``title``, else the first ``# `` heading's text, else the file's name as MkDocs
+  titles a page, ``my_post.md`` → ``my post``; ``pymdownx.slugs.slugify`` in lower case with
+  ``post_slugify_separator``), ``{file}`` (the file's name without ``.md``, ``README`` as ``index``) and
   ``{categories}`` (the first ``post_url_max_categories`` of ``categories``, slugified, joined by
   ``/``); the path is normalised and made a page of its own (``use_directory_urls`` applies).
 - Date formats are Unicode (LDML) patterns; the ``yyyy``, ``yy``, ``MMMM``, ``MMM``, ``MM``, ``M``,
@@ -73,6 +74,12 @@ def _plugin_entries(plugins: object) -> list[tuple[object, object]]:
     return [next(iter(item.items())) if isinstance(item, dict) and len(item) == 1 else (item, {}) for item in plugins]
 
 
+def _file_name(rel_path: str) -> str:
+    """MkDocs' name of a page's file: without its extension, ``README`` as ``index``."""
+    stem = posixpath.splitext(posixpath.basename(rel_path))[0]
+    return "index" if stem == "README" else stem
+
+
 def post_rel_path(options: BlogOptions, rel_path: str, text: str, *, emoji: bool = False) -> str | None:
     """Where the post ``rel_path`` (its Markdown ``text``) is published, as the path of the ``.md`` file MkDocs
     would build there (``blog/2023/11/30/slug.md``); None when it is not a post or has no readable date."""
@@ -99,13 +106,14 @@ def post_rel_path(options: BlogOptions, rel_path: str, text: str, *, emoji: bool
         if not isinstance(title, str) or not title.strip():
             body = text[match.end():] if match else text
             heading = _H1.search(body)
-            title = heading_text(heading.group(1), emoji=emoji) if heading else posixpath.basename(rel_path)
+            title = (heading_text(heading.group(1), emoji=emoji) if heading
+                     else _file_name(rel_path).replace("-", " ").replace("_", " "))
         slug = slug_as(title, _SLUGIFY, options.post_slugify_separator)
     categories = meta.get("categories") if isinstance(meta.get("categories"), list) else []
     categories = [slug_as(str(name), _SLUGIFY, options.categories_slugify_separator)
                   for name in categories[:max(options.post_url_max_categories, 0)]]
     fields = {"date": _format_date(date, options.post_url_date_format), "slug": slug.strip(),
-              "file": posixpath.splitext(posixpath.basename(rel_path))[0], "categories": "/".join(categories)}
+              "file": _file_name(rel_path), "categories": "/".join(categories)}
     try:
         path = options.post_url_format.format(**fields)
     except (KeyError, IndexError, ValueError):
