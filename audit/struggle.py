@@ -126,14 +126,15 @@ def struggle_map(book: Book, *, since: datetime | None = None, until: datetime |
 
 
 def newest_topics(book_slug: str) -> tuple[list[dict], dict | None]:
-    """The book's newest computed topics (``audit.topics``; without their questions' ids) and when and over which
-    period they were computed; ``([], None)`` before the first computation."""
+    """The book's newest computed topics (``audit.topics``; without their questions' ids) and which run computed
+    them, when and over which period; ``([], None)`` before the first computation."""
     run = TopicRun.newest_done(book_slug)
     if run is None:
         return [], None
     return [{k: v for k, v in topic.items() if k != "ids"} for topic in run.topics], {
-        "at": run.finished_at.isoformat(), "since": run.since.isoformat(), "until": run.until.isoformat(),
-        "questions": run.questions, "unclustered": run.unclustered, "took_seconds": run.took_seconds}
+        "run": run.pk, "at": run.finished_at.isoformat(), "since": run.since.isoformat(),
+        "until": run.until.isoformat(), "questions": run.questions, "unclustered": run.unclustered,
+        "took_seconds": run.took_seconds}
 
 
 def _heat(weekly: dict[tuple[str, date], int], since: datetime, until: datetime, by_url: dict[str, dict]) -> dict:

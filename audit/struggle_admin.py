@@ -257,7 +257,7 @@ class StrugglePages:
         days = self._choice(request, "days", DAY_CHOICES, DEFAULT_DAYS)
         since, until = period(days)
         result = struggle_map(book, since=since, until=until)  # ranks the newest computed topics with the sections
-        topics, run = result["topics"], latest_topics(book.slug)  # the run: for links to its topics' questions
+        topics, computed = result["topics"], result["topics_computed"]  # its run: for links to its topics' questions
         if request.GET.get("export"):
             return self._struggle_export(request, result, topics, days)
         evidence = Evidence(book.slug, since, until)
@@ -270,7 +270,7 @@ class StrugglePages:
         for entry in result["ranking"]:
             entry["evidence"] = evidence.link(section=entry["url"]) if entry.get("kind", "section") == "section" \
                 else evidence.changelist + "?" + urlencode({"book_slug__exact": book.slug,
-                                                            "topic": f"{run.pk}.{entry['n']}"})
+                                                            "topic": f"{computed['run']}.{entry['n']}"})
         heat_rows = evidence.heat(result["heat"])
         query = urlencode({"book": book.slug, "days": days, "chapter": chapter, "asked": asked})
         context = {**self.admin_site.each_context(request), "title": f"Where students struggle: {book}",

@@ -371,16 +371,16 @@ def test_the_newest_computed_topics_are_listed_and_ranked_with_the_sections():
     TopicRun.objects.create(book_slug=BOOK, since=now - timedelta(days=30), until=now, status="failed")
     topics = [topic(1, "ports · serve · web", 6, 10, 8), topic(2, "keys · rotate", 1, 5, 5),
               topic(3, "widget · css", 0, 4, 4)]
-    TopicRun.objects.create(book_slug=BOOK, since=now - timedelta(days=30), until=now, status="done",
-                            finished_at=now, took_seconds=1.5, questions=25, unclustered=6, topics=topics,
-                            created_at=now - timedelta(minutes=1))
+    run = TopicRun.objects.create(book_slug=BOOK, since=now - timedelta(days=30), until=now, status="done",
+                                  finished_at=now, took_seconds=1.5, questions=25, unclustered=6, topics=topics,
+                                  created_at=now - timedelta(minutes=1))
     code, result, err = struggle()
     assert code == 0, err
     assert [t["label"] for t in result["topics"]] == ["ports · serve · web", "keys · rotate", "widget · css"]
     assert not any("ids" in t for t in result["topics"]), "the questions' ids stay in the admin"
-    assert result["topics_computed"] | {"at": None} == {"at": None, "since": (now - timedelta(days=30)).isoformat(),
-                                                         "until": now.isoformat(), "questions": 25,
-                                                         "unclustered": 6, "took_seconds": 1.5}
+    assert result["topics_computed"] | {"at": None} == {
+        "run": run.pk, "at": None, "since": (now - timedelta(days=30)).isoformat(), "until": now.isoformat(),
+        "questions": 25, "unclustered": 6, "took_seconds": 1.5}
     ranked = [(e["kind"], e.get("label") or e["url"], e["score"]) for e in result["ranking"]]
     assert ranked == [("topic", "ports · serve · web", 4.8), ("section", url, 1.0), ("topic", "keys · rotate", 1.0)]
     code, out, _ = run_command("struggle", "--book", BOOK)
