@@ -80,6 +80,29 @@ class RefusedFilter(admin.SimpleListFilter):
         return queryset
 
 
+class ModelFailedFilter(admin.SimpleListFilter):
+    """The answers the book's own sentences gave because the language model failed: all of them, or those of one
+    reason (the reasons the shown rows hold)."""
+
+    title = "language model"
+    parameter_name = "model_failed"
+
+    def lookups(self, request, model_admin):
+        reasons = (model_admin.get_queryset(request).exclude(generation_failure="").order_by()
+                   .values_list("generation_failure", flat=True).distinct())
+        return [("any", "model failed"), *((r, f"model failed: {r}") for r in sorted(reasons)),
+                ("none", "model did not fail")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "any":
+            return queryset.exclude(generation_failure="")
+        if self.value() == "none":
+            return queryset.filter(generation_failure="")
+        if self.value():
+            return queryset.filter(generation_failure=self.value())
+        return queryset
+
+
 class ValuesFilter(admin.AllValuesFieldListFilter):
     """Django's filter by a field's values, with a name for the empty value: Django shows "" as a link with no
     text, which a screen reader can't name (WCAG 2.4.4; axe: link-name). An answer that failed has no level."""
@@ -94,7 +117,8 @@ class AuditLogAdmin(BookScopedAdmin, StrugglePages, admin.ModelAdmin):
     list_display = ("created_at", "short_question", "channel", "book_slug", "confidence_level", "status",
                     "feedback", "review_status")
     list_filter = (("created_at", admin.DateFieldListFilter), "channel", ("confidence_level", ValuesFilter),
-                   RefusedFilter, "status", FeedbackFilter, "review_status", ("book_slug", ValuesFilter),
+                   RefusedFilter, "status", ModelFailedFilter, FeedbackFilter, "review_status",
+                   ("book_slug", ValuesFilter),
                    SectionFilter, ChapterFilter, LevelFilter, TopicFilter)
     list_display_links = ("created_at", "short_question")
     search_fields = ("question", "answer", "=answer_id")
@@ -110,8 +134,8 @@ class AuditLogAdmin(BookScopedAdmin, StrugglePages, admin.ModelAdmin):
         ("Question", {"fields": ("created_at", "channel", "book_slug", "question", "selected_text",
                                  "resolved_question")}),
         ("Answer", {"fields": ("answer", "draft_answer", "sources_links", "suggestion_links", "status", "confidence",
-                               "confidence_level", "generator", "flagged", "grounding_summary", "error_code",
-                               "error_message")}),
+                               "confidence_level", "generator", "generation_failure", "generation_failure_message",
+                               "flagged", "grounding_summary", "error_code", "error_message")}),
         ("Feedback", {"fields": ("feedback_rating", "feedback_comment", "feedback_at")}),
         ("Request", {"fields": ("answer_id", "session_id", "api_key_id", "api_key_name", "client_ip_hash",
                                 "latency_ms", "timings", "tokens", "retrieval_summary")}),
@@ -273,7 +297,7 @@ class AuditLogAdmin(BookScopedAdmin, StrugglePages, admin.ModelAdmin):
 class ReviewQueueAdmin(AuditLogAdmin):
     """The same rows and tools, narrowed to what still needs a reviewer (see ``review_queue_filter``)."""
 
-    list_filter = ("status", FeedbackFilter, ("confidence_level", ValuesFilter), "channel",
+    list_filter = ("status", ModelFailedFilter, FeedbackFilter, ("confidence_level", ValuesFilter), "channel",
                    ("book_slug", ValuesFilter), ("created_at", admin.DateFieldListFilter))
 
     def get_queryset(self, request):

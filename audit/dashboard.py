@@ -20,13 +20,14 @@ S = AuditLog.Status
 
 def review_queue_filter() -> Q:
     """Answers worth a human look: unsure (held back for a confidence below medium), withheld by the grounding
-    check, timed out or failed, thumbs down, or answered with a confidence below ``REVIEW_CONFIDENCE_BELOW``
-    (0: below the medium level). Refusals ("not covered") go to coverage gaps instead, unless a reader voted them
-    down."""
+    check, timed out or failed, thumbs down, answered with a confidence below ``REVIEW_CONFIDENCE_BELOW`` (0: below
+    the medium level), or answered by the book's own sentences because the language model failed (the reader got
+    an answer the operator didn't choose to give, and a reviewer sees whether it served). Refusals ("not covered")
+    go to coverage gaps instead, unless a reader voted them down."""
     below = setting("REVIEW_CONFIDENCE_BELOW") or thresholds()[1]
     return Q(review_status=AuditLog.Review.NEW) & (
         Q(status__in=[S.UNSURE, S.WITHHELD, S.TIMEOUT, S.ERROR]) | Q(feedback_rating="down")
-        | Q(status=S.ANSWERED, confidence__lt=below))
+        | Q(status=S.ANSWERED, confidence__lt=below) | ~Q(generation_failure=""))
 
 
 def mix_label(status: str, level: str) -> str:

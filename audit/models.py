@@ -49,6 +49,12 @@ class AuditLog(models.Model):
     draft_answer = models.TextField(blank=True, help_text="An unsure answer as it was written, before the reader "
                                     "was sent the closest sections instead.")
     generator = models.CharField(max_length=200, blank=True)
+    generation_failure = models.CharField(
+        "model failure", max_length=32, blank=True,
+        help_text="Why the language model gave no answer the reader could see (timeout, connection, copied_prompt, "
+                  "…), so that the book's own sentences answered instead; empty when it answered or wasn't asked.")
+    generation_failure_message = models.TextField("model failure message", blank=True,
+                                                  help_text="The failure as the reader's notice told it.")
     sources = models.JSONField(default=list, blank=True)
     suggestions = models.JSONField(default=list, blank=True)
     confidence = models.FloatField(null=True, blank=True)
@@ -96,8 +102,8 @@ class AuditLog(models.Model):
 
 
 class ReviewQueueItem(AuditLog):
-    """The answers worth a human look: unsure or low confidence, withheld or failed, or thumbs down; not reviewed
-    yet."""
+    """The answers worth a human look: unsure or low confidence, withheld or failed, answered by the book's own
+    sentences because the language model failed, or thumbs down; not reviewed yet."""
 
     class Meta:
         proxy = True

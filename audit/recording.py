@@ -30,7 +30,8 @@ _failures = {"count": 0, "last_error": None, "last_at": None}
 _COPIED = ("answer_id", "channel", "book_slug", "api_key_id", "api_key_name", "session_id", "question",
            "selected_text", "resolved_question", "answer", "draft_answer", "generator", "sources", "suggestions",
            "confidence", "confidence_level", "refused", "flagged", "grounding", "retrieval", "error_code",
-           "error_message", "latency_ms", "timings_ms", "llm_usage")
+           "error_message", "latency_ms", "timings_ms", "llm_usage", "generation_failure",
+           "generation_failure_message")
 
 # A row's status for each of the pipeline's outcomes (``chat.pipeline.announcements.Outcome``): a reviewer sees one
 # "unsure" for an unsure answer shown and one held back, one "not covered" for every refusal of a question the book

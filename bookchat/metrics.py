@@ -25,6 +25,10 @@ REFUSAL_REASONS = ("not_covered", "unanswerable", "unsure", "withheld")
 # The pipeline's outcomes (``record["outcome"]``) of an answer that was given (a refusal is an answer too);
 # ``searched`` is a search, and a question that failed is counted where its error is rendered.
 ANSWER_OUTCOMES = ("answered", "unsure", "held_back", "not_covered", "unanswerable", "withheld")
+# Why a language model gave no answer and the book's own sentences answered (``record["generation_failure"]``): the
+# reasons of ``chat.pipeline.generation.FAILURE_REASONS``, which this layer may not import.
+GENERATION_FAILURE_REASONS = ("timeout", "connection", "server_error", "malformed", "empty", "cut_off",
+                              "repeated_instructions", "copied_prompt")
 
 ANSWERS = Counter("bookchat_answers", "Answers given, refusals included, by confidence level and channel.",
                   ["level", "channel"])
@@ -33,6 +37,9 @@ REFUSALS = Counter("bookchat_refusals", "Answers that refused or were withheld, 
                    "floor), withheld (failed the grounding check).", ["reason"])
 ERRORS = Counter("bookchat_errors", "Failed requests by error code (the API's `error` field) and HTTP status.",
                  ["code", "status"])
+GENERATION_FAILURES = Counter("bookchat_generation_failures", "Answers the book's own sentences gave because the "
+                              "language model failed, by reason (timeout, connection, server_error, malformed, "
+                              "empty, cut_off, repeated_instructions, copied_prompt).", ["reason"])
 SEARCHES = Counter("bookchat_searches", "Searches (the search box, the API's and MCP's), by channel.", ["channel"])
 ANSWER_SECONDS = Histogram("bookchat_answer_seconds", "Time from the question to the response, by channel.",
                            ["channel"])
@@ -74,6 +81,8 @@ def record_answer(record: dict) -> None:
     reason = record.get("refusal_reason") or ("withheld" if record.get("flagged") else None)
     if reason:
         REFUSALS.labels(_known(reason, REFUSAL_REASONS)).inc()
+    if record.get("generation_failure"):
+        GENERATION_FAILURES.labels(_known(record["generation_failure"], GENERATION_FAILURE_REASONS)).inc()
     if record.get("latency_ms") is not None:
         ANSWER_SECONDS.labels(channel).observe(float(record["latency_ms"]) / 1000)
     for stage, ms in (record.get("timings_ms") or {}).items():

@@ -155,7 +155,8 @@ def test_what_the_model_writes_is_grounded_withheld_or_replaced_and_the_review_q
         real_llm, admin_client):
     """Each answer the model was asked for is one of three: its text, grounded in the passages it cites; withheld by
     the grounding check, and queued for review; or, when it copied its prompt instead of answering (what this base
-    model mostly does), the book's own sentences with a notice. The audit row holds what the reader was sent."""
+    model mostly does), the book's own sentences with a notice, queued for review with the model's failure on its
+    row. The audit row holds what the reader was sent."""
     from audit.dashboard import review_queue_filter
     from audit.models import AuditLog
 
@@ -171,16 +172,20 @@ def test_what_the_model_writes_is_grounded_withheld_or_replaced_and_the_review_q
         if r["generator"] == MODEL and r["flagged_for_review"]:
             outcomes.append("withheld")
             assert r["answer"] == WITHHELD_MESSAGE and not r["grounding"]["passed"]
-            assert row.status == "withheld" and row.flagged
+            assert row.status == "withheld" and row.flagged and not row.generation_failure
             assert uuid.UUID(r["answer_id"]) in queue
         elif r["generator"] == MODEL:
             outcomes.append("grounded")
             assert r["grounding"]["passed"] and r["grounding"]["cited_sources"], r["grounding"]
             assert set(r["grounding"]["cited_sources"]) <= {s["n"] for s in r["sources"]}
+            assert not row.generation_failure
         else:
             outcomes.append("replaced")
             assert r["generator"] == "extractive" and "language model" in r["notice"]
             assert r["grounding"]["passed"] and not r["flagged_for_review"] and not row.flagged
+            assert row.generation_failure in generation.FAILURE_REASONS, row.generation_failure
+            assert row.generation_failure_message in r["notice"]
+            assert uuid.UUID(r["answer_id"]) in queue, "an answer the model never wrote is queued for review"
     page = admin_client.get("/admin/audit/reviewqueueitem/").content.decode()
     for question, r in zip(questions, responses, strict=True):
         assert (question in page) == (uuid.UUID(r["answer_id"]) in queue), question
@@ -238,6 +243,7 @@ def test_the_server_killed_mid_stream_ends_it_with_the_books_sentences_and_nothi
         row = written_row(final["answer_id"])
         assert (row.answer, row.generator) == (final["answer"], "extractive")
         assert row.status in ("answered", "unsure") and not row.flagged
+        assert row.generation_failure == "connection", row.generation_failure
         turn = Turn.objects.get(answer_id=final["answer_id"])
         assert turn.answer == final["answer"]
 

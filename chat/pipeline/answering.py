@@ -90,6 +90,7 @@ class Draft:
     refused: str | None = None
     answerability: Answerability | None = None  # checked for questions in scope, where it is on
     notice: str | None = None  # why a language model's answer was replaced by the book's own sentences
+    failure: GenerationFailed | None = None  # the language model's failure that the notice tells of
     usage: Usage | None = None
     seconds: float = 0.0
     streamed: bool = False  # some of a language model's text went out as tokens already
@@ -232,7 +233,9 @@ def _generate(p: Prepared) -> Generator[tuple[str, dict], None, Draft]:
                 yield "token", {"text": piece}
         draft.answer = "".join(pieces).strip()
     except GenerationFailed as exc:
-        logger.warning("generator %s failed, answering extractively: %s", generator.name, exc.message)
+        logger.warning("generator %s failed (%s), answering extractively: %s", generator.name, exc.reason,
+                       exc.message)
+        draft.failure = exc
         draft.notice = (f"The language model could not answer ({exc.message}), so this answer is made of the "
                         "book's own sentences.")
         draft.generator = ExtractiveGenerator.name
@@ -334,7 +337,8 @@ def remember(p: Prepared, draft: Draft, verdict: Verdict, response: dict) -> Non
                refused=refused, refusal_reason=verdict.refused, flagged=verdict.flagged,
                draft_answer=verdict.draft_answer, grounding=response["grounding"], retrieval=response["retrieval"],
                latency_ms=response["response_time_ms"], timings_ms=response["timings_ms"],
-               llm_usage=response["llm_usage"])
+               llm_usage=response["llm_usage"], generation_failure=draft.failure.reason if draft.failure else "",
+               generation_failure_message=draft.failure.message if draft.failure else "")
 
 
 def _unanswerable_message(book: Book, question: str, missing: list[str]) -> str:

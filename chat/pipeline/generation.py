@@ -7,8 +7,8 @@ the numbered excerpts, asks for ``[n]`` citations and for ``NOT_IN_BOOK`` when t
 answer, and hands it the question (and any selected passage) as quoted data. It streams;
 an error, malformed or empty output, a stream cut off before the model finished, a server gone
 mid-answer, an answer that recites its rules or copies the prompt's scaffolding, or an exhausted time
-budget raises ``GenerationFailed``, and the pipeline then answers with the
-extractive generator instead.
+budget raises ``GenerationFailed`` with its ``reason`` (one of ``FAILURE_REASONS``), and the pipeline then answers
+with the extractive generator instead.
 
 Token counts (``Usage``): the request asks for them (``stream_options.include_usage``, which OpenAI, vLLM, Ollama
 and llama.cpp's ``llama-server`` answer with a last chunk carrying ``usage``); a server that gives none
@@ -58,8 +58,30 @@ _SCAFFOLD = re.compile(r"Excerpts from the book:|The reader's question:|The read
                        r"|^\[\d+\] \([^)\n]*\)[ \t]*$", re.MULTILINE)
 
 
+# Why a language model gave no answer the reader may see: a ``GenerationFailed``'s ``reason``, kept on the audit row
+# and counted for /metrics (``bookchat.metrics.GENERATION_FAILURE_REASONS`` lists the same).
+FAILURE_REASONS = (
+    "timeout",  # no answer within the generation budget
+    "connection",  # the server could not be reached, or closed the connection
+    "server_error",  # the server answered with an error (an HTTP error status, a refused key)
+    "malformed",  # what came back was not a stream of chat chunks
+    "empty",  # a stream with no text in it
+    "cut_off",  # the stream ended before the model finished
+    "repeated_instructions",  # the answer recited the system prompt's rules
+    "copied_prompt",  # the answer copied the user message's scaffolding (excerpt headers, tags)
+)
+
+
 class GenerationFailed(BookchatError):
+    """A language model gave no answer the reader may see; ``reason`` says why, one of ``FAILURE_REASONS``."""
+
     code = "generation_failed"
+
+    def __init__(self, message: str, *, reason: str):
+        if reason not in FAILURE_REASONS:
+            raise ValueError(f"unknown generation failure reason {reason!r}; one of {', '.join(FAILURE_REASONS)}")
+        super().__init__(message)
+        self.reason = reason
 
 
 @dataclass
@@ -150,7 +172,8 @@ class PromptEchoGuard:
         checkable = max(0, len(words) - ECHO_WINDOW + 1)
         for start in range(checkable):
             if tuple(words[start:start + ECHO_WINDOW]) in self._runs:
-                raise GenerationFailed("the language model's answer repeated its instructions")
+                raise GenerationFailed("the language model's answer repeated its instructions",
+                                       reason="repeated_instructions")
         # Safe to pass on: everything before the first word whose run could not be checked yet.
         upto = len(pending) if final else (matches[checkable].start() if matches else 0)
         self._released += upto
@@ -192,7 +215,7 @@ class OpenAIChatGenerator(Generator):
         whatever the server does: the client's timeout counts from the last byte read, so a server that
         stalls mid-answer would otherwise keep the reader waiting up to twice the budget."""
         if budget_seconds <= 0:
-            raise GenerationFailed("no time was left for the language model")
+            raise GenerationFailed("no time was left for the language model", reason="timeout")
         expires = time.monotonic() + budget_seconds
         messages = self.messages(data)
         guard = PromptEchoGuard(messages[0]["content"])
@@ -206,8 +229,8 @@ class OpenAIChatGenerator(Generator):
                 try:
                     kind, value = pieces.get(timeout=max(0.0, expires - time.monotonic()))
                 except queue.Empty:
-                    raise GenerationFailed(
-                        f"the language model did not answer within {budget_seconds:.1f} s") from None
+                    raise GenerationFailed(f"the language model did not answer within {budget_seconds:.1f} s",
+                                           reason="timeout") from None
                 if kind == "piece":
                     written.append(value)
                     yield from _word_by_word(guard.feed(value))
@@ -216,7 +239,8 @@ class OpenAIChatGenerator(Generator):
                 else:
                     yield from _word_by_word(guard.finish())
                     if _SCAFFOLD.search("".join(written)):  # the pipeline's final event replaces what streamed
-                        raise GenerationFailed("the language model copied its prompt instead of answering")
+                        raise GenerationFailed("the language model copied its prompt instead of answering",
+                                               reason="copied_prompt")
                     return
         finally:
             cancelled.set()  # the reader stops at its next event (or its own timeout) and closes the response
@@ -259,21 +283,24 @@ class OpenAIChatGenerator(Generator):
                             usage.completion_tokens += 1
                         out.put(("piece", piece))
             if not produced:
-                raise GenerationFailed("the language model returned an empty answer")
+                raise GenerationFailed("the language model returned an empty answer", reason="empty")
             if not finished:  # the connection closed mid-answer: what came is not the whole answer
-                raise GenerationFailed("the language model's answer was cut off")
+                raise GenerationFailed("the language model's answer was cut off", reason="cut_off")
             out.put(("done", None))
         except GenerationFailed as exc:
             out.put(("failed", exc))
         except self._openai.APITimeoutError:
-            out.put(("failed", GenerationFailed(f"the language model did not answer within {budget_seconds:.1f} s")))
+            out.put(("failed", GenerationFailed(f"the language model did not answer within {budget_seconds:.1f} s",
+                                                reason="timeout")))
         except self._openai.APIConnectionError:  # refused, reset or dropped: its server stopped or went away
             out.put(("failed", GenerationFailed("the language model's server could not be reached or closed the "
-                                                "connection")))
+                                                "connection", reason="connection")))
         except self._openai.OpenAIError as exc:
-            out.put(("failed", GenerationFailed(f"the language model failed: {type(exc).__name__}")))
+            out.put(("failed", GenerationFailed(f"the language model failed: {type(exc).__name__}",
+                                                reason="server_error")))
         except Exception as exc:  # malformed stream: a bad server must not fail the answer
-            out.put(("failed", GenerationFailed(f"the language model sent a malformed answer: {type(exc).__name__}")))
+            out.put(("failed", GenerationFailed(f"the language model sent a malformed answer: {type(exc).__name__}",
+                                                reason="malformed")))
 
 
 _cache: dict[tuple, Generator] = {}
