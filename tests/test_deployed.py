@@ -1,7 +1,8 @@
 """bookchat deployed as IT teams deploy it, for real (``make deploy-test``; ``make test`` leaves it out): the image
 run by podman from the Kubernetes manifests (``podman kube play`` of deploy/kubernetes itself) and from
 deploy/compose.yaml (podman-compose). Each deployment, brought up from nothing, must show: both web replicas
-answering from the manual its bootstrap indexed, an upload through the admin indexed by the worker, one web
+answering from the manual its bootstrap indexed, an upload through the admin indexed by the worker, each web
+replica's /metrics counting its answers for a scraper with the deployment's metrics token (401 without), one web
 container killed and every question after that answered by the other, and after everything is stopped and started
 again every book, audit row and API key still there. How podman 4.3 differs from a cluster: tests/support/containers.py.
 """
@@ -14,6 +15,7 @@ import time
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.containers import Compose, Deployment, KubePlay, missing
 from tests.test_uploads import make_zip
@@ -72,6 +74,19 @@ def ask(deployment: Deployment, url: str, key: str, question: str, book: str = "
                       headers=deployment.headers | {"Authorization": f"Bearer {key}"}, timeout=60)
 
 
+def answers_counted(deployment: Deployment, url: str) -> float:
+    """``bookchat_answers_total`` summed over its labels, as Prometheus scrapes it from one web replica with the
+    deployment's metrics token; and the same scrape without the token, or with another, refused."""
+    for refused in ({}, {"Authorization": "Bearer not-the-token"}):
+        response = httpx.get(f"{url}/metrics", headers=deployment.headers | refused, timeout=30)
+        assert response.status_code == 401, (url, refused, response.status_code, response.text[:300])
+    response = httpx.get(f"{url}/metrics", headers=deployment.headers | {
+        "Authorization": f"Bearer {deployment.metrics_token}"}, timeout=30)
+    assert response.status_code == 200, (url, response.status_code, response.text[:300])
+    return sum(sample.value for family in text_string_to_metric_families(response.text)
+               for sample in family.samples if sample.name == "bookchat_answers_total")
+
+
 def database_activity(deployment: Deployment) -> str:
     """What every connection to the database is doing (pg_stat_activity), read from the surviving web container:
     for a request that hung, the statement it waited on and who held it up."""
@@ -114,10 +129,12 @@ def test_a_deployment_answers_indexes_uploads_survives_losing_a_web_replica_and_
     key = created["key"]
 
     # Both web replicas answer from the manual the bootstrap indexed.
+    answers = [0] * len(deployment.webs)  # answers each replica gave, for its /metrics to count
     for index, url in enumerate(deployment.webs):
         answered = ask(deployment, url, key, MANUAL_QUESTIONS[index])
         assert answered.status_code == 200, (url, answered.text[:500])
         assert answered.json()["sources"], answered.json()
+        answers[index] += 1
 
     # An upload through the admin: the web replica stores it, the worker indexes it.
     staff = Staff(deployment, deployment.webs[0])
@@ -133,6 +150,12 @@ def test_a_deployment_answers_indexes_uploads_survives_losing_a_web_replica_and_
         time.sleep(2)
     assert "twelve seconds" in answered.json()["answer"], answered.json()
     assert "book lanterns" in deployment.worker_logs(), "the worker did not index the upload"
+    answers[1] += 1
+
+    # Prometheus scrapes each web replica with the metrics token the deployment gives it: each counts its own.
+    counted = [answers_counted(deployment, url) for url in deployment.webs]
+    assert all(seen >= given for seen, given in zip(counted, answers, strict=True)), (counted, answers)
+    figures["answers_counted"] = counted
 
     # One web container killed: every question after that is answered by the other.
     deployment.kill_web(0)

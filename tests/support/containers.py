@@ -54,6 +54,7 @@ class Deployment:
     name = ""
     admin = "admin"
     admin_password = "change-me-too"
+    metrics_token = ""  # what the web replicas take as BOOKCHAT_METRICS_TOKEN: Prometheus' bearer token
 
     def __init__(self) -> None:
         self.webs: list[str] = []
@@ -111,6 +112,7 @@ class KubePlay(Deployment):
         self.headers = {"Host": self.host, "X-Forwarded-Proto": "https", "X-Forwarded-For": "203.0.113.7"}
         self.secret = yaml.safe_load((MANIFESTS / "secret.yaml").read_text())
         self.admin_password = self.secret["stringData"]["admin-password"]
+        self.metrics_token = self.secret["stringData"]["metrics-token"]
 
     def play(self, path: Path) -> None:
         podman("kube", "play", "--network", self.network, "--configmap", str(MANIFESTS / "configmap.yaml"),
@@ -193,6 +195,7 @@ class Compose(Deployment):
         self.secrets = workdir / "secrets"
         self.webs = ["http://127.0.0.1:8001", "http://127.0.0.1:8002"]
         self.admin_password = "deploy-test-admin-password"
+        self.metrics_token = "deploy-test-metrics-token-" + "m" * 20
 
     def compose(self, *args: str, timeout: float = READY_SECONDS) -> subprocess.CompletedProcess:
         env = os.environ | {"BOOKCHAT_SECRETS_DIR": str(self.secrets), "BOOKCHAT_IMAGE": IMAGES["bookchat"],
@@ -217,7 +220,7 @@ class Compose(Deployment):
         self.secrets.mkdir(parents=True, exist_ok=True)
         password = "deploy-test-database-password"
         for name, value in {"postgres-password": password, "secret-key": "deploy-test-secret-key-" + "x" * 40,
-                            "admin-password": self.admin_password,
+                            "admin-password": self.admin_password, "metrics-token": self.metrics_token,
                             "database-url": f"postgresql://bookchat:{password}@postgres:5432/bookchat"}.items():
             (self.secrets / name).write_text(value + "\n")
         self.down()
