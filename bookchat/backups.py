@@ -3,8 +3,9 @@
 A backup is one ``.tar.gz``: ``manifest.json`` first (what is inside, from which bookchat and database, and the
 SHA-256 of every other member), ``database.dump`` (``pg_dump --format=custom``, one snapshot of the whole
 database), the data folder's ``uploads/`` (uploads waiting to be indexed) and ``archive/`` (archived audit
-records, the only copy of purged ones), and, only when asked, ``secret_key``. It is written under a temporary
-name beside its destination and renamed when complete, so the destination never holds half an archive.
+records, the only copy of purged ones), and, only when asked, ``secret_key`` (the key in force) and
+``secret_key_fallbacks`` (the older keys it still accepts, one a line, when there are any). It is written under
+a temporary name beside its destination and renamed when complete, so the destination never holds half an archive.
 
 ``unpack_archive`` checks an archive whole (manifest, sizes, checksums) as it unpacks it; ``bookchat.restoring``
 restores one.
@@ -27,14 +28,15 @@ from pathlib import Path, PurePosixPath
 
 from django.conf import settings
 
-from bookchat import embedded_db, pgtools
+from bookchat import embedded_db, pgtools, secret_keys
 from bookchat.errors import BookchatError
 
 FORMAT = "bookchat-backup"
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 DUMP = "database.dump"
-SECRET_KEY_FILE = "secret_key"
+SECRET_KEY_FILE = secret_keys.KEY_FILE
+FALLBACKS_FILE = secret_keys.FALLBACKS_FILE
 # Folders of DATA_DIR a backup carries: uploads waiting to be indexed, and the audit archives.
 DATA_FOLDERS = ("uploads", "archive")
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024
@@ -123,6 +125,16 @@ def _copy_data_files(data_dir: Path, staging: Path) -> dict[str, int]:
     return counts
 
 
+def _copy_secrets(staging: Path) -> list[str]:
+    """The key in force and, when there are any, the older keys it accepts (``BOOKCHAT_SECRET_KEY_FALLBACKS``'s and
+    the data folder's: a restored install must read what this one signed), into ``staging``; their member names."""
+    secret_keys.write_private(staging / SECRET_KEY_FILE, settings.SECRET_KEY)
+    if not settings.SECRET_KEY_FALLBACKS:
+        return [SECRET_KEY_FILE]
+    secret_keys.write_fallbacks(staging, list(settings.SECRET_KEY_FALLBACKS))
+    return [SECRET_KEY_FILE, FALLBACKS_FILE]
+
+
 def check_destination(out: Path, *, force: bool) -> Path:
     out = out.expanduser().absolute()
     if out.is_dir():
@@ -158,18 +170,15 @@ def create_backup(out: Path, *, force: bool = False, with_secrets: bool = False)
         pgtools.run("pg_dump", ["--format=custom", "--no-password", f"--file={staging / DUMP}"],
                     connection.settings_dict, what="pg_dump failed")
         counts = _copy_data_files(data_dir, staging)
-        if with_secrets:
-            key_file = staging / SECRET_KEY_FILE
-            key_file.write_text(settings.SECRET_KEY)
-            key_file.chmod(0o600)
         members = [DUMP] + sorted(str(p.relative_to(staging)) for folder in DATA_FOLDERS
                                   for p in (staging / folder).rglob("*") if p.is_file())
-        members += [SECRET_KEY_FILE] if with_secrets else []
+        members += _copy_secrets(staging) if with_secrets else []
         manifest = {
             "format": FORMAT, "format_version": FORMAT_VERSION, "created_at": started.isoformat(),
             "bookchat_version": bookchat_version(), "database": database,
             "includes": {"database": True, **{folder: counts[folder] for folder in DATA_FOLDERS},
                          "secret_key": with_secrets,
+                         "secret_key_fallbacks": len(settings.SECRET_KEY_FALLBACKS) if with_secrets else 0,
                          "secret_key_source": ("BOOKCHAT_SECRET_KEY" if settings.BOOKCHAT["SECRET_KEY"]
                                                else "data folder") if with_secrets else None},
             "files": {name: {"sha256": sha256_of(staging / name), "bytes": (staging / name).stat().st_size}

@@ -4,8 +4,10 @@ The archive is checked whole before anything changes; a database that holds book
 forced; the extensions the dump needs are created first (on a managed server only its administrator may), then
 the dump is restored in one transaction (a failure leaves the database as it was), objects owned by the
 connecting user; then the uploads, the audit archives (never deleted: a name that clashes keeps the existing file
-aside) and, when asked, the secret key; then the migrations run, so a backup of an older release is upgraded.
-Restoring into the database ``DATABASE_URL`` names moves an embedded install to an external server.
+aside) and, when asked, the secret key and the older keys it accepted; then the migrations run, so a backup of an
+older release is upgraded. Restoring into the database ``DATABASE_URL`` names moves an embedded install to an
+external server. What the restore will replace, and what becomes of the secret key, is known (and handed to
+``before_changes``) once the archive and the database are checked, before anything changes.
 """
 
 from __future__ import annotations
@@ -16,14 +18,23 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 from django.conf import settings
 
-from bookchat import embedded_db, pgtools
-from bookchat.backups import DATA_FOLDERS, DUMP, SECRET_KEY_FILE, BackupError, sha256_of, unpack_archive
+from bookchat import embedded_db, pgtools, secret_keys
+from bookchat.backups import (
+    DATA_FOLDERS,
+    DUMP,
+    FALLBACKS_FILE,
+    SECRET_KEY_FILE,
+    BackupError,
+    sha256_of,
+    unpack_archive,
+)
 
 # What a restore without the backup's secret key means (the restore's output and the manual say it).
 WITHOUT_KEY = ("this install's secret key differs from the backed-up one: everyone logged in (the admin, chat-page "
@@ -42,6 +53,7 @@ class RestoreReport:
     replaced: bool = False
     files: dict = field(default_factory=dict)
     secret_key: str = "not_in_backup"
+    secret_key_fallbacks_added: int = 0
     migrations_applied: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -158,26 +170,42 @@ def _move_files(staging: Path, data_dir: Path, *, replace_uploads: bool) -> dict
     return moved
 
 
-def _secret_key(staging: Path, data_dir: Path, *, with_secrets: bool) -> tuple[str, list[str]]:
-    """Put the backup's secret key in the data folder when asked: what became of it, and what that means."""
+def _key_plan(staging: Path, *, with_secrets: bool) -> tuple[str, list[str]]:
+    """What will become of the backup's secret key, and what that means. A key this install already accepts (its
+    own, or one of its fallbacks) is known: nothing to restore, nothing lost."""
     if not (staging / SECRET_KEY_FILE).exists():
         return "not_in_backup", ["the backup holds no secret key (made without --with-secrets): unless this install "
                                  "runs with the old key, " + WITHOUT_KEY]
     key = (staging / SECRET_KEY_FILE).read_text()
     if key == settings.SECRET_KEY:
         return "already_in_use", []
+    if key in settings.SECRET_KEY_FALLBACKS:
+        return "one_of_the_fallbacks", []
     if not with_secrets:
         return "not_restored", ["the backup holds the secret key, and it was not restored (add --with-secrets to "
                                 "restore it): " + WITHOUT_KEY]
-    partial = data_dir / f".{SECRET_KEY_FILE}.restoring"
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as file:
-        file.write(key)
-    os.replace(partial, data_dir / SECRET_KEY_FILE)
     if settings.BOOKCHAT["SECRET_KEY"]:
-        return "restored", ["the backup's secret key was written to the data folder, but BOOKCHAT_SECRET_KEY is set "
-                            "and wins: set it to the backed-up key (or unset it), or " + WITHOUT_KEY]
+        return "restored", ["the backup's secret key will be written to the data folder, but BOOKCHAT_SECRET_KEY is "
+                            "set and wins: set it to the backed-up key (or unset it), or " + WITHOUT_KEY]
     return "restored", []
+
+
+def _put_secrets(staging: Path, data_dir: Path, plan: str, *, with_secrets: bool) -> int:
+    """With ``with_secrets``, the backup's key into the data folder when ``plan`` says so, and the older keys the
+    backed-up install accepted added to the data folder's fallbacks (what it signed stays readable): how many were
+    added."""
+    if not with_secrets:
+        return 0
+    if plan == "restored":
+        secret_keys.write_private(data_dir / SECRET_KEY_FILE, (staging / SECRET_KEY_FILE).read_text())
+    if not (staging / FALLBACKS_FILE).exists():
+        return 0
+    in_force = (staging / SECRET_KEY_FILE).read_text() if plan == "restored" else settings.SECRET_KEY
+    known = {in_force, *settings.SECRET_KEY_FALLBACKS, *secret_keys.file_fallbacks(data_dir)}
+    added = [key for key in secret_keys.split_keys((staging / FALLBACKS_FILE).read_text()) if key not in known]
+    if added:
+        secret_keys.write_fallbacks(data_dir, secret_keys.file_fallbacks(data_dir) + added)
+    return len(added)
 
 
 def _server_major() -> int:
@@ -203,10 +231,14 @@ def _migrate() -> list[str]:
     return sorted(f"{app}.{name}" for app, name in set(MigrationRecorder(connection).applied_migrations()) - before)
 
 
-def restore_archive(path: Path, *, force: bool = False, with_secrets: bool = False) -> RestoreReport:
+def restore_archive(path: Path, *, force: bool = False, with_secrets: bool = False,
+                    before_changes: Callable[[RestoreReport], None] | None = None) -> RestoreReport:
     """Restore the backup ``path`` into the database and data folder this process is configured for (see the
-    module's docstring). Raises ``BackupError`` (nothing changed) when the archive is not a whole bookchat backup,
-    the database holds data and ``force`` is false, or the dump can't be restored."""
+    module's docstring). ``before_changes`` is called with the report of what will be replaced (``replaced``,
+    ``database["replaced_rows"]``) and the secret key's fate (``secret_key``, ``warnings``) once every check passed
+    and before anything changes; an exception it raises ends the restore with nothing changed. Raises
+    ``BackupError`` (nothing changed) when the archive is not a whole bookchat backup, the database holds data and
+    ``force`` is false, or the dump can't be restored."""
     started = datetime.now(UTC)
     from django.db import connection
 
@@ -217,34 +249,47 @@ def restore_archive(path: Path, *, force: bool = False, with_secrets: bool = Fal
     try:
         manifest = unpack_archive(path, staging)
         _check_migrations_known(manifest)
-        contents = database_contents()
-        held = {what: n for what, n in contents["rows"].items() if n}
-        if held and not force:
-            listed = ", ".join(f"{what}: {n}" for what, n in held.items())
-            raise BackupError(f"the database {connection.settings_dict['NAME']} already holds bookchat's data "
-                              f"({listed}): restore into a new install, or add --force to replace it all",
-                              code="database_not_empty", status=2)
+        report, tables = _plan(path, manifest, staging, force=force, with_secrets=with_secrets)
         listing, extensions = _restore_list(staging / DUMP, connection.settings_dict, staging)
+        if before_changes is not None:
+            before_changes(report)
         _ensure_extensions(extensions)
-        clean = contents["tables"] > 0
         server_major = _server_major()
         connection.close()
-        pgtools.restore_dump(staging / DUMP, listing, connection.settings_dict, clean=clean,
+        pgtools.restore_dump(staging / DUMP, listing, connection.settings_dict, clean=tables > 0,
                              server_major=server_major, what="pg_restore failed (the database was left as it was)")
-        report = RestoreReport(archive=str(path), created_at=manifest.get("created_at", ""),
-                               bookchat_version=manifest.get("bookchat_version", ""),
-                               database={"name": connection.settings_dict["NAME"],
-                                         "source": "DATABASE_URL" if embedded_db.is_configured_externally()
-                                         else "embedded", "replaced_rows": held},
-                               replaced=bool(held))
-        report.files = _move_files(staging, data_dir, replace_uploads=bool(held))
-        report.secret_key, report.warnings = _secret_key(staging, data_dir, with_secrets=with_secrets)
+        report.files = _move_files(staging, data_dir, replace_uploads=report.replaced)
+        report.secret_key_fallbacks_added = _put_secrets(staging, data_dir, report.secret_key,
+                                                          with_secrets=with_secrets)
         report.migrations_applied = _migrate()
         _record(path, manifest)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     report.seconds = round((datetime.now(UTC) - started).total_seconds(), 2)
     return report
+
+
+def _plan(path: Path, manifest: dict, staging: Path, *, force: bool, with_secrets: bool) -> tuple[RestoreReport, int]:
+    """What the restore will do, from the archive and the database as they are, and how many tables the database
+    has (the dump replaces them); refused (``database_not_empty``) when the database holds data and ``force`` is
+    false."""
+    from django.db import connection
+
+    contents = database_contents()
+    held = {what: n for what, n in contents["rows"].items() if n}
+    if held and not force:
+        listed = ", ".join(f"{what}: {n}" for what, n in held.items())
+        raise BackupError(f"the database {connection.settings_dict['NAME']} already holds bookchat's data "
+                          f"({listed}): restore into a new install, or add --force to replace it all",
+                          code="database_not_empty", status=2)
+    report = RestoreReport(archive=str(path), created_at=manifest.get("created_at", ""),
+                           bookchat_version=manifest.get("bookchat_version", ""),
+                           database={"name": connection.settings_dict["NAME"],
+                                     "source": "DATABASE_URL" if embedded_db.is_configured_externally()
+                                     else "embedded", "replaced_rows": held},
+                           replaced=bool(held))
+    report.secret_key, report.warnings = _key_plan(staging, with_secrets=with_secrets)
+    return report, contents["tables"]
 
 
 def _record(path: Path, manifest: dict) -> None:

@@ -5,11 +5,9 @@ under the data directory.
 
 from __future__ import annotations
 
-import os
-import secrets
 from pathlib import Path
 
-from bookchat import broker, conf, embedded_db, logins, security, subpath
+from bookchat import broker, conf, embedded_db, logins, secret_keys, security, subpath
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # templates/ and static/ sit at the top of a checkout; a wheel carries them inside this package (pyproject.toml).
@@ -25,26 +23,12 @@ BOOKCHAT["DATA_DIR"] = str(DATA_DIR)
 DEBUG = BOOKCHAT["DEBUG"]
 
 
-def _secret_key() -> str:
-    if BOOKCHAT["SECRET_KEY"]:
-        return BOOKCHAT["SECRET_KEY"]
-    key_file = DATA_DIR / "secret_key"
-    try:
-        return key_file.read_text().strip()
-    except FileNotFoundError:
-        DATA_DIR.mkdir(parents=True, exist_ok=True)
-        key = secrets.token_urlsafe(50)
-        fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(key)
-        return key
-    except FileExistsError:  # pragma: no cover - lost a race with another process
-        return key_file.read_text().strip()
-
-
-SECRET_KEY = _secret_key()
-# Rotation (the manual's Security page): what was signed with an old key stays valid while it is listed here.
-SECRET_KEY_FALLBACKS = [key.strip() for key in BOOKCHAT["SECRET_KEY_FALLBACKS"].split(",") if key.strip()]
+# The key: BOOKCHAT_SECRET_KEY, else the one generated into the data folder (bookchat.secret_keys). What was signed
+# with an older key stays valid while it is a fallback: BOOKCHAT_SECRET_KEY_FALLBACKS's, then those `manage.py
+# secretkey rotate` kept in the data folder (the manual's Security page, "Rotate the secret key").
+SECRET_KEY = BOOKCHAT["SECRET_KEY"] or secret_keys.generated_key(DATA_DIR)
+SECRET_KEY_FALLBACKS = [key for key in secret_keys.fallbacks(DATA_DIR, BOOKCHAT["SECRET_KEY_FALLBACKS"])
+                        if key != SECRET_KEY]
 ALLOWED_HOSTS = [h.strip() for h in BOOKCHAT["ALLOWED_HOSTS"].split(",") if h.strip()]
 if DEBUG:
     ALLOWED_HOSTS += ["testserver"]

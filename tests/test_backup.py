@@ -5,7 +5,9 @@ every table's rows, the sequences and the files are identical, the answers are t
 refused without ``--force`` and replaced with it, and a server without pgvector in the database gets a clear error
 and keeps its state. The quick tests feed both commands wrong things: an existing or impossible OUT, a full disk,
 client tools too old for the server, and archives that are empty, random, truncated, tampered with, without a
-manifest or with a member it doesn't list: each a clear error, a non-zero exit and nothing changed.
+manifest or with a member it doesn't list: each a clear error, a non-zero exit and nothing changed. A restore says
+what it will replace and what becomes of the secret key (known when it is this install's key or one of its
+fallbacks) before it changes anything; a backup with secrets carries the fallbacks, and a restore adds those it lacks.
 """
 
 from __future__ import annotations
@@ -175,7 +177,7 @@ def test_a_backup_restores_every_row_file_and_answer_into_a_fresh_install_and_an
         assert backup.returncode == 0, backup.stderr[-3000:]
         summary = json.loads(backup.stdout)
         assert summary["includes"] == {"database": True, "uploads": 1, "archive": 1, "secret_key": True,
-                                       "secret_key_source": "data folder"}
+                                       "secret_key_fallbacks": 0, "secret_key_source": "data folder"}
         assert summary["database"]["migrations"]["ingestion"] and summary["database"]["source"] == "embedded"
         assert oct(archive.stat().st_mode & 0o777) == "0o600", "it holds the audit trail and the secret key"
 
@@ -400,3 +402,87 @@ def test_a_bad_archive_is_refused_with_a_clear_error_and_nothing_changed(tmp_pat
     assert not (Path(settings.DATA_DIR) / "archive" / "audit-1.jsonl.gz").exists()
     code, _, err = run_command("restore", str(tmp_path / "no-such.tar.gz"))
     assert code == 2 and "does not exist" in err
+
+
+class Stopped(Exception):
+    """Raised by a test's ``before_changes`` to end a restore there."""
+
+
+@pytest.mark.django_db
+def test_restore_says_what_it_will_replace_and_what_becomes_of_the_key_before_it_changes_anything(tmp_path,
+                                                                                                  settings):
+    from django.contrib.auth.models import User
+
+    from bookchat.management.commands.restore import Command
+    from bookchat.restoring import database_contents, restore_archive
+
+    settings.DATA_DIR = str(tmp_path / "data")
+    User.objects.create_user("held", "held@example.org", "a long enough password")
+    backed_up_key = settings.SECRET_KEY
+    archive = tmp_path / "b.tar.gz"
+    code, _, err = run_command("backup", str(archive), "--with-secrets")
+    assert code == 0, err
+    before = database_contents()
+    command, seen = Command(stdout=io.StringIO(), stderr=io.StringIO()), []
+
+    def stop(report):
+        command.announce(report)
+        seen.append((report, database_contents()))
+        raise Stopped
+
+    with pytest.raises(Stopped):
+        restore_archive(archive, force=True, before_changes=stop)
+    report, contents_then = seen.pop()
+    assert contents_then == before == database_contents(), "announced before anything changed, and nothing did"
+    assert report.replaced and report.database["replaced_rows"]["users"] == before["rows"]["users"] >= 1
+    warning = command.stderr._out.getvalue()
+    assert f"users: {before['rows']['users']}" in warning and "REPLACED" in warning
+    assert report.secret_key == "already_in_use" and not report.warnings
+    assert not (Path(settings.DATA_DIR) / "secret_key").exists() and not report.files
+
+    # Another key: the backed-up one is known when this install lists it as a fallback, and only then.
+    settings.SECRET_KEY = "this install's own key, not the backed-up one"
+    fates = {}
+    for fallbacks in ([backed_up_key], []):
+        settings.SECRET_KEY_FALLBACKS = fallbacks
+        for with_secrets in (False, True):
+            with pytest.raises(Stopped):
+                restore_archive(archive, force=True, with_secrets=with_secrets, before_changes=stop)
+            fates[(bool(fallbacks), with_secrets)] = (seen[-1][0].secret_key, len(seen[-1][0].warnings))
+    assert fates == {(True, False): ("one_of_the_fallbacks", 0), (True, True): ("one_of_the_fallbacks", 0),
+                     (False, False): ("not_restored", 1), (False, True): ("restored", 0)}
+    assert "one of this install's fallbacks" not in warning
+    assert not (Path(settings.DATA_DIR) / "secret_key").exists(), "a stopped restore wrote no key"
+
+
+@pytest.mark.django_db
+def test_a_backup_with_secrets_carries_the_fallbacks_and_a_restore_adds_those_it_lacks(tmp_path, settings):
+    from bookchat.restoring import _put_secrets
+
+    settings.SECRET_KEY_FALLBACKS = ["an older key", "the oldest key"]
+    archive = tmp_path / "b.tar.gz"
+    code, out, err = run_command("backup", str(archive), "--with-secrets", "--json")
+    assert code == 0, err
+    assert json.loads(out)["includes"]["secret_key_fallbacks"] == 2
+    with tarfile.open(archive) as tar:
+        assert tar.extractfile("secret_key_fallbacks").read() == b"an older key\nthe oldest key\n"
+        assert tar.getmember("secret_key_fallbacks").mode == 0o600
+    settings.SECRET_KEY_FALLBACKS = []
+    code, out, _ = run_command("backup", str(tmp_path / "c.tar.gz"), "--with-secrets", "--json")
+    assert code == 0 and json.loads(out)["includes"]["secret_key_fallbacks"] == 0
+    with tarfile.open(tmp_path / "c.tar.gz") as tar:
+        assert "secret_key_fallbacks" not in tar.getnames()
+
+    staging, data_dir = tmp_path / "staging", tmp_path / "data"
+    staging.mkdir(), data_dir.mkdir()
+    (staging / "secret_key").write_text("the backed-up key")
+    (staging / "secret_key_fallbacks").write_text("an older key\nthe backed-up key\nkept here already\n")
+    (data_dir / "secret_key_fallbacks").write_text("kept here already\n")
+    assert _put_secrets(staging, data_dir, "restored", with_secrets=True) == 1
+    assert (data_dir / "secret_key").read_text() == "the backed-up key"
+    assert (data_dir / "secret_key_fallbacks").read_text() == "kept here already\nan older key\n"
+    assert {oct(p.stat().st_mode & 0o777) for p in data_dir.iterdir()} == {"0o600"}
+    assert _put_secrets(staging, data_dir, "restored", with_secrets=True) == 0, "nothing new the second time"
+    (data_dir / "secret_key_fallbacks").unlink()
+    assert _put_secrets(staging, data_dir, "not_restored", with_secrets=False) == 0
+    assert not (data_dir / "secret_key_fallbacks").exists(), "without --with-secrets no key is written"

@@ -1,7 +1,8 @@
 """Restoring's own decisions (``bookchat.restoring``), on folders made by hand: the restored uploads replace a forced
 install's, an audit archive is never lost (one of the same name with other contents is kept aside), what becomes of
-the backup's secret key (and what the restore warns), a backup with migrations this code doesn't know refused, and
-what the database holds counted by kind. The restore itself: tests/test_backup.py."""
+the backup's secret key (and what the restore warns; a key among this install's fallbacks is known), a backup with
+migrations this code doesn't know refused, and what the database holds counted by kind. The restore itself:
+tests/test_backup.py."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from bookchat.backups import BackupError
 from bookchat.restoring import (
     WITHOUT_KEY,
     _check_migrations_known,
+    _key_plan,
     _move_files,
-    _secret_key,
+    _put_secrets,
     database_contents,
 )
 
@@ -60,14 +62,19 @@ def test_what_becomes_of_the_backups_secret_key(key_folders, settings):
     staging, data = key_folders
     data.mkdir()
     staging.mkdir()
-    state, warnings = _secret_key(staging, data, with_secrets=True)
+    state, warnings = _key_plan(staging, with_secrets=True)
     assert state == "not_in_backup" and warnings[0].endswith(WITHOUT_KEY)
     write(staging / "secret_key", settings.SECRET_KEY)
-    assert _secret_key(staging, data, with_secrets=False) == ("already_in_use", [])
+    assert _key_plan(staging, with_secrets=False) == ("already_in_use", [])
     write(staging / "secret_key", "the-backed-up-key-" + "b" * 40)
-    state, warnings = _secret_key(staging, data, with_secrets=False)
+    state, warnings = _key_plan(staging, with_secrets=False)
     assert state == "not_restored" and "add --with-secrets" in warnings[0] and not (data / "secret_key").exists()
-    assert _secret_key(staging, data, with_secrets=True) == ("restored", [])
+    settings.SECRET_KEY_FALLBACKS = ["the-backed-up-key-" + "b" * 40]
+    assert _key_plan(staging, with_secrets=False) == _key_plan(staging, with_secrets=True) == (
+        "one_of_the_fallbacks", [])
+    settings.SECRET_KEY_FALLBACKS = []
+    assert _key_plan(staging, with_secrets=True) == ("restored", [])
+    _put_secrets(staging, data, "restored", with_secrets=True)
     assert (data / "secret_key").read_text() == "the-backed-up-key-" + "b" * 40
     assert (data / "secret_key").stat().st_mode & 0o777 == 0o600
 
@@ -77,7 +84,7 @@ def test_a_restored_key_that_the_environments_key_overrides_is_warned_about(key_
     data.mkdir()
     write(staging / "secret_key", "the-backed-up-key-" + "b" * 40)
     settings.BOOKCHAT = {**settings.BOOKCHAT, "SECRET_KEY": settings.SECRET_KEY}
-    state, warnings = _secret_key(staging, data, with_secrets=True)
+    state, warnings = _key_plan(staging, with_secrets=True)
     assert state == "restored" and "BOOKCHAT_SECRET_KEY is set and wins" in warnings[0]
 
 

@@ -2,7 +2,9 @@
 this install's database (embedded, or the one ``DATABASE_URL`` names) and data folder, then migrate it.
 
 The archive is checked whole first; a database that already holds bookchat's data is refused unless ``--force``,
-which replaces it. Exit status: 0 restored, 1 failed (the database is left as it was), 2 refused (a database
+which replaces it. What will be replaced, and the notes about the secret key, are printed on stderr once the checks
+pass and before anything changes (with or without ``--json``); the summary when the restore is done.
+Exit status: 0 restored, 1 failed (the database is left as it was), 2 refused (a database
 with data and no ``--force``, a backup from a newer bookchat, no such file).
 """
 
@@ -14,7 +16,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandParser
 
 from bookchat.errors import DATABASE_ERRORS, BookchatError, exit_command
-from bookchat.restoring import restore_archive
+from bookchat.restoring import RestoreReport, restore_archive
 
 
 class Command(BaseCommand):
@@ -32,15 +34,9 @@ class Command(BaseCommand):
     def handle(self, *args, **options) -> None:
         try:
             report = restore_archive(Path(options["archive"]), force=options["force"],
-                                     with_secrets=options["with_secrets"])
+                                     with_secrets=options["with_secrets"], before_changes=self.announce)
         except (BookchatError, *DATABASE_ERRORS) as exc:
             exit_command(self, exc, as_json=options["json"])
-        if report.replaced:
-            held = ", ".join(f"{what}: {n}" for what, n in report.database["replaced_rows"].items())
-            self.stderr.write(f"WARNING: --force: the data that was in the database {report.database['name']} "
-                              f"({held}) was REPLACED by the backup's and is gone.")
-        for warning in report.warnings:
-            self.stderr.write(f"Note: {warning}")
         if options["json"]:
             self.stdout.write(json.dumps(report.as_dict()))
             return
@@ -54,4 +50,21 @@ class Command(BaseCommand):
             f"  {files.get('uploads', 0)} upload file(s), {files.get('archive', 0)} audit archive(s)"
             + "".join(f"\n  an existing archive of the same name was kept as {p}"
                       for p in files.get("archives_kept_aside", []))
-            + f"\n  the secret key: {report.secret_key.replace('_', ' ')}")
+            + f"\n  the secret key: {KEY_FATES.get(report.secret_key, report.secret_key)}"
+            + (f"; {report.secret_key_fallbacks_added} older key(s) it accepted added to this install's fallbacks"
+               if report.secret_key_fallbacks_added else ""))
+
+    def announce(self, report: RestoreReport) -> None:
+        """What is about to be replaced and what the key's fate means, before the restore changes anything."""
+        if report.replaced:
+            held = ", ".join(f"{what}: {n}" for what, n in report.database["replaced_rows"].items())
+            self.stderr.write(f"WARNING: --force: the data in the database {report.database['name']} ({held}) is being "
+                              "REPLACED by the backup's: it will be gone.")
+        for warning in report.warnings:
+            self.stderr.write(f"Note: {warning}")
+        self.stderr.flush()
+
+
+KEY_FATES = {"not_in_backup": "not in the backup", "already_in_use": "already this install's",
+             "one_of_the_fallbacks": "the backed-up key is one of this install's fallbacks: what it signed stays "
+             "valid while it is listed", "not_restored": "not restored", "restored": "restored"}
