@@ -45,7 +45,8 @@ SETTINGS: list[Setting] = [
     Setting("SECRET_KEY", "", "Django secret key; unset → a random key generated once into `var/secret_key`."),
     Setting("SECRET_KEY_FALLBACKS", "", "Previous secret keys, comma-separated, still accepted while you rotate "
             "`BOOKCHAT_SECRET_KEY`: sessions and queued tasks signed with them stay valid. Remove them once the "
-            "overlap is over."),
+            "overlap is over. A generated key's old ones are kept by `manage.py secretkey rotate` in "
+            "`var/secret_key_fallbacks`, read after these."),
     Setting("ALLOWED_HOSTS", "127.0.0.1,localhost", "Comma-separated host names the server answers to."),
     Setting("DATA_DIR", "var", "Where the embedded database, secret key and archives live (relative to the "
             "checkout)."),
