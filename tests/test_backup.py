@@ -202,9 +202,10 @@ def test_a_backup_restores_every_row_file_and_answer_into_a_fresh_install_and_an
         again = manage(environment(fresh), "restore", str(archive))
         assert again.returncode == 2 and "already holds bookchat's data" in again.stderr, again.stderr
         assert "--force" in again.stderr
-        forced = manage(environment(fresh), "restore", str(archive), "--force")
+        forced = manage(environment(fresh), "restore", str(archive), "--force", "--json")
         assert forced.returncode == 0, forced.stderr[-3000:]
-        assert "REPLACED" in forced.stderr and "Restored" in forced.stdout
+        assert "is being REPLACED" in forced.stderr and "books: 1" in forced.stderr, "said with --json too"
+        assert json.loads(forced.stdout)["database"]["replaced_rows"]["books"] == 1
 
         # Moving to an external PostgreSQL: first one whose database lacks pgvector (only its administrator may
         # create it), then the same once it is there.
