@@ -31,7 +31,6 @@ UNTESTED: dict[str, str] = {
     "chat.apps": "Django's app config: its ready() only imports the signal receivers and the schema's extensions",
     "audit.apps": "Django's app config: its ready() only connects audit.recording to chat's announcements",
     "ingestion.apps": "Django's app config: its ready() only connects the mirrors' clean-up to a book's deletion",
-    "bookchat.settings": "Django's settings, which every test loads; the secret key it keeps is tested through them",
 }
 
 _DOTTED = re.compile(r"[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)+")
