@@ -42,3 +42,24 @@ class StaffCommand(models.Model):
         """``command``: what was run as the operator would type it, never a secret (``apikey revoke pk_AbC12``)."""
         return cls.objects.create(machine_user=machine_user(), command=f"manage.py {command}"[:200], action=action,
                                   target=target[:300])
+
+
+class TaskWorker(models.Model):
+    """One django-q2 cluster's heartbeat, updated in place (``bookchat.task_workers``): which node and process it
+    is, since when it runs, when its sentinel last found every process of it alive, and their memory."""
+
+    node = models.CharField(max_length=255, help_text="The host name of the machine (or pod) it runs on.")
+    pid = models.PositiveIntegerField(help_text="The cluster's main process (`qcluster`).")
+    started_at = models.DateTimeField()
+    last_beat = models.DateTimeField(db_index=True)
+    resident_bytes = models.PositiveBigIntegerField(default=0, help_text="Resident memory of the cluster's "
+                                                    "processes together (shared pages counted in each).")
+    processes = models.PositiveSmallIntegerField(default=0, help_text="The cluster's processes found alive.")
+    reincarnations = models.PositiveIntegerField(default=0, help_text="Processes the sentinel restarted.")
+
+    class Meta:
+        ordering = ["node", "pid"]
+        constraints = [models.UniqueConstraint(fields=["node", "pid"], name="one_heartbeat_per_task_worker")]
+
+    def __str__(self) -> str:
+        return f"{self.node}:{self.pid}"

@@ -1,5 +1,6 @@
-"""``/metrics``: what ``bookchat.metrics`` counted, plus what is read when Prometheus scrapes (the task queue, the
-books' passages, index runs and jobs, the web workers' memory), in Prometheus' text format.
+"""``/metrics``: what ``bookchat.metrics`` counted, plus what is read when Prometheus scrapes (the task queue and
+the task workers' heartbeats, the books' passages, index runs and jobs, the web workers' memory), in Prometheus'
+text format.
 
 Off unless ``METRICS_TOKEN`` is set (404); then a scrape must send it as a bearer token (401 otherwise, compared
 in constant time) and, with ``METRICS_ALLOW``, come from a listed address (403). Under gunicorn the counts are
@@ -25,7 +26,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from bookchat import metrics
+from bookchat import metrics, task_workers
 from bookchat.broker import queue_in_database
 from bookchat.conf import setting
 from bookchat.errors import ConfigurationError
@@ -156,7 +157,7 @@ def database_metrics() -> Iterator[Metric]:
 
 def queue_metrics() -> Iterator[Metric]:
     """django-q2's queue: tasks waiting, tasks a worker has taken, and how long the oldest has waited (the
-    Postgres queue only; a Redis list keeps no times)."""
+    Postgres queue only; a Redis list keeps no times); then the task workers' heartbeats."""
     waiting = GaugeMetricFamily("bookchat_queue_tasks", "Tasks waiting in the task queue for a worker.")
     taken = GaugeMetricFamily("bookchat_queue_tasks_taken", "Tasks a worker has taken and not yet finished.")
     if queue_in_database():
@@ -173,6 +174,7 @@ def queue_metrics() -> Iterator[Metric]:
                                 "waited (0: none waits).")
         age.add_metric([], (now - row["oldest"]).total_seconds() if row["oldest"] else 0.0)
         yield from (waiting, taken, age)
+        yield from task_worker_metrics()
         return
     from django_q.brokers import get_broker
 
@@ -180,6 +182,28 @@ def queue_metrics() -> Iterator[Metric]:
     waiting.add_metric([], broker.queue_size())
     taken.add_metric([], broker.lock_size() or 0)
     yield from (waiting, taken)
+    yield from task_worker_metrics()
+
+
+def task_worker_metrics(now=None) -> Iterator[Metric]:
+    """The task workers' heartbeats (``bookchat.task_workers``): how many beat within two minutes, and each one's
+    memory and the age of its last beat (every worker seen in the last day, so that one that stopped beating shows)."""
+    now = now or timezone.now()
+    running = GaugeMetricFamily("bookchat_task_workers", "Task workers (django-q2 clusters, every node) whose "
+                                "heartbeat came within the last 2 minutes.")
+    rss = GaugeMetricFamily("bookchat_task_worker_resident_bytes", "Resident memory of each task worker's "
+                            "processes together, at its last heartbeat.", labels=["node", "pid"])
+    age = GaugeMetricFamily("bookchat_task_worker_heartbeat_age_seconds", "Seconds since each task worker's last "
+                            "heartbeat (it beats every 30 s while all its processes are alive).",
+                            labels=["node", "pid"])
+    recent = 0
+    for worker in task_workers.seen(now=now):
+        seconds = max((now - worker.last_beat).total_seconds(), 0.0)
+        recent += seconds <= task_workers.RECENT.total_seconds()
+        rss.add_metric([worker.node, str(worker.pid)], worker.resident_bytes)
+        age.add_metric([worker.node, str(worker.pid)], seconds)
+    running.add_metric([], recent)
+    yield from (running, rss, age)
 
 
 def memory_metrics() -> Iterator[Metric]:

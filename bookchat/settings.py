@@ -175,6 +175,8 @@ Q_CLUSTER = {
     "max_attempts": 1,
     "catch_up": False,
     "label": "Tasks",
+    # The same broker, whose sentinel also records the worker's heartbeat (/metrics, `manage.py worker alive`).
+    "broker_class": "bookchat.task_workers.broker",
 }
 
 # A bad BOOKCHAT_LOG_LEVEL would stop Django's setup with a bare ValueError; INFO until the system check names it.
