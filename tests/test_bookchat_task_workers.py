@@ -115,6 +115,17 @@ def test_a_dead_process_a_partial_pool_or_a_cluster_starting_does_not_beat():
     assert not TaskWorker.objects.exists()
 
 
+def test_a_beat_the_database_refuses_is_logged_once_and_the_status_is_still_saved(caplog):
+    broker = BeatingORM()
+    unstorable = status(host="n" * 300)  # longer than a host name column holds
+    save(broker, unstorable)
+    save(broker, unstorable)
+    failures = [r for r in caplog.records if r.getMessage() == "the task worker's heartbeat was not recorded"]
+    assert len(failures) == 1, "tried again in 30 s, not at every turn of the guard loop"
+    assert broker.get_stat("stat-key") is not None, "the sentinel's own status save went ahead"
+    assert not TaskWorker.objects.exists()
+
+
 def test_a_clean_stop_deletes_the_workers_row():
     broker = BeatingORM()
     save(broker, status())
