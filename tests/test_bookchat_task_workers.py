@@ -2,7 +2,8 @@
 place, rows not seen for a day deleted, a clean stop leaving none; the sentinel's status save beats only for a
 whole, running cluster whose processes are all alive, and at most every 30 s; ``/metrics`` shows how many beat
 within two minutes and each one's memory and beat age; ``worker alive`` exits 0 or 1 with why. The drill: a real
-django-q2 cluster beats, ``worker alive`` passes on its node, and fails once the cluster is killed."""
+django-q2 cluster beats, ``worker alive`` passes on its node, and fails once the cluster is killed, or when the
+database can't be reached."""
 
 from __future__ import annotations
 
@@ -205,6 +206,11 @@ def test_a_real_cluster_beats_and_the_probe_fails_once_it_is_killed(tmp_path):
         dead = worker_alive(data_dir, "--max-age", "1")
         assert dead.returncode == 1 and dead.stderr.count("\n") == 1
         assert "last beat" in dead.stderr and "more than 1 s" in dead.stderr
+        unreachable = subprocess.run([sys.executable, "manage.py", "worker", "alive"], cwd=REPO, text=True,
+                                     capture_output=True, timeout=60, env=command_env(data_dir) | {
+                                         "DATABASE_URL": "postgresql://bookchat@127.0.0.1:9/bookchat"})
+        assert unreachable.returncode == 1 and unreachable.stderr.count("\n") == 1
+        assert "the heartbeats could not be read" in unreachable.stderr
     finally:
         cluster.stop()
         committed(lambda: TaskWorker.objects.filter(pid=cluster.proc.pid).delete())
