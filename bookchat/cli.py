@@ -59,6 +59,7 @@ def data_summary(folder: Path) -> dict:
 
 _WHAT = {"pgdata": "the embedded database: books, passages, users, API keys, the audit trail",
          "archive": "archived audit records (the only copy of purged ones)", "secret_key": "the secret key",
+         "secret_key_fallbacks": "previous secret keys, accepted until `secretkey drop-fallbacks`",
          "uploads": "uploaded files waiting to be indexed"}
 
 
