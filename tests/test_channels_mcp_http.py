@@ -84,6 +84,36 @@ def test_the_sdk_gets_the_request_without_its_credentials():
                                                                                        ("203.0.113.5", 0))
 
 
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}
+
+
+@pytest.mark.parametrize("prefix", ["/chat", "/docs/chat"])
+def test_under_a_url_prefix_the_sdk_gets_the_prefix_as_root_path_and_the_whole_path(settings, prefix):
+    settings.FORCE_SCRIPT_NAME = prefix  # what BOOKCHAT_URL_PREFIX sets
+    request = RequestFactory().post("/mcp?trace=1")
+    scope = _scope(request)
+    assert (scope["root_path"], scope["path"], scope["raw_path"]) == (prefix, f"{prefix}/mcp", f"{prefix}/mcp".encode())
+    assert scope["query_string"] == b"trace=1"
+
+
+def test_at_the_root_the_root_path_is_empty_and_the_raw_path_escaped():
+    scope = _scope(RequestFactory().post("/mcp%C3%A9%20x"))
+    assert (scope["root_path"], scope["path"], scope["raw_path"]) == ("", "/mcpé x", b"/mcp%C3%A9%20x")
+
+
+@pytest.mark.django_db
+def test_mcp_answers_under_a_url_prefix(settings):
+    settings.FORCE_SCRIPT_NAME = "/chat"
+    request = RequestFactory().post("/mcp", data=json.dumps(INITIALIZE), content_type="application/json",
+                                    HTTP_ACCEPT="application/json, text/event-stream")
+    assert request.path == "/chat/mcp"
+    response = serve_mcp(request, AssistantClient())
+    assert response.status_code == 200, response.content
+    answer = json.loads(response.content)
+    assert answer["id"] == 1 and "tools" in answer["result"]["capabilities"], answer
+
+
 def test_a_body_over_the_limit_is_refused_before_the_sdk_sees_it():
     request = RequestFactory().post("/mcp", data=b"x" * (MAX_BODY_BYTES + 1), content_type="application/json")
     response = serve_mcp(request, AssistantClient())

@@ -28,6 +28,7 @@ import anyio
 from asgiref.sync import async_to_sync
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpResponse, JsonResponse
+from django.utils.encoding import escape_uri_path
 from drf_spectacular.utils import extend_schema
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from rest_framework import exceptions
@@ -110,11 +111,15 @@ def serve_mcp(request, client: AssistantClient) -> HttpResponse:
 
 
 def _scope(request) -> dict:
+    """The request as ASGI's HTTP scope. Under ``BOOKCHAT_URL_PREFIX`` the prefix is the mount point: ``root_path``
+    is it (WSGI's ``SCRIPT_NAME``) and ``path`` is the whole path, prefix included, as the spec has them."""
     headers = [(name.lower().encode("latin-1"), value.encode("latin-1", "replace"))
                for name, value in request.headers.items() if name.lower() not in _DROPPED_HEADERS]
     return {"type": "http", "asgi": {"version": "3.0", "spec_version": "2.3"}, "http_version": "1.1",
             "method": request.method, "scheme": request.scheme, "path": request.path,
-            "raw_path": request.path.encode("utf-8"), "root_path": "",
+            # Django keeps the path decoded only: escaped again, it is what a client sends for it.
+            "raw_path": escape_uri_path(request.path).encode("ascii"),
+            "root_path": request.META.get("SCRIPT_NAME", "").rstrip("/"),
             "query_string": request.META.get("QUERY_STRING", "").encode("latin-1", "replace"), "headers": headers,
             "client": (request.META.get("REMOTE_ADDR", ""), 0), "server": (request.get_host(), 0)}
 
