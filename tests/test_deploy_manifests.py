@@ -1,6 +1,7 @@
 """The Kubernetes manifests (``deploy/kubernetes/``) against the Kubernetes API's own schemas (kubernetes-validate
 bundles them: no cluster, no network), and against bookchat: every variable they set is a setting, the pods run as
-the image's non-root user on a read-only root, and the web pods are probed where the manual says. Both deployments,
+the image's non-root user on a read-only root, the web pods are probed where the manual says and the worker by its
+heartbeat. Both deployments,
 the manifests and ``deploy/compose.yaml``, give every web replica the metrics token that turns on /metrics, and the
 manual's Prometheus scrape configs find those replicas."""
 
@@ -14,6 +15,7 @@ import pytest
 import yaml
 
 from bookchat.conf import SETTINGS
+from bookchat.task_workers import BEAT_SECONDS
 from tests.conftest import REPO
 
 MANIFESTS = REPO / "deploy" / "kubernetes"
@@ -86,6 +88,16 @@ def test_web_pods_are_probed_where_the_manual_says_and_kept_through_disruptions(
                       and doc["kind"] == "Deployment")
     assert budget["spec"]["selector"] == deployment["spec"]["selector"]
     assert deployment["spec"]["replicas"] > budget["spec"]["minAvailable"]
+
+
+def test_the_worker_is_checked_by_its_heartbeat_in_both_deployments_as_the_manual_says():
+    probe = dict(pods())["bookchat-worker"]["containers"][0]["livenessProbe"]
+    command = probe["exec"]["command"]
+    assert command[:3] == ["bookchat", "worker", "alive"]
+    assert compose_file()["services"]["worker"]["healthcheck"]["test"] == ["CMD", *command]
+    max_age = float(command[command.index("--max-age") + 1])
+    assert max_age >= 2 * BEAT_SECONDS, "at least two of the heartbeat's intervals"
+    assert ", ".join(f'"{part}"' for part in command) in (MANUAL / "deployment.md").read_text(encoding="utf-8")
 
 
 # -- /metrics: the token each deployment gives its web replicas, and the manual's way for Prometheus to them ---

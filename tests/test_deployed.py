@@ -17,7 +17,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.support.containers import Compose, Deployment, KubePlay, missing
+from tests.support.containers import Compose, Deployment, KubePlay, missing, podman
 from tests.test_uploads import make_zip
 
 pytestmark = [pytest.mark.slow, pytest.mark.deploy]
@@ -156,6 +156,12 @@ def test_a_deployment_answers_indexes_uploads_survives_losing_a_web_replica_and_
     counted = [answers_counted(deployment, url) for url in deployment.webs]
     assert all(seen >= given for seen, given in zip(counted, answers, strict=True)), (counted, answers)
     figures["answers_counted"] = counted
+
+    # The worker's liveness check, run as the deployment's own file runs it, in the worker's container: its task
+    # cluster has been beating since it started.
+    probe = podman("exec", deployment.worker_container(), *deployment.worker_probe(), check=False)
+    assert probe.returncode == 0, (deployment.worker_probe(), probe.stdout, probe.stderr)
+    figures["worker_alive"] = probe.stdout.strip()
 
     # One web container killed: every question after that is answered by the other.
     deployment.kill_web(0)

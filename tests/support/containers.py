@@ -66,6 +66,7 @@ class Deployment:
     def start_all(self) -> None: ...
     def web_container(self, index: int) -> str: ...
     def worker_container(self) -> str: ...
+    def worker_probe(self) -> list[str]: ...
 
     def kill_web(self, index: int) -> None:
         podman("kill", self.web_container(index))
@@ -113,6 +114,11 @@ class KubePlay(Deployment):
         self.secret = yaml.safe_load((MANIFESTS / "secret.yaml").read_text())
         self.admin_password = self.secret["stringData"]["admin-password"]
         self.metrics_token = self.secret["stringData"]["metrics-token"]
+
+    def worker_probe(self) -> list[str]:
+        """The worker's liveness probe command, as worker.yaml gives it."""
+        manifest = yaml.safe_load((MANIFESTS / "worker.yaml").read_text())
+        return manifest["spec"]["template"]["spec"]["containers"][0]["livenessProbe"]["exec"]["command"]
 
     def play(self, path: Path) -> None:
         podman("kube", "play", "--network", self.network, "--configmap", str(MANIFESTS / "configmap.yaml"),
@@ -215,6 +221,12 @@ class Compose(Deployment):
 
     def worker_container(self) -> str:
         return self.container("worker")
+
+    def worker_probe(self) -> list[str]:
+        """The worker's health check command, as compose.yaml gives it (after its ``CMD``)."""
+        test = yaml.safe_load(COMPOSE_FILE.read_text())["services"]["worker"]["healthcheck"]["test"]
+        assert test[0] == "CMD", test
+        return test[1:]
 
     def up(self) -> None:
         self.secrets.mkdir(parents=True, exist_ok=True)
