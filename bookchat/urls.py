@@ -3,7 +3,7 @@ two-factor pages and login, ``bookchat.twofactor``)."""
 
 from django.contrib import admin
 from django.templatetags.static import static
-from django.urls import include, path, re_path
+from django.urls import include, path, re_path, reverse_lazy
 from django.views.decorators.csrf import csrf_exempt
 from django.views.generic import RedirectView
 
@@ -18,6 +18,8 @@ admin.site.site_header = "bookchat"
 admin.site.site_title = "bookchat admin"
 admin.site.login_form = TwoFactorAuthenticationForm  # asks for the authenticator code too
 admin.site.login_template = "admin/twofactor/login.html"
+# "View site" is the chat page, with the trailing slash under a prefix (Django's default gives the bare prefix).
+admin.site.site_url = reverse_lazy("chat")
 
 urlpatterns = [
     path("", page.chat_page, name="chat"),

@@ -26,6 +26,7 @@ from chat.pipeline.generation import GenerationFailed, GenerationInput, OpenAICh
 from chat.pipeline.questions import AskRequest
 from tests import test_browser
 from tests.support.llama_server import LlamaServer, assemble_model, read_recipe
+from tests.support.served import written_row
 from tests.test_browser import ask_widget, open_docs
 
 # The browser tests' fixtures: the live server with a docs site beside it, Chromium, its pages, a widget key.
@@ -82,20 +83,6 @@ def audit_row(answer_id: str):
     from audit.models import AuditLog
 
     return AuditLog.objects.get(answer_id=answer_id)
-
-
-def written_row(answer_id: str):
-    """The audit row a server process wrote for ``answer_id``, once it has (rows are written after the response)."""
-    from audit.models import AuditLog
-    from tests.conftest import committed
-
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        row = committed(lambda: AuditLog.objects.filter(answer_id=answer_id).first())
-        if row:
-            return row
-        time.sleep(0.2)
-    raise AssertionError(f"no audit row for {answer_id}")
 
 
 def test_the_manuals_recipe_is_what_runs(llama):

@@ -10,27 +10,30 @@ nginx or Caddy from Debian's packages in front terminating TLS with a certificat
   another site finds the API beside its script, and a staff member logs into the admin and opens its pages, all in
   Chromium behind nginx, with every static file and cookie under the prefix and no console error; behind Caddy,
   the page, its files, a streamed answer and the admin's login answer under the prefix;
-- and, without servers, what ``BOOKCHAT_URL_PREFIX`` accepts and what Django is told.
+- and, without servers, what ``BOOKCHAT_URL_PREFIX`` accepts, what Django is told, and the admin's "View site"
+  link (the chat page, its trailing slash included).
 """
 
 from __future__ import annotations
 
 import re
 import ssl
-import time
 
 import httpx
 import pytest
 
+from tests import test_browser
 from tests.conftest import committed
-from tests.support.browser import CHROMIUM_ARGS, ConsoleErrors, DocsSite, chromium
-from tests.support.proxies import Caddy, Nginx, code_blocks
-from tests.support.served import forget_answers_since
+from tests.support.browser import ConsoleErrors, DocsSite
+from tests.support.proxies import Caddy, Nginx, Proxy, code_blocks
+from tests.support.served import forget_answers_since, written_row
 
 BOOK = "bookchat-manual"
 QUESTION = "How do I ingest a folder?"
 TIMEOUT = 30_000  # ms, for the browser
 REAL_CLIENT = "127.0.0.2"  # the tests' client connects from this loopback address; nginx from 127.0.0.1
+
+browser = test_browser.browser  # Chromium, as the real-browser tests launch it (a fixture of this module's too)
 
 
 # -- the prefix, without servers ----------------------------------------------------------------------------------
@@ -70,6 +73,19 @@ def test_the_probes_stay_exempt_from_the_https_redirect_under_a_prefix():
     assert not any(re.search(pattern, "chat/admin/") for pattern in exempt)
 
 
+@pytest.mark.django_db
+@pytest.mark.parametrize("prefix", ["", "/chat"])
+def test_the_admins_view_site_link_is_the_chat_page_with_its_slash(admin_client, prefix):
+    from django.test import override_settings
+    from django.test.utils import override_script_prefix
+
+    # What gunicorn's handler does with the setting: Django's test client leaves the script prefix alone.
+    with override_settings(FORCE_SCRIPT_NAME=prefix or None), override_script_prefix(f"{prefix}/"):
+        response = admin_client.get("/admin/")
+        assert response.status_code == 200 and response.context["site_url"] == f"{prefix}/"
+    assert f'<a href="{prefix}/">View site</a>' in response.content.decode()
+
+
 # -- the servers ----------------------------------------------------------------------------------------------------
 def manual_settings() -> dict[str, str]:
     """The ``export BOOKCHAT_…`` lines of the manual's "Behind a proxy", with this machine's host name."""
@@ -83,7 +99,7 @@ def manual_settings() -> dict[str, str]:
 class Site:
     """A proxy in front of gunicorn; ``url`` is the proxy's HTTPS address with the prefix."""
 
-    def __init__(self, gunicorn, proxy: Nginx | Caddy, prefix: str):
+    def __init__(self, gunicorn, proxy: Proxy, prefix: str):
         self.gunicorn, self.proxy, self.prefix = gunicorn, proxy, prefix
         self.url = proxy.https_url + prefix
         self.tls = ssl.create_default_context(cafile=str(proxy.cert))
@@ -148,19 +164,6 @@ def database_open(django_db_blocker):
     transaction: the servers must see the users and keys made here, and the test what the servers wrote."""
     with django_db_blocker.unblock():
         yield
-
-
-def written_row(answer_id: str):
-    """The audit row the server wrote for ``answer_id``, once it has (rows are written after the response)."""
-    from audit.models import AuditLog
-
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        row = committed(lambda: AuditLog.objects.filter(answer_id=answer_id).first())
-        if row:
-            return row
-        time.sleep(0.2)
-    raise AssertionError(f"no audit row for {answer_id}")
 
 
 # -- at the root ----------------------------------------------------------------------------------------------------
@@ -249,17 +252,6 @@ def test_caddy_serves_the_page_its_files_the_api_and_the_admin_under_a_sub_path(
         assert events.count("token") >= 1 and events[-1] == "final", events
         admin = client.get(f"{site.url}/admin/")
         assert admin.status_code == 302 and admin.headers["location"] == "/chat/admin/login/?next=/chat/admin/"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    executable = chromium()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
 
 
 @pytest.fixture
@@ -384,7 +376,7 @@ def test_staff_log_into_the_admin_under_a_sub_path(chat_site, open_page):
         response = page.goto(f"{chat_site.url}/admin/audit/auditlog/")
         assert response.status == 200
         links = page.eval_on_selector_all("a[href^='/']", "links => links.map(a => a.getAttribute('href'))")
-        assert links and all(link == "/chat" or link.startswith("/chat/") for link in links), links
+        assert links and all(link.startswith("/chat/") for link in links), links
         response = page.goto(f"{chat_site.url}/admin/audit/auditlog/dashboard/")
         assert response.status == 200
         page.wait_for_selector(".bookchat-dashboard svg")

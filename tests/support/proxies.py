@@ -103,40 +103,44 @@ def stop(proc: subprocess.Popen | None) -> None:
         proc.wait(timeout=10)
 
 
-class Nginx:
-    """nginx (``nginx -p FOLDER -c CONF -g 'daemon off;'``) with the manual's configuration in front of the server on
-    port ``upstream``; a context manager. ``http_url`` and ``https_url`` are where it listens."""
+class Proxy:
+    """A proxy in front of the server on port ``upstream``, run as a process of its own with everything it writes in
+    ``folder``; a context manager. ``http_url`` and ``https_url`` are where it listens, with ``cert`` (made for
+    127.0.0.1) on HTTPS. Each proxy writes its configuration (``configure``) and says how it is run (``command``)."""
+
+    name = ""  # the program, as the tests' ``needs`` marker names it
+    executable = ""
 
     def __init__(self, folder: Path, *, upstream: int, sub_path: bool = False):
         self.folder = folder
         folder.mkdir(parents=True, exist_ok=True)
         self.http, self.https = free_port(), free_port()
         self.http_url, self.https_url = f"http://127.0.0.1:{self.http}", f"https://127.0.0.1:{self.https}"
-        cert, key = self_signed_certificate(folder)
-        self.cert = cert
-        snippet = nginx_snippet(upstream=upstream, http=self.http, https=self.https, cert=cert, key=key,
-                                sub_path=sub_path)
-        temp = "\n".join(f"    {kind}_temp_path {folder / kind};" for kind in
-                         ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
-        # What a distribution's nginx.conf holds around the site's file: here, everything in the folder.
-        (folder / "nginx.conf").write_text(
-            ("user root;\n" if os.geteuid() == 0 else "") +
-            f"pid {folder / 'nginx.pid'};\nerror_log {folder / 'error.log'} warn;\nevents {{}}\n"
-            f"http {{\n    access_log off;\n{temp}\n\n{snippet}}}\n", encoding="utf-8")
-        self.log = folder / "error.log"
+        self.cert, self.key = self_signed_certificate(folder)
+        self.log = folder / f"{self.name}.log"  # what it prints and logs, shown when it fails to start
         self.proc: subprocess.Popen | None = None
+        self.configure(upstream=upstream, sub_path=sub_path)
 
-    def __enter__(self) -> Nginx:
-        if not Path(NGINX).exists():
+    def configure(self, *, upstream: int, sub_path: bool) -> None:
+        raise NotImplementedError
+
+    def command(self) -> list[str]:
+        raise NotImplementedError
+
+    def environment(self) -> dict[str, str] | None:
+        return None  # the tests' own
+
+    def __enter__(self) -> Proxy:
+        if not Path(self.executable).exists():
             from tests.conftest import require
 
-            require("nginx")
-        with (self.folder / "nginx.out").open("ab") as out:
-            self.proc = subprocess.Popen([NGINX, "-p", str(self.folder), "-e", str(self.log),
-                                          "-c", str(self.folder / "nginx.conf"), "-g", "daemon off;"],
-                                         stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            require(self.name)
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT, env=self.environment(),
+                                         start_new_session=True)
         try:
-            wait_for_port(self.https, self.proc, self.log, "nginx")
+            for port in (self.https, self.http):
+                wait_for_port(port, self.proc, self.log, self.name)
         except ProxyError:
             stop(self.proc)
             raise
@@ -144,6 +148,27 @@ class Nginx:
 
     def __exit__(self, *exc) -> None:
         stop(self.proc)
+
+
+class Nginx(Proxy):
+    """nginx (``nginx -p FOLDER -c CONF -g 'daemon off;'``) with the manual's configuration."""
+
+    name, executable = "nginx", NGINX
+
+    def configure(self, *, upstream: int, sub_path: bool) -> None:
+        snippet = nginx_snippet(upstream=upstream, http=self.http, https=self.https, cert=self.cert, key=self.key,
+                                sub_path=sub_path)
+        temp = "\n".join(f"    {kind}_temp_path {self.folder / kind};" for kind in
+                         ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+        # What a distribution's nginx.conf holds around the site's file: here, everything in the folder.
+        (self.folder / "nginx.conf").write_text(
+            ("user root;\n" if os.geteuid() == 0 else "") +
+            f"pid {self.folder / 'nginx.pid'};\nerror_log {self.log} warn;\nevents {{}}\n"
+            f"http {{\n    access_log off;\n{temp}\n\n{snippet}}}\n", encoding="utf-8")
+
+    def command(self) -> list[str]:
+        return [self.executable, "-p", str(self.folder), "-e", str(self.log), "-c", str(self.folder / "nginx.conf"),
+                "-g", "daemon off;"]
 
 
 def caddy_snippet(*, upstream: int, sub_path: bool) -> str:
@@ -157,43 +182,22 @@ def caddy_snippet(*, upstream: int, sub_path: bool) -> str:
     return replace_once(snippet, "www.example.org {" if sub_path else "chat.example.org {", "127.0.0.1 {")
 
 
-class Caddy:
-    """Caddy (``caddy run``) with the manual's Caddyfile in front of the server on port ``upstream``; a context
-    manager. What the tests add around the snippet: the ports, a certificate file instead of an ACME CA, no admin
-    endpoint, and its state in the folder."""
+class Caddy(Proxy):
+    """Caddy (``caddy run``) with the manual's Caddyfile. What the tests add around the snippet: the ports, a
+    certificate file instead of an ACME CA, no admin endpoint, and its state in the folder."""
 
-    def __init__(self, folder: Path, *, upstream: int, sub_path: bool = False):
-        self.folder = folder
-        folder.mkdir(parents=True, exist_ok=True)
-        self.http, self.https = free_port(), free_port()
-        self.http_url, self.https_url = f"http://127.0.0.1:{self.http}", f"https://127.0.0.1:{self.https}"
-        self.cert, key = self_signed_certificate(folder)
+    name, executable = "caddy", CADDY
+
+    def configure(self, *, upstream: int, sub_path: bool) -> None:
         snippet = caddy_snippet(upstream=upstream, sub_path=sub_path)
-        snippet = replace_once(snippet, "127.0.0.1 {\n", f"127.0.0.1 {{\n    tls {self.cert} {key}\n")
-        (folder / "Caddyfile").write_text(
+        snippet = replace_once(snippet, "127.0.0.1 {\n", f"127.0.0.1 {{\n    tls {self.cert} {self.key}\n")
+        (self.folder / "Caddyfile").write_text(
             f"{{\n    admin off\n    http_port {self.http}\n    https_port {self.https}\n    skip_install_trust\n"
-            f"    storage file_system {folder / 'storage'}\n}}\n\n{snippet}", encoding="utf-8")
-        self.log = folder / "caddy.log"
-        self.proc: subprocess.Popen | None = None
+            f"    storage file_system {self.folder / 'storage'}\n}}\n\n{snippet}", encoding="utf-8")
 
-    def __enter__(self) -> Caddy:
-        if not Path(CADDY).exists():
-            from tests.conftest import require
+    def command(self) -> list[str]:
+        return [self.executable, "run", "--config", str(self.folder / "Caddyfile"), "--adapter", "caddyfile"]
 
-            require("caddy")
-        env = os.environ | {"HOME": str(self.folder), "XDG_DATA_HOME": str(self.folder / "data"),
-                            "XDG_CONFIG_HOME": str(self.folder / "config")}
-        with self.log.open("ab") as out:
-            self.proc = subprocess.Popen([CADDY, "run", "--config", str(self.folder / "Caddyfile"), "--adapter",
-                                          "caddyfile"], stdout=out, stderr=subprocess.STDOUT, env=env,
-                                         start_new_session=True)
-        try:
-            wait_for_port(self.https, self.proc, self.log, "caddy")
-            wait_for_port(self.http, self.proc, self.log, "caddy")
-        except ProxyError:
-            stop(self.proc)
-            raise
-        return self
-
-    def __exit__(self, *exc) -> None:
-        stop(self.proc)
+    def environment(self) -> dict[str, str]:
+        return os.environ | {"HOME": str(self.folder), "XDG_DATA_HOME": str(self.folder / "data"),
+                             "XDG_CONFIG_HOME": str(self.folder / "config")}
