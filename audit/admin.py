@@ -29,8 +29,9 @@ from ingestion.roles import BookScopedAdmin, allowed_slugs
 
 REVIEW_FIELDS = ("review_status", "reviewer_note")
 CSV_COLUMNS = ("created_at", "answer_id", "channel", "book_slug", "question", "selected_text", "answer",
-               "draft_answer", "status", "confidence", "confidence_level", "generator", "sources", "feedback_rating",
-               "feedback_comment", "review_status", "reviewer_note", "latency_ms", "api_key_name", "session_id")
+               "draft_answer", "status", "confidence", "confidence_level", "generator", "generation_failure",
+               "sources", "feedback_rating", "feedback_comment", "review_status", "reviewer_note", "latency_ms",
+               "api_key_name", "session_id")
 
 
 def csv_cell(value) -> str:

@@ -45,9 +45,11 @@ def test_only_web_and_site_relative_links_are_kept():
 
 
 def test_the_csv_values_follow_the_columns_with_sources_as_heading_paths():
-    row = AuditLog(question="q", sources=[{"heading_path": "A > B"}, {"title": "no path"}], status="answered")
+    row = AuditLog(question="q", sources=[{"heading_path": "A > B"}, {"title": "no path"}], status="answered",
+                   generator="extractive", generation_failure="timeout")
     values = _csv_values(row)
     assert len(values) == len(CSV_COLUMNS) and values[CSV_COLUMNS.index("question")] == "q"
+    assert values[CSV_COLUMNS.index("generation_failure")] == "timeout", "why the language model didn't answer"
     assert values[CSV_COLUMNS.index("sources")] == "A > B | "  # a source without a heading path stays a blank
 
 
