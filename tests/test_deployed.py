@@ -163,20 +163,26 @@ def test_a_deployment_answers_indexes_uploads_survives_losing_a_web_replica_and_
     assert probe.returncode == 0, (deployment.worker_probe(), probe.stdout, probe.stderr)
     figures["worker_alive"] = probe.stdout.strip()
 
-    # One web container killed: every question after that is answered by the other.
+    # One web container killed (and its network gone: tests/support/containers.py): every question after that is
+    # answered by the other.
     deployment.kill_web(0)
     survivor = deployment.webs[1]
-    failures = []
+    failures, seconds = [], []
     for n in range(AFTER_KILL):
+        started = time.monotonic()
         try:
             answered = ask(deployment, survivor, key, MANUAL_QUESTIONS[n % len(MANUAL_QUESTIONS)])
-        except httpx.TimeoutException:  # seen once in CI: say what the database was doing then
-            failures.append(("timeout", database_activity(deployment)))
+        except httpx.TimeoutException as exc:  # say which question hung, what the database did then, and the logs
+            failures.append((n, type(exc).__name__, database_activity(deployment), deployment.diagnosis()))
+            print("\nno answer:", json.dumps(failures[-1], indent=1, default=str))
             continue
+        finally:
+            seconds.append(round(time.monotonic() - started, 2))
         if answered.status_code != 200:
-            failures.append((answered.status_code, answered.text[:200]))
-    assert failures == [], failures
+            failures.append((n, answered.status_code, answered.text[:200]))
+    assert failures == [], (seconds, failures)
     figures["answered_after_kill"] = AFTER_KILL
+    figures["seconds_after_kill"] = seconds
 
     # Everything stopped and started again: books, audit rows and the key are where they were.
     time.sleep(2)  # audit rows are written after the answer is sent

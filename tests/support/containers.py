@@ -6,6 +6,12 @@ for, and nothing else: it skips a Job (the bootstrap Job's pod template is playe
 it made itself (the Secret's values are handed to ``podman secret create`` as the JSON it reads), it has no
 Services (each web pod is reached at its own address, with the Host and X-Forwarded-Proto headers the ConfigMap's
 ingress would send), and its probes need systemd timers (they don't run; the test polls /api/v1/ready itself).
+
+And one way both deployments differ from a cluster, which ``kill_web`` waits out: a killed container's network is
+torn down after it exits (with kube play, its whole pod's: the pod stops when its only container dies), and while
+netavark rewrites the shared network's rules, a connection in flight to another container on that network can lose
+its response for good. Seen twice in CI and once here: the surviving replica answered a question and wrote its
+audit row, and the client waited 60 s for the reply; the database idle, the network fine a second later.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ PODMAN = ["podman", "--runtime", "runc", "--cgroup-manager=cgroupfs"]
 IMAGES = {"bookchat": "localhost/bookchat:latest", "postgres": "localhost/bookchat-postgres:latest",
           "redis": "localhost/bookchat-redis:latest"}
 READY_SECONDS = 600  # the bootstrap indexes the manual first (~2 minutes on 2 busy cores)
+SETTLE_SECONDS = 2  # after a killed container's network is torn down, for podman's clean-up to end
 
 
 def podman(*args: str, check: bool = True, timeout: float = 600) -> subprocess.CompletedProcess:
@@ -69,7 +76,15 @@ class Deployment:
     def worker_probe(self) -> list[str]: ...
 
     def kill_web(self, index: int) -> None:
-        podman("kill", self.web_container(index))
+        """Kill a web replica, and return once its network is gone (the module's docstring says why)."""
+        container = self.web_container(index)
+        podman("kill", container)
+        podman("wait", container, check=False, timeout=60)
+        self.wait_gone(container)
+        time.sleep(SETTLE_SECONDS)
+
+    def wait_gone(self, container: str) -> None:
+        """Until what runs ``container``'s network has stopped (the container itself, by default)."""
 
     def exec_web(self, index: int, *command: str) -> str:
         return podman("exec", self.web_container(index), "bookchat", *command).stdout
@@ -114,6 +129,14 @@ class KubePlay(Deployment):
         self.secret = yaml.safe_load((MANIFESTS / "secret.yaml").read_text())
         self.admin_password = self.secret["stringData"]["admin-password"]
         self.metrics_token = self.secret["stringData"]["metrics-token"]
+
+    def wait_gone(self, container: str) -> None:
+        """Until the killed container's pod has stopped: its infra container held the network."""
+        pod = podman("inspect", container, "--format", "{{.Pod}}").stdout.strip()
+        deadline = time.monotonic() + 60
+        while podman("pod", "inspect", pod, "--format", "{{.State}}").stdout.strip() not in ("Exited", "Stopped"):
+            assert time.monotonic() < deadline, f"the pod of {container} still runs 60 s after it was killed"
+            time.sleep(0.5)
 
     def worker_probe(self) -> list[str]:
         """The worker's liveness probe command, as worker.yaml gives it."""
