@@ -30,6 +30,7 @@ from django.conf import settings
 
 from bookchat import embedded_db, pgtools, secret_keys
 from bookchat.errors import BookchatError
+from bookchat.files import PARTIAL_SUFFIX, replacing_privately
 
 FORMAT = "bookchat-backup"
 FORMAT_VERSION = 1
@@ -113,7 +114,7 @@ def _copy_data_files(data_dir: Path, staging: Path) -> dict[str, int]:
         if not source.is_dir():
             continue
         for path in sorted(source.rglob("*")):
-            if not path.is_file() or path.is_symlink() or path.name.endswith(".partial"):
+            if not path.is_file() or path.is_symlink() or path.name.endswith(PARTIAL_SUFFIX):
                 continue
             target = staging / folder / path.relative_to(source)
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -165,7 +166,6 @@ def create_backup(out: Path, *, force: bool = False, with_secrets: bool = False)
                           "BOOKCHAT_PG_BIN_DIR to their folder", code="pg_dump_too_old")
     data_dir = Path(settings.DATA_DIR)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".staging", dir=out.parent))
-    partial = out.with_name(f".{out.name}.{os.getpid()}.partial")
     try:
         pgtools.run("pg_dump", ["--format=custom", "--no-password", f"--file={staging / DUMP}"],
                     connection.settings_dict, what="pg_dump failed")
@@ -184,26 +184,19 @@ def create_backup(out: Path, *, force: bool = False, with_secrets: bool = False)
             "files": {name: {"sha256": sha256_of(staging / name), "bytes": (staging / name).stat().st_size}
                       for name in members},
         }
-        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # it holds the audit trail
-        with os.fdopen(fd, "wb") as raw:
-            with tarfile.open(fileobj=raw, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
-                body = json.dumps(manifest, indent=2).encode()
-                info = tarfile.TarInfo(MANIFEST)
-                info.size, info.mode, info.mtime = len(body), 0o600, int(started.timestamp())
-                tar.addfile(info, io.BytesIO(body))
-                for name in members:
-                    info = tar.gettarinfo(staging / name, arcname=name)
-                    info.uid = info.gid = 0
-                    info.uname = info.gname = ""
-                    info.mode = 0o600
-                    with open(staging / name, "rb") as file:
-                        tar.addfile(info, file)
-            raw.flush()
-            os.fsync(raw.fileno())
-        os.replace(partial, out)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
+        # private: it holds the audit trail
+        with replacing_privately(out) as raw, tarfile.open(fileobj=raw, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
+            body = json.dumps(manifest, indent=2).encode()
+            info = tarfile.TarInfo(MANIFEST)
+            info.size, info.mode, info.mtime = len(body), 0o600, int(started.timestamp())
+            tar.addfile(info, io.BytesIO(body))
+            for name in members:
+                info = tar.gettarinfo(staging / name, arcname=name)
+                info.uid = info.gid = 0
+                info.uname = info.gname = ""
+                info.mode = 0o600
+                with open(staging / name, "rb") as file:
+                    tar.addfile(info, file)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return BackupReport(archive=str(out), bytes=out.stat().st_size, created_at=manifest["created_at"],

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from bookchat.errors import BookchatError
+from bookchat.files import replacing_privately
 
 KEY_FILE = "secret_key"
 FALLBACKS_FILE = "secret_key_fallbacks"
@@ -44,18 +45,9 @@ def new_key() -> str:
 
 
 def write_private(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text``, mode 600, whole or not at all (a temporary name beside it, then renamed)."""
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    try:
-        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as file:
-            file.write(text)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(partial, path)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
+    """Replace ``path`` with ``text``, mode 600, whole or not at all (``bookchat.files``)."""
+    with replacing_privately(path) as file:
+        file.write(text.encode())
 
 
 def generated_key(data_dir: Path) -> str:
