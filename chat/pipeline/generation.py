@@ -84,6 +84,11 @@ class GenerationFailed(BookchatError):
         self.reason = reason
 
 
+def _timed_out(budget_seconds: float) -> GenerationFailed:
+    """The budget ran out, whether the stream stalled or the client's own timeout struck first."""
+    return GenerationFailed(f"the language model did not answer within {budget_seconds:.1f} s", reason="timeout")
+
+
 @dataclass
 class Excerpt:
     """What a generator sees of one retrieved source."""
@@ -229,8 +234,7 @@ class OpenAIChatGenerator(Generator):
                 try:
                     kind, value = pieces.get(timeout=max(0.0, expires - time.monotonic()))
                 except queue.Empty:
-                    raise GenerationFailed(f"the language model did not answer within {budget_seconds:.1f} s",
-                                           reason="timeout") from None
+                    raise _timed_out(budget_seconds) from None
                 if kind == "piece":
                     written.append(value)
                     yield from _word_by_word(guard.feed(value))
@@ -290,8 +294,7 @@ class OpenAIChatGenerator(Generator):
         except GenerationFailed as exc:
             out.put(("failed", exc))
         except self._openai.APITimeoutError:
-            out.put(("failed", GenerationFailed(f"the language model did not answer within {budget_seconds:.1f} s",
-                                                reason="timeout")))
+            out.put(("failed", _timed_out(budget_seconds)))
         except self._openai.APIConnectionError:  # refused, reset or dropped: its server stopped or went away
             out.put(("failed", GenerationFailed("the language model's server could not be reached or closed the "
                                                 "connection", reason="connection")))
