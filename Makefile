@@ -95,9 +95,9 @@ lint: $(VENV)/.installed-dev
 codemap: $(VENV)/.installed
 	$(BIN)/python -m tests.support.codemap --write
 
-# The manual's settings reference, generated from bookchat/conf.py (tests/test_settings.py checks it).
+# The manual's settings reference, generated from bookchat/base/conf.py (tests/test_settings.py checks it).
 docs: $(VENV)/.installed
-	$(BIN)/python -c "from bookchat.conf import settings_reference; print(settings_reference(), end='')" > docs/operating/settings.md
+	$(BIN)/python -c "from bookchat.base.conf import settings_reference; print(settings_reference(), end='')" > docs/operating/settings.md
 
 format: $(VENV)/.installed-dev
 	$(BIN)/ruff check --fix .

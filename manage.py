@@ -11,7 +11,7 @@ def main() -> None:
 
         sys.exit(push(sys.argv[2:]))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bookchat.settings")
-    from bookchat.deployment import run_management_command
+    from bookchat.base.deployment import run_management_command
 
     run_management_command(sys.argv)
 

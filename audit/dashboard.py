@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from audit import charts
 from audit.models import AuditLog
-from bookchat.conf import setting
+from bookchat.base.conf import setting
 from chat.pipeline.confidence import thresholds
 
 S = AuditLog.Status

@@ -23,8 +23,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit.models import AuditLog
-from bookchat.conf import setting
-from bookchat.errors import BookchatError
+from bookchat.base.conf import setting
+from bookchat.base.errors import BookchatError
 
 logger = logging.getLogger(__name__)
 

@@ -47,7 +47,7 @@ from django.db import connection
 from django.utils import timezone
 
 from audit.models import AuditLog, TopicRun
-from bookchat.errors import BookchatError
+from bookchat.base.errors import BookchatError
 from ingestion.indexing.chunking import HEADING_SEPARATOR
 from ingestion.models import Book, Chunk
 from ingestion.reading.outline import book_outline

@@ -25,7 +25,7 @@ from audit.models import AuditLog, TopicRun
 from audit.struggle import DEFAULT_DAYS, LEVELS, outline_sections, struggle_map
 from audit.struggle_export import TABLES, ranking_markdown
 from audit.topics import latest_topics, queue_topics
-from bookchat.conf import setting
+from bookchat.base.conf import setting
 from ingestion.models import Book, Chunk, book_slug_validator
 from ingestion.roles import allowed_books, within_books
 

@@ -46,8 +46,8 @@ from django_q.tasks import async_task
 from audit.gaps import question_vectors
 from audit.models import AuditLog, TopicRun
 from audit.struggle import DEFAULT_DAYS, STRUGGLE, outline_sections, score
-from bookchat.broker import queue_in_database
-from bookchat.conf import setting
+from bookchat.base.broker import queue_in_database
+from bookchat.base.conf import setting
 from ingestion.models import Book
 
 logger = logging.getLogger(__name__)

@@ -42,7 +42,7 @@ def collect(book: str, path: str) -> list[dict]:
 def _collect(book: str, path: str) -> list[dict]:
     from django.test.utils import override_settings
 
-    from bookchat.conf import setting
+    from bookchat.base.conf import setting
     from chat.pipeline import generation
     from chat.pipeline.editions import resolve_book
     from chat.quality.evaluation import SHOULD_REFUSE, evaluate_question, load_questions

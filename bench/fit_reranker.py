@@ -70,7 +70,7 @@ def retrieve_pools(book: str, path: str) -> list[tuple]:
 def _retrieve_pools(book: str, path: str) -> list[tuple]:
     from django.test.utils import override_settings
 
-    from bookchat.conf import setting
+    from bookchat.base.conf import setting
     from chat.pipeline.deadline import Deadline
     from chat.pipeline.reranking import POOL
     from chat.pipeline.retrieval import retrieve

@@ -9,7 +9,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bookchat.conf import setting
+from bookchat.base.conf import setting
 from ingestion.indexing.chunking import embedding_text
 from ingestion.indexing.embedders import get_embedder
 from ingestion.indexing.ingesting import index_book

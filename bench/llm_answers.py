@@ -42,7 +42,7 @@ def main(argv=None) -> int:
     parser.add_argument("--limit", type=int, default=0)
     args = parser.parse_args(argv)
     _setup()
-    from bookchat.conf import setting
+    from bookchat.base.conf import setting
     from chat.pipeline.answering import answer_events, prepare
     from chat.pipeline.generation import llm_configured
     from chat.pipeline.questions import AskRequest

@@ -15,7 +15,7 @@ from audit.models import AuditLog
 from bench import first_start, latency, machine, publishing_bench, quality, scale, soak, streams, struggle_bench, typing
 from bench.ingestion_bench import bench_corpus
 from bench.stats import over_runs
-from bookchat.conf import setting
+from bookchat.base.conf import setting
 from chat.quality.evaluation import load_questions
 from ingestion.indexing.ingesting import index_book
 from ingestion.models import Book

@@ -18,7 +18,7 @@ from django.db import connection, transaction
 from django.test.utils import override_settings
 
 from bench.stats import summary
-from bookchat.errors import BookchatError
+from bookchat.base.errors import BookchatError
 from chat.channels.serializers import validate_ask
 from chat.pipeline.answering import answer_question
 from chat.pipeline.retrieval import retrieve

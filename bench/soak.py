@@ -42,7 +42,7 @@ import httpx
 from bench import machine
 from bench.latency import KEEPALIVE_EXPIRY, Gunicorn, database_environment
 from bench.stats import pct
-from bookchat.conf import setting
+from bookchat.base.conf import setting
 
 CLIENTS = 8
 INGEST_AFTER_SECONDS = 2.0

@@ -1,5 +1,5 @@
 """The operator's record of what staff did: Django's admin log (every upload, retry, deletion, key, review decision,
-and change to a user, their groups and their books) and the command-line log (``bookchat.models``), both
+and change to a user, their groups and their books) and the command-line log (``bookchat.base.models``), both
 read-only. Only superusers see them unless given the view permission."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.contrib.admin.models import ADDITION, CHANGE, DELETION, LogEntry
 
-from bookchat.models import StaffCommand
+from bookchat.base.models import StaffCommand
 
 
 class ReadOnly(admin.ModelAdmin):

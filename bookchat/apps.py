@@ -1,5 +1,6 @@
 """The bookchat project package as a Django app: its system checks (``bookchat.checks``), the metrics' count of
-answers (``bookchat.metrics``), and tasks signed with a previous secret key (``read_tasks_signed_with_fallbacks``)."""
+answers (``bookchat.base.metrics``), and tasks signed with a previous secret key
+(``read_tasks_signed_with_fallbacks``). Its models are the base's (``bookchat.models``)."""
 
 from django.apps import AppConfig
 from django.conf import settings
@@ -9,7 +10,8 @@ class BookchatConfig(AppConfig):
     name = "bookchat"
 
     def ready(self) -> None:
-        from bookchat import checks, metrics  # noqa: F401  (importing checks registers them)
+        from bookchat import checks  # noqa: F401  (importing checks registers them)
+        from bookchat.base import metrics
         from chat.pipeline.announcements import answered
 
         answered.connect(metrics.on_answered, dispatch_uid="bookchat.metrics")  # answers counted for /metrics

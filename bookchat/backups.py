@@ -28,9 +28,9 @@ from pathlib import Path, PurePosixPath
 
 from django.conf import settings
 
-from bookchat import embedded_db, pgtools, secret_keys
-from bookchat.errors import BookchatError
-from bookchat.files import PARTIAL_SUFFIX, replacing_privately
+from bookchat.base import embedded_db, pgtools, secret_keys
+from bookchat.base.errors import BookchatError
+from bookchat.base.files import PARTIAL_SUFFIX, replacing_privately
 
 FORMAT = "bookchat-backup"
 FORMAT_VERSION = 1

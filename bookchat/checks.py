@@ -1,7 +1,7 @@
 """bookchat's settings, checked at start: a Django system check, so that ``manage.py check``, ``make run``
 and gunicorn (``bookchat.wsgi``) refuse a bad value with a message instead of failing the first request.
 
-What is checked comes from ``bookchat.conf.SETTINGS``: a setting's ``choices``, ``minimum`` and ``rate``
+What is checked comes from ``bookchat.base.conf.SETTINGS``: a setting's ``choices``, ``minimum`` and ``rate``
 format, plus what a choice needs (the Qdrant store a place to find Qdrant; optional packages installed) and
 that `BOOKCHAT_Q_BROKER` is `postgres` or a Redis URL.
 """
@@ -12,10 +12,10 @@ import importlib.util
 
 from django.core.checks import Error, register
 
-from bookchat.broker import q_cluster_broker
-from bookchat.conf import SETTINGS, Setting, parse_rate, setting
-from bookchat.errors import ConfigurationError
-from bookchat.subpath import url_prefix
+from bookchat.base.broker import q_cluster_broker
+from bookchat.base.conf import SETTINGS, Setting, parse_rate, setting
+from bookchat.base.errors import ConfigurationError
+from bookchat.base.subpath import url_prefix
 
 TAG = "bookchat"
 

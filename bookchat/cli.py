@@ -16,7 +16,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from bookchat import conf, embedded_db
+from bookchat.base import conf, embedded_db
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return push(argv[1:])
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bookchat.settings")
-    from bookchat.deployment import run_management_command
+    from bookchat.base.deployment import run_management_command
 
     run_management_command(["bookchat", *argv])
     return 0

@@ -22,8 +22,8 @@ _made_here: dict[str, str] = {}
 
 
 def metrics_on() -> bool:
-    from bookchat.conf import environment_value
-    from bookchat.errors import ConfigurationError
+    from bookchat.base.conf import environment_value
+    from bookchat.base.errors import ConfigurationError
 
     try:
         return bool((environment_value("BOOKCHAT_METRICS_TOKEN") or "").strip())

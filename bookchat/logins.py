@@ -5,7 +5,7 @@ django-axes does the counting: it is the maintained choice, and it counts inside
 backend, so every login form that calls ``authenticate(request=…)`` is covered (the admin's, with or without the
 authenticator code) and nothing can log in around it. What we decided on top of it:
 
-- The address is ``bookchat.security.client_ip``, the one rate limits use: behind ``TRUSTED_PROXIES`` proxies the
+- The address is ``bookchat.base.security.client_ip``, the one rate limits use: behind ``TRUSTED_PROXIES`` proxies the
   address the nearest trusted proxy saw, never a header value the client could have written itself.
 - Name and address are counted apart. Thirty guesses at ``admin`` from thirty addresses stop after five, and so
   do thirty names tried from one address. The price: anyone who knows a staff user name can lock that name out
@@ -25,7 +25,7 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
-from bookchat.conf import setting
+from bookchat.base.conf import setting
 
 
 def axes_settings(bookchat: dict) -> dict:
@@ -35,7 +35,7 @@ def axes_settings(bookchat: dict) -> dict:
         "AXES_COOLOFF_TIME": timedelta(minutes=bookchat["LOGIN_LOCKOUT_MINUTES"]),
         "AXES_LOCKOUT_PARAMETERS": ["username", "ip_address"],  # each on its own, not the pair
         "AXES_RESET_ON_SUCCESS": True,
-        "AXES_CLIENT_IP_CALLABLE": "bookchat.security.client_ip",
+        "AXES_CLIENT_IP_CALLABLE": "bookchat.base.security.client_ip",
         "AXES_LOCKOUT_CALLABLE": "bookchat.logins.locked_out",
         "AXES_ENABLE_ACCESS_FAILURE_LOG": True,
         "AXES_SENSITIVE_PARAMETERS": ["password", "otp_token"],  # never copied into the failure records

@@ -23,9 +23,9 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from bookchat.broker import broker_name
-from bookchat.conf import setting
-from bookchat.deployment import pending_migrations
+from bookchat.base.broker import broker_name
+from bookchat.base.conf import setting
+from bookchat.base.deployment import pending_migrations
 from ingestion.indexing.embedders import get_embedder
 from ingestion.models import Book, IngestionJob
 

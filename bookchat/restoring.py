@@ -25,7 +25,6 @@ from pathlib import Path
 
 from django.conf import settings
 
-from bookchat import embedded_db, pgtools, secret_keys
 from bookchat.backups import (
     DATA_FOLDERS,
     DUMP,
@@ -35,6 +34,7 @@ from bookchat.backups import (
     sha256_of,
     unpack_archive,
 )
+from bookchat.base import embedded_db, pgtools, secret_keys
 
 # What a restore without the backup's secret key means (the restore's output and the manual say it).
 WITHOUT_KEY = ("this install's secret key differs from the backed-up one: everyone logged in (the admin, chat-page "
@@ -293,7 +293,7 @@ def _plan(path: Path, manifest: dict, staging: Path, *, force: bool, with_secret
 
 
 def _record(path: Path, manifest: dict) -> None:
-    from bookchat.models import StaffCommand
+    from bookchat.base.models import StaffCommand
 
     with contextlib.suppress(Exception):  # the log of a restore that worked never fails it
         StaffCommand.record(f"restore {path.name}", "restored backup", f"{path.name} of {manifest.get('created_at')}")

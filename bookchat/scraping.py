@@ -1,4 +1,4 @@
-"""``/metrics``: what ``bookchat.metrics`` counted, plus what is read when Prometheus scrapes (the task queue and
+"""``/metrics``: what ``bookchat.base.metrics`` counted, plus what is read when Prometheus scrapes (the task queue and
 the task workers' heartbeats, the books' passages, index runs and jobs, the web workers' memory), in Prometheus'
 text format.
 
@@ -26,11 +26,12 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from bookchat import metrics, task_workers
-from bookchat.broker import queue_in_database
-from bookchat.conf import setting
-from bookchat.errors import ConfigurationError
-from bookchat.security import client_ip
+from bookchat import task_workers
+from bookchat.base import metrics
+from bookchat.base.broker import queue_in_database
+from bookchat.base.conf import setting
+from bookchat.base.errors import ConfigurationError
+from bookchat.base.security import client_ip
 from ingestion.models import Book, IndexRun, IngestionJob
 
 logger = logging.getLogger(__name__)
@@ -123,7 +124,7 @@ class Scrape:
 
 
 def counted():
-    """What ``bookchat.metrics`` counted: every gunicorn worker's, summed, in multiprocess mode; else this
+    """What ``bookchat.base.metrics`` counted: every gunicorn worker's, summed, in multiprocess mode; else this
     process's (with prometheus_client's own process and Python metrics)."""
     folder = metrics.multiprocess_dir()
     if folder is None:

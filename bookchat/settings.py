@@ -1,5 +1,5 @@
 """Django settings for bookchat. Everything a user may change comes from ``BOOKCHAT_*`` variables
-(see ``bookchat.conf``) plus ``DATABASE_URL``; when that is unset, the embedded PostgreSQL runs
+(see ``bookchat.base.conf``) plus ``DATABASE_URL``; when that is unset, the embedded PostgreSQL runs
 under the data directory.
 """
 
@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bookchat import broker, conf, embedded_db, logins, secret_keys, security, subpath
+from bookchat import logins
+from bookchat.base import broker, conf, embedded_db, secret_keys, security, subpath
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # templates/ and static/ sit at the top of a checkout; a wheel carries them inside this package (pyproject.toml).
@@ -23,7 +24,7 @@ BOOKCHAT["DATA_DIR"] = str(DATA_DIR)
 DEBUG = BOOKCHAT["DEBUG"]
 
 
-# The key: BOOKCHAT_SECRET_KEY, else the one generated into the data folder (bookchat.secret_keys). What was signed
+# The key: BOOKCHAT_SECRET_KEY, else the one generated into the data folder (bookchat.base.secret_keys). What was signed
 # with an older key stays valid while it is a fallback: BOOKCHAT_SECRET_KEY_FALLBACKS's, then those `manage.py
 # secretkey rotate` kept in the data folder (the manual's Security page, "Rotate the secret key").
 SECRET_KEY = BOOKCHAT["SECRET_KEY"] or secret_keys.generated_key(DATA_DIR)
@@ -34,7 +35,7 @@ if DEBUG:
     ALLOWED_HOSTS += ["testserver"]
 
 # SECURE_SSL_REDIRECT, SECURE_REDIRECT_EXEMPT, SESSION_/CSRF_COOKIE_SECURE, SECURE_HSTS_*, SECURE_PROXY_SSL_HEADER
-# and SILENCED_SYSTEM_CHECKS, from BOOKCHAT_HTTPS and friends (see bookchat.security; the manual, "Deploying and
+# and SILENCED_SYSTEM_CHECKS, from BOOKCHAT_HTTPS and friends (see bookchat.base.security; the manual, "Deploying and
 # running").
 globals().update(security.https_settings(BOOKCHAT))
 
@@ -62,9 +63,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "bookchat.security.ContentSecurityPolicyMiddleware",
+    "bookchat.base.security.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "bookchat.security.ProbesByAddressMiddleware",  # /api/v1/health and ready answer a probe by IP address
+    "bookchat.base.security.ProbesByAddressMiddleware",  # /api/v1/health and ready answer a probe by IP address
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -122,7 +123,7 @@ USE_I18N = True
 USE_TZ = True
 
 # STATIC_URL ("static/", or under BOOKCHAT_URL_PREFIX "/chat/static/"), FORCE_SCRIPT_NAME and the cookies' paths
-# (bookchat.subpath; the manual, "Behind a proxy").
+# (bookchat.base.subpath; the manual, "Behind a proxy").
 globals().update(subpath.subpath_settings(BOOKCHAT))
 # From a wheel, bookchat/static is found as the bookchat app's static folder (listing it too would find it twice).
 STATICFILES_DIRS = [SITE_DIR / "static"] if IN_CHECKOUT else []
@@ -167,7 +168,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = max(2_621_440, BOOKCHAT["MAX_REQUEST_BYTES"])
 
 Q_CLUSTER = {
     "name": "bookchat",
-    # "orm": "default" (Postgres) or "redis": the URL; a bad value is named by the system check (bookchat.broker).
+    # "orm": "default" (Postgres) or "redis": the URL; a bad value is named by the system check (bookchat.base.broker).
     **broker.q_cluster_broker_or_default(BOOKCHAT["Q_BROKER"]),
     "workers": BOOKCHAT["TASK_WORKERS"],
     "timeout": 3600,
@@ -185,7 +186,7 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "filters": {"without_traceback": {"()": "bookchat.security.WithoutTraceback"}},
+    "filters": {"without_traceback": {"()": "bookchat.base.security.WithoutTraceback"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": "WARNING"},
     "loggers": {

@@ -28,7 +28,7 @@ from django.db import close_old_connections
 from django.utils import timezone
 from django_q.brokers.orm import ORM
 
-from bookchat.models import TaskWorker
+from bookchat.base.models import TaskWorker
 
 logger = logging.getLogger(__name__)
 

@@ -7,6 +7,7 @@ from django.urls import include, path, re_path, reverse_lazy
 from django.views.decorators.csrf import csrf_exempt
 from django.views.generic import RedirectView
 
+from bookchat.readiness import ReadyView
 from bookchat.scraping import metrics_view
 from bookchat.twofactor import setup_pages
 from bookchat.twofactor.login import TwoFactorAuthenticationForm
@@ -26,6 +27,7 @@ urlpatterns = [
     path("new", page.new_conversation, name="chat-new"),
     path("answers/<uuid:answer_id>", page.answer_fragment, name="chat-answer"),
     path("answers/<uuid:answer_id>/feedback", page.feedback, name="chat-feedback"),
+    path("api/v1/ready", ReadyView.as_view(), name="api-ready"),  # the deployment's, not an app's
     path("api/v1/", include("chat.urls")),
     re_path(r"^api/", csrf_exempt(api_not_found)),  # a JSON 404 for any other path under /api/, any method
     path("mcp", McpView.as_view(), name="mcp"),

@@ -6,8 +6,8 @@ from django.http import JsonResponse
 from django.views.defaults import page_not_found
 from django.views.defaults import server_error as django_server_error
 
-from bookchat.errors import DATABASE_ERRORS, INTERNAL_ERROR, error_body
-from bookchat.outage import outage_response
+from bookchat.base.errors import DATABASE_ERRORS, INTERNAL_ERROR, error_body
+from bookchat.base.outage import outage_response
 
 
 def api_not_found(request, *args, **kwargs) -> JsonResponse:

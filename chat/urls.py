@@ -1,9 +1,8 @@
-"""Routes of the REST API, mounted under /api/v1/."""
+"""Routes of chat's REST API, mounted under /api/v1/ (the project routes the rest of it: ``bookchat.urls``)."""
 
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from bookchat.readiness import ReadyView
 from chat.channels import api, publish_api
 
 urlpatterns = [
@@ -17,7 +16,6 @@ urlpatterns = [
     path("books/<str:slug>/sources", publish_api.PublishView.as_view(), name="api-publish"),
     path("books/<str:slug>/syncs/<int:sync_id>", publish_api.SyncView.as_view(), name="api-sync"),
     path("health", api.HealthView.as_view(), name="api-health"),
-    path("ready", ReadyView.as_view(), name="api-ready"),
     path("schema", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves Swagger UI's start-up script as a file, so the docs page needs no inline script.
     path("docs", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),

@@ -16,7 +16,7 @@ from django.contrib.auth.admin import UserAdmin
 from django.db.models import BooleanField, ExpressionWrapper, Q
 from django.utils.html import format_html
 
-from bookchat.conf import setting
+from bookchat.base.conf import setting
 from ingestion.models import Book, BookAccess, Chunk, DefaultBook, Document, IndexRun
 from ingestion.roles import BookScopedAdmin
 from ingestion.uploads import admin as upload_admin  # noqa: F401  (registers the upload jobs' admin)

@@ -19,7 +19,7 @@ from django.db.models.functions import Coalesce
 from django.utils.text import slugify
 from pgvector.django import VectorField
 
-from bookchat.conf import setting
+from bookchat.base.conf import setting
 
 # Vector sizes that get an HNSW index (a migration creates one per size).
 INDEXED_DIMENSIONS = (384, 512, 768, 1024, 1536)

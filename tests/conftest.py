@@ -183,7 +183,7 @@ def anonymous_api():
     with ``override_settings``."""
     from django.conf import settings
 
-    from bookchat import conf
+    from bookchat.base import conf
 
     settings.BOOKCHAT["ANONYMOUS_API"] = "true"
     # Tests ask far more often than a person: the per-IP and per-session limits are tested on their own.
@@ -481,7 +481,7 @@ def openai_server():
 
 def pytest_unconfigure(config) -> None:
     """Stop the embedded Postgres if this test session started it."""
-    from bookchat import embedded_db
+    from bookchat.base import embedded_db
 
     if embedded_db.started_here:
         from django.conf import settings

@@ -250,7 +250,7 @@ def test_evaluate_reports_figures_per_kind(tmp_path, manual_book):
 
 
 def test_evaluate_compare_runs_both_settings_on_the_same_questions(tmp_path, manual_book):
-    from bookchat import conf
+    from bookchat.base import conf
 
     questions = write_questions(tmp_path, ONE_OF_EACH_KIND)
     details = tmp_path / "details.jsonl"
@@ -318,7 +318,7 @@ def test_compare_spec_takes_names_in_any_case_with_or_without_prefix_and_types_v
 
 
 def test_evaluate_compare_restores_settings_when_a_run_fails(tmp_path, manual_book):
-    from bookchat import conf
+    from bookchat.base import conf
 
     questions = write_questions(tmp_path, [{"id": "1", "question": "How do I ingest a folder?"}])
     code, _, err = run_command("evaluate", questions, "--book", "bookchat-manual", "--compare", "default",

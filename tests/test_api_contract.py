@@ -66,7 +66,7 @@ def test_the_stream_is_described_event_by_event_and_ask_links_to_feedback(client
 
 @pytest.mark.parametrize(("value", "accepted"), [(5, True), (5.0, True), (5.5, False), ("5", False), (None, True)])
 def test_max_results_is_a_json_integer_as_the_schema_reads_it(value, accepted):
-    from bookchat.errors import RequestError
+    from bookchat.base.errors import RequestError
     from chat.channels.serializers import validate_ask
 
     try:

@@ -189,7 +189,7 @@ def test_a_vote_cast_before_the_row_is_written_is_not_lost():
 
 
 def test_client_ip_behind_trusted_proxies(settings, rf):
-    from bookchat.security import client_ip
+    from bookchat.base.security import client_ip
 
     request = rf.get("/", REMOTE_ADDR="10.0.0.1", HTTP_X_FORWARDED_FOR="6.6.6.6, 198.51.100.7")
     assert client_ip(request) == "10.0.0.1", "without trusted proxies the header can be forged"

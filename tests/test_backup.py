@@ -27,7 +27,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from bookchat import embedded_db, pgtools
+from bookchat.base import embedded_db, pgtools
 from tests.conftest import REPO, run_command
 from tests.support.nodes import ExternalPostgres, free_port
 

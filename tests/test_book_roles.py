@@ -15,7 +15,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from audit.models import AuditLog
-from bookchat.models import StaffCommand
+from bookchat.base.models import StaffCommand
 from chat.models import ApiKey, Conversation, Feedback
 from ingestion.models import Book, BookAccess, Document, IndexRun, IngestionJob
 from tests.conftest import run_command

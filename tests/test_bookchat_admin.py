@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 from django.test import RequestFactory
 
 from bookchat.admin import AdminLogAdmin, StaffCommandAdmin
-from bookchat.models import StaffCommand
+from bookchat.base.models import StaffCommand
 
 
 @pytest.mark.parametrize(("admin_class", "model"), [(AdminLogAdmin, LogEntry), (StaffCommandAdmin, StaffCommand)])

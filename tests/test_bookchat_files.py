@@ -1,4 +1,4 @@
-"""``bookchat.files``: a private file replaced whole, or left as it was."""
+"""``bookchat.base.files``: a private file replaced whole, or left as it was."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import stat
 
 import pytest
 
-from bookchat.files import replacing_privately
+from bookchat.base.files import replacing_privately
 
 
 def test_the_file_is_replaced_whole_and_private(tmp_path):

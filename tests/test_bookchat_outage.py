@@ -1,4 +1,4 @@
-"""A database outage as a request sees it (``bookchat.outage``): 503 ``database_unavailable`` in the API's error
+"""A database outage as a request sees it (``bookchat.base.outage``): 503 ``database_unavailable`` in the API's error
 shape under /api/, a short HTML page elsewhere, and one log line with the cause, no traceback. The outage made for
 real: tests/test_faults.py."""
 
@@ -10,7 +10,7 @@ import logging
 from django.db import OperationalError
 from django.test import RequestFactory
 
-from bookchat.outage import log_outage, outage_response
+from bookchat.base.outage import log_outage, outage_response
 
 CAUSE = OperationalError("connection to server failed: Connection refused\n\tIs the server running?")
 
@@ -28,7 +28,7 @@ def test_a_page_gets_a_short_html_503_without_the_cause():
 
 
 def test_the_log_line_names_the_request_and_the_first_line_of_the_cause(caplog):
-    with caplog.at_level(logging.WARNING, logger="bookchat.outage"):
+    with caplog.at_level(logging.WARNING, logger="bookchat.base.outage"):
         log_outage(RequestFactory().get("/api/v1/health"), CAUSE)
     [record] = caplog.records
     assert record.getMessage() == ("database unavailable during GET /api/v1/health: OperationalError: connection to "

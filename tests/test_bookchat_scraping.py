@@ -9,7 +9,7 @@ import ipaddress
 import pytest
 
 from bookchat import scraping
-from bookchat.errors import ConfigurationError
+from bookchat.base.errors import ConfigurationError
 
 TOKEN = "scrape-me-0123456789"
 

@@ -26,7 +26,7 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from bookchat import scraping, task_workers
-from bookchat.models import TaskWorker
+from bookchat.base.models import TaskWorker
 from bookchat.task_workers import Beat, BeatingORM, liveness, record_beat
 from tests.conftest import committed, run_command
 from tests.support.workers import REPO, Cluster

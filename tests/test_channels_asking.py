@@ -9,7 +9,7 @@ import uuid
 import pytest
 from django.test import RequestFactory
 
-from bookchat.errors import RequestError
+from bookchat.base.errors import RequestError
 from chat.channels import asking
 from chat.channels.access import PAGE_CONVERSATIONS, AssistantClient, Client, PageClient, WidgetClient
 from chat.channels.asking import ClientRequests

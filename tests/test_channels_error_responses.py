@@ -10,7 +10,7 @@ from django.db import OperationalError
 from django.test import RequestFactory
 from rest_framework import exceptions
 
-from bookchat.errors import BookchatError, NotFound, RequestError
+from bookchat.base.errors import BookchatError, NotFound, RequestError
 from chat.channels.access import KEY_REQUIRED
 from chat.channels.error_responses import error_reply
 

@@ -9,7 +9,7 @@ import uuid
 import pytest
 from django.utils import timezone
 
-from bookchat.errors import NotFound, RequestError
+from bookchat.base.errors import NotFound, RequestError
 from chat.channels.feedback import record_feedback, record_opened
 from chat.models import Conversation, Feedback, Turn
 from chat.pipeline.announcements import feedback_given, search_opened

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bookchat.errors import RequestError
+from bookchat.base.errors import RequestError
 from chat.channels.syncs import (
     MAX_WAIT_SECONDS,
     PublishQuerySerializer,

@@ -10,7 +10,7 @@ import re
 import pytest
 from django.test import Client
 
-from bookchat.security import CONTENT_SECURITY_POLICY
+from bookchat.base.security import CONTENT_SECURITY_POLICY
 from chat.models import Feedback, Turn
 from chat.pipeline.rendering import render_answer
 from ingestion.models import Book

@@ -13,7 +13,7 @@ import pytest
 from django.core.checks import run_checks
 from django.test import override_settings
 
-from bookchat.conf import SETTINGS, from_environment
+from bookchat.base.conf import SETTINGS, from_environment
 from tests.conftest import REPO
 
 
@@ -140,7 +140,7 @@ def test_the_manual_names_every_checked_setting():
 
 
 def test_commands_that_skip_the_checks_still_name_a_missing_extra(settings, monkeypatch, tmp_path):
-    from bookchat.errors import ConfigurationError
+    from bookchat.base.errors import ConfigurationError
     from ingestion.indexing import qdrant
     from ingestion.indexing.embedders import OpenAIEmbedder
 

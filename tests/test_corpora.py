@@ -58,7 +58,7 @@ def corpus_chunks(name: str, ingest_corpus) -> list[tuple[str, str, int]]:
 @functools.cache
 def fresh_chunks(name: str) -> list[tuple[str, str, int]]:
     """A corpus chunked without storing it: parsed and chunked once for the tests that read it."""
-    from bookchat.conf import setting
+    from bookchat.base.conf import setting
     from ingestion.indexing.chunking import Chunker, ChunkingOptions
     from ingestion.reading.discovery import discover, read_source
     from ingestion.reading.docusaurus import category_label_with_issue

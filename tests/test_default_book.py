@@ -12,8 +12,8 @@ from django.contrib.auth.models import Permission, User
 from django.test import RequestFactory
 from django.urls import reverse
 
-from bookchat.errors import RequestError
-from bookchat.models import StaffCommand
+from bookchat.base.errors import RequestError
+from bookchat.base.models import StaffCommand
 from chat.channels.openapi import books_a_client_may_name
 from chat.pipeline.editions import resolve_book
 from ingestion.models import Book, DefaultBook

@@ -14,7 +14,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from bookchat.conf import SETTINGS
+from bookchat.base.conf import SETTINGS
 from bookchat.task_workers import BEAT_SECONDS
 from tests.conftest import REPO
 

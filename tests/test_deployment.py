@@ -15,8 +15,8 @@ from django.core.checks import run_checks
 from django.core.management import CommandError, call_command
 from django.test import override_settings
 
-from bookchat.broker import q_cluster_broker
-from bookchat.errors import ConfigurationError
+from bookchat.base.broker import q_cluster_broker
+from bookchat.base.errors import ConfigurationError
 from tests.conftest import REPO
 
 
@@ -94,7 +94,7 @@ def test_an_unset_up_database_gets_one_line_saying_what_to_run(django_db_setup, 
     ({"available": "0.10.0"}, None),
 ])
 def test_each_pgvector_problem_is_one_line_saying_what_to_do(state, expected):
-    from bookchat.deployment import pgvector_problem
+    from bookchat.base.deployment import pgvector_problem
 
     given = {"installed": None, "available": "0.8.0", "superuser": True, "trusted": False, "may_create": False,
              "user": "app", "database": "books"} | state
@@ -107,7 +107,7 @@ def test_bootstrap_by_a_user_who_may_not_install_pgvector_says_so_in_one_line(dj
     """A managed database where the app's user may not run CREATE EXTENSION: one line, before any migration."""
     from django.db import connection
 
-    from bookchat.deployment import PGVECTOR_MINIMUM, _version, check_pgvector
+    from bookchat.base.deployment import PGVECTOR_MINIMUM, _version, check_pgvector
 
     name = f"managed_{uuid.uuid4().hex[:8]}"
     host = connection.settings_dict["HOST"]

@@ -16,13 +16,13 @@ import psutil
 import psycopg
 import pytest
 
-from bookchat.embedded_db import server_running
+from bookchat.base.embedded_db import server_running
 from tests.conftest import REPO
 
 START = """
 import json, sys
 from pathlib import Path
-from bookchat import embedded_db
+from bookchat.base import embedded_db
 db = embedded_db.ensure_running(Path(sys.argv[1]))
 pid = int((db.pgdata / "postmaster.pid").read_text().split()[0])
 print(json.dumps({"socket_dir": str(db.socket_dir), "pid": pid, "started_here": embedded_db.started_here}))
@@ -37,7 +37,8 @@ def start(data_dir: Path) -> dict:
 
 
 def stop(data_dir: Path) -> None:
-    code = "import sys; from pathlib import Path; from bookchat import embedded_db; embedded_db.stop(Path(sys.argv[1]))"
+    code = ("import sys; from pathlib import Path; from bookchat.base import embedded_db; "
+            "embedded_db.stop(Path(sys.argv[1]))")
     subprocess.run([sys.executable, "-c", code, str(data_dir)], cwd=REPO, check=True, timeout=60)
 
 
@@ -112,7 +113,7 @@ def test_database_url_is_used_and_no_server_is_started(tmp_path, settings):
     url = f"postgresql://{db['USER']}@/{db['NAME']}?host={db['HOST']}" if db["HOST"].startswith("/") else \
         f"postgresql://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}"
     code = ("import django, json; django.setup(); from django.db import connection; "
-            "from bookchat import embedded_db; connection.ensure_connection(); "
+            "from bookchat.base import embedded_db; connection.ensure_connection(); "
             "print(json.dumps([connection.settings_dict['NAME'], embedded_db.started_here]))")
     env = os.environ | {"DATABASE_URL": url, "BOOKCHAT_DATA_DIR": str(tmp_path / "data"),
                         "DJANGO_SETTINGS_MODULE": "bookchat.settings"}

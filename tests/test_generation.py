@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from bookchat.errors import DeadlineExceeded
+from bookchat.base.errors import DeadlineExceeded
 from chat.pipeline import generation
 from chat.pipeline.answering import WITHHELD_MESSAGE, answer_events, answer_question, prepare
 from chat.pipeline.deadline import Deadline

@@ -13,7 +13,7 @@ from prometheus_client import REGISTRY
 
 from audit.dashboard import review_queue_filter
 from audit.models import AuditLog
-from bookchat import metrics
+from bookchat.base import metrics
 from chat.pipeline import generation
 from chat.pipeline.generation import FAILURE_REASONS, GenerationFailed
 from tests import test_generation

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from bench.latency import Gunicorn
-from bookchat.errors import DeadlineExceeded
+from bookchat.base.errors import DeadlineExceeded
 from chat.pipeline import generation
 from chat.pipeline.answering import WITHHELD_MESSAGE, answer_events, answer_question, prepare
 from chat.pipeline.deadline import Deadline

@@ -7,7 +7,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from bookchat import embedded_db
+from bookchat.base import embedded_db
 from ingestion.models import Book
 
 pytestmark = pytest.mark.django_db

@@ -1,4 +1,4 @@
-"""``/metrics`` (``bookchat.scraping``, ``bookchat.metrics``): off without a token (404), 401 for a missing, wrong
+"""``/metrics`` (``bookchat.scraping``, ``bookchat.base.metrics``): off without a token (404), 401 for a missing, wrong
 or malformed bearer token, 403 from an address outside ``METRICS_ALLOW``; with the right one Prometheus' text
 format, counting answers by level and channel, refusals by reason, errors by code, each stage's time, searches,
 the books' passages, the task queue and the workers' memory. A metric that can't be recorded never fails the
@@ -15,7 +15,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from bench.latency import Gunicorn, load
-from bookchat import gunicorn_config, metrics
+from bookchat import gunicorn_config
+from bookchat.base import metrics
 from bookchat.checks import check_settings
 from ingestion.models import Book, Chunk
 from tests.conftest import committed, run_command

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from bookchat.errors import EmbedderMismatch
+from bookchat.base.errors import EmbedderMismatch
 from ingestion.indexing.embedders import EmbedderUnavailable, OpenAIEmbedder, get_embedder
 from ingestion.models import Book
 from tests.conftest import run_command

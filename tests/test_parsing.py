@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bookchat.errors import ParseError
+from bookchat.base.errors import ParseError
 from ingestion.reading.documents import ParsedDocument
 from ingestion.reading.parsing import parse_document
 from tests.support.shared_data import shared_data

@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from bookchat.errors import DeadlineExceeded, NotFound
+from bookchat.base.errors import DeadlineExceeded, NotFound
 from chat.pipeline.announcements import answered, audit_failures, audited_source, send_audit
 from chat.pipeline.deadline import Deadline
 from chat.pipeline.questions import AskRequest

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from bookchat.errors import ConfigurationError
+from bookchat.base.errors import ConfigurationError
 from chat.pipeline.calibration import off_topic_questions
 from chat.pipeline.conversations import is_follow_up, resolve_follow_up
 from chat.pipeline.extractive import compose_extractive

@@ -40,7 +40,7 @@ browser = test_browser.browser  # Chromium, as the real-browser tests launch it 
 @pytest.mark.parametrize("raw, prefix", [("", ""), ("/", ""), ("chat", "/chat"), ("/chat/", "/chat"),
                                          (" /docs/chat ", "/docs/chat"), ("/a-b.c~d_e", "/a-b.c~d_e")])
 def test_the_url_prefix_is_a_path_with_one_leading_slash(raw, prefix):
-    from bookchat.subpath import subpath_settings, url_prefix
+    from bookchat.base.subpath import subpath_settings, url_prefix
 
     assert url_prefix(raw) == prefix
     django = subpath_settings({"URL_PREFIX": raw})
@@ -54,8 +54,8 @@ def test_the_url_prefix_is_a_path_with_one_leading_slash(raw, prefix):
 @pytest.mark.parametrize("bad", ["chat?x=1", "/chat#top", "https://example.org/chat", "/chat space", "/a/../b",
                                  "/chat%2F", "\\chat", "/chät"])
 def test_a_bad_url_prefix_stops_the_start_naming_it(settings, bad):
+    from bookchat.base.subpath import subpath_settings
     from bookchat.checks import check_settings
-    from bookchat.subpath import subpath_settings
 
     settings.BOOKCHAT = {**settings.BOOKCHAT, "URL_PREFIX": bad}
     errors = [e for e in check_settings() if e.id == "bookchat.E008"]
@@ -64,8 +64,8 @@ def test_a_bad_url_prefix_stops_the_start_naming_it(settings, bad):
 
 
 def test_the_probes_stay_exempt_from_the_https_redirect_under_a_prefix():
-    from bookchat.conf import from_environment
-    from bookchat.security import https_settings
+    from bookchat.base.conf import from_environment
+    from bookchat.base.security import https_settings
 
     exempt = https_settings({**from_environment({}), "HTTPS": True, "URL_PREFIX": "/chat"})["SECURE_REDIRECT_EXEMPT"]
     # Django matches them against the path with the script name in front, without its leading slash.

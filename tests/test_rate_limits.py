@@ -8,7 +8,7 @@ import json
 import pytest
 from django.test import Client
 
-from bookchat.errors import ConfigurationError
+from bookchat.base.errors import ConfigurationError
 from chat.channels.throttling import Rate, RateLimited, count_request, parse_rate
 from chat.models import ApiKey
 

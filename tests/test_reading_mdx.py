@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from bookchat.errors import ParseError
+from bookchat.base.errors import ParseError
 from ingestion.reading.mdx import clean_mdx, find_code_lines
 
 

@@ -1,4 +1,4 @@
-"""`manage.py secretkey` and the key files it keeps (``bookchat.secret_keys``): `rotate` writes a new generated key
+"""`manage.py secretkey` and the key files it keeps (``bookchat.base.secret_keys``): `rotate` writes a new generated key
 and keeps the old one first in the fallbacks file (both mode 600), so what the old key signed (a session) still
 loads, in this process with the settings it would read and (a drill) in a new process; it is refused, with nothing
 changed, when BOOKCHAT_SECRET_KEY is set; `drop-fallbacks` ends the overlap; `status` counts the fallbacks by where
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from django.contrib.sessions.backends.db import SessionStore
 
-from bookchat import secret_keys
+from bookchat.base import secret_keys
 from bookchat.management.commands.secretkey import Command
 from tests.conftest import REPO, run_command
 from tests.test_backup import environment

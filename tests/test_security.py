@@ -34,8 +34,8 @@ from django.urls import reverse
 
 from audit.models import AuditLog
 from audit.recording import hash_ip, write
-from bookchat.conf import SETTINGS
-from bookchat.security import CONTENT_SECURITY_POLICY, INLINE_STYLES_POLICY, https_settings
+from bookchat.base.conf import SETTINGS
+from bookchat.base.security import CONTENT_SECURITY_POLICY, INLINE_STYLES_POLICY, https_settings
 from chat.models import ApiKey, Feedback
 from chat.pipeline.answering import WITHHELD_MESSAGE, answer_question
 from chat.pipeline.generation import ECHO_WINDOW, SYSTEM_PROMPT

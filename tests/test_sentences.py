@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from bookchat.errors import BookchatError
+from bookchat.base.errors import BookchatError
 from chat.models import SentenceVectors
 from chat.pipeline.answering import answer_question
 from chat.pipeline.extractive import compose_extractive

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from bookchat.conf import SETTINGS, environment_value, from_environment, setting, settings_reference
-from bookchat.errors import ConfigurationError
+from bookchat.base.conf import SETTINGS, environment_value, from_environment, setting, settings_reference
+from bookchat.base.errors import ConfigurationError
 from tests.conftest import REPO
 
 
@@ -50,7 +50,7 @@ def test_unknown_setting_name_is_an_error():
 
 def test_the_manuals_settings_page_is_generated_from_the_settings_list():
     page = (REPO / "docs" / "operating" / "settings.md").read_text()
-    assert page == settings_reference(), "run `make docs` after changing bookchat/conf.py"
+    assert page == settings_reference(), "run `make docs` after changing bookchat/base/conf.py"
     for spec in SETTINGS:
         row = re.search(rf"^\| `{spec.env}` \| ([^|]+) \|", page, re.MULTILINE)
         assert row, f"{spec.env} is missing from the manual's settings page"

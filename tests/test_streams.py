@@ -10,7 +10,7 @@ import pytest
 
 from bench.latency import Gunicorn
 from bench.streams import TOKEN_SECONDS, held_streams
-from bookchat.conf import setting
+from bookchat.base.conf import setting
 
 BOOK = "bookchat-manual"
 QUESTION = "How do I ingest a folder?"

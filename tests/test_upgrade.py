@@ -15,7 +15,7 @@ import psycopg
 import pytest
 from django.conf import settings as django_settings
 
-from bookchat import pgtools
+from bookchat.base import pgtools
 from tests.conftest import REPO
 
 pytestmark = [pytest.mark.drill, pytest.mark.django_db]

@@ -33,8 +33,8 @@ from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, SessionAuthentication
 from rest_framework.permissions import BasePermission
 
-from bookchat.conf import setting
-from bookchat.errors import RequestError
+from bookchat.base.conf import setting
+from bookchat.base.errors import RequestError
 from chat.models import ApiKey
 from ingestion.models import Book
 

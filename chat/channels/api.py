@@ -27,8 +27,8 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from bookchat.conf import setting
-from bookchat.errors import NotFound
+from bookchat.base.conf import setting
+from bookchat.base.errors import NotFound
 from chat.channels.access import ALLOWED_HEADERS, Client, client_of
 from chat.channels.asking import ClientRequests
 from chat.channels.books import book_list

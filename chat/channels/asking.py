@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 
-from bookchat.security import client_ip
+from bookchat.base.security import client_ip
 from chat.channels.access import Client
 from chat.channels.error_responses import error_reply
 from chat.channels.responses import answer_data, search_data

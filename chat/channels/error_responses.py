@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 
 from rest_framework import exceptions
 
-from bookchat.errors import DATABASE_ERRORS, error_body, failure
-from bookchat.metrics import count_error
-from bookchat.outage import log_outage
+from bookchat.base.errors import DATABASE_ERRORS, error_body, failure
+from bookchat.base.metrics import count_error
+from bookchat.base.outage import log_outage
 from chat.channels.access import KEY_REQUIRED
 
 logger = logging.getLogger(__name__)
@@ -39,7 +39,7 @@ class ErrorReply:
 
 
 def error_reply(exc: BaseException, request=None) -> ErrorReply:
-    """What ``exc`` is answered with: DRF's exceptions here, the rest as ``bookchat.errors.failure`` says. With
+    """What ``exc`` is answered with: DRF's exceptions here, the rest as ``bookchat.base.errors.failure`` says. With
     ``request``, outages and unexpected errors are logged. Each is counted for ``/metrics`` by its code."""
     reply = _reply(exc, request)
     count_error(reply.code, reply.status)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import uuid
 
-from bookchat.errors import NotFound, RequestError
+from bookchat.base.errors import NotFound, RequestError
 from chat.models import Feedback, Turn
 from chat.pipeline.announcements import feedback_given, search_opened
 

@@ -14,7 +14,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from bookchat.errors import RequestError
+from bookchat.base.errors import RequestError
 from chat.models import ApiKey
 from ingestion.models import Book
 

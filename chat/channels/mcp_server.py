@@ -43,8 +43,8 @@ from drf_spectacular.generators import SchemaGenerator
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
-from bookchat.conf import setting
-from bookchat.errors import NotFound, RequestError
+from bookchat.base.conf import setting
+from bookchat.base.errors import NotFound, RequestError
 from chat.channels.access import AssistantClient
 from chat.channels.asking import ClientRequests
 from chat.channels.books import book_list, book_pages, page_markdown

@@ -21,8 +21,8 @@ from __future__ import annotations
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import OpenApiResponse
 
-from bookchat.conf import setting
-from bookchat.errors import DATABASE_ERRORS
+from bookchat.base.conf import setting
+from bookchat.base.errors import DATABASE_ERRORS
 from chat.channels.access import bound_book
 from chat.channels.responses import ErrorSerializer
 from ingestion.models import Book, DefaultBook

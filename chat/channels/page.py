@@ -18,8 +18,8 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from bookchat.conf import setting
-from bookchat.errors import BookchatError, RequestError
+from bookchat.base.conf import setting
+from bookchat.base.errors import BookchatError, RequestError
 from chat.channels.access import PAGE_SESSION_FLAG, PageClient
 from chat.channels.asking import ClientRequests
 from chat.channels.error_responses import error_reply

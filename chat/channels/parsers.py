@@ -18,8 +18,8 @@ import json
 
 from rest_framework.parsers import BaseParser
 
-from bookchat.conf import setting
-from bookchat.errors import RequestError
+from bookchat.base.conf import setting
+from bookchat.base.errors import RequestError
 from chat.channels.serializers import has_lone_surrogate
 
 JSON = "application/json"

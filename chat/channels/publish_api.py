@@ -21,7 +21,7 @@ from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from bookchat.errors import BookchatError, NotFound, RequestError
+from bookchat.base.errors import BookchatError, NotFound, RequestError
 from chat.channels.access import Client, PublisherClient, SecretKeyAuthentication, refuse
 from chat.channels.error_responses import error_reply
 from chat.channels.openapi import ERROR, ERRORS

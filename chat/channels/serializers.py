@@ -25,8 +25,8 @@ from django.core.validators import RegexValidator
 from rest_framework import serializers
 from rest_framework.fields import empty
 
-from bookchat.conf import setting
-from bookchat.errors import RequestError
+from bookchat.base.conf import setting
+from bookchat.base.errors import RequestError
 from chat.pipeline.questions import AskRequest
 
 # What counts as text: not whitespace (ECMAScript's \s, spelled out so that the schema's pattern and Python read

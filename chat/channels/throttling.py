@@ -32,8 +32,8 @@ from django.utils.crypto import salted_hmac
 from rest_framework.exceptions import Throttled
 from rest_framework.throttling import BaseThrottle
 
-from bookchat.conf import Rate, parse_rate
-from bookchat.security import client_ip
+from bookchat.base.conf import Rate, parse_rate
+from bookchat.base.security import client_ip
 from chat.channels.access import Client, client_of
 from chat.models import RateCounter
 

@@ -1,7 +1,7 @@
 """The answering pipeline: from a validated question to an answer with its sources, or to passages.
 
 It knows nothing of HTTP, DRF, MCP or the audit trail: it takes a ``questions.AskRequest``, returns results,
-raises domain errors (``bookchat.errors.BookchatError`` and its kinds) and tells others what happened through
+raises domain errors (``bookchat.base.errors.BookchatError`` and its kinds) and tells others what happened through
 ``announcements`` (each question's ``Outcome``, in its own words). The channels (``chat.channels``) map its
 errors to what a client gets; the audit app listens and maps outcomes to its statuses.
 
@@ -28,5 +28,5 @@ The steps, in the order a question meets them:
 - shared: ``terms`` (words that carry meaning), ``announcements`` (the signals chat sends, the ``Outcome`` names).
 
 It may import ``chat.models``, ``ingestion`` (models, embedders, lexicon, the Qdrant mirror) and the project's
-base (``bookchat.conf``, ``bookchat.errors``); the import rules in ``pyproject.toml`` check it.
+base (``bookchat.base.conf``, ``bookchat.base.errors``); the import rules in ``pyproject.toml`` check it.
 """

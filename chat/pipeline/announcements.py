@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from django.dispatch import Signal
 
-from bookchat.errors import BookchatError, failure
+from bookchat.base.errors import BookchatError, failure
 from chat.pipeline.deadline import Deadline
 from chat.pipeline.questions import AskRequest
 
@@ -79,7 +79,7 @@ def send_audit(request: AskRequest, **fields) -> None:
 
 @contextmanager
 def audit_failures(request: AskRequest, deadline: Deadline, *, book: Book | None = None, session=None):
-    """Record a question that validated but then timed out or failed (answered 5xx, ``bookchat.errors.failure``),
+    """Record a question that validated but then timed out or failed (answered 5xx, ``bookchat.base.errors.failure``),
     and re-raise. Client errors (unknown book or chapter) are not answers and are not recorded."""
     try:
         yield

@@ -8,7 +8,7 @@
 ``answer_events`` yields ``("token", {"text": …})`` events while the answer is written and one
 ``("final", response)`` event, whose ``answer`` is authoritative (a streamed LLM answer that fails the grounding
 check, or that falls back to the extractive generator, is replaced there); ``answer_question`` returns only the
-response. A failure that stops an answer is a ``bookchat.errors.BookchatError`` the channels render; how each
+response. A failure that stops an answer is a ``bookchat.base.errors.BookchatError`` the channels render; how each
 question ended is an ``Outcome``, in the pipeline's words, which the audit trail maps to its own statuses.
 """
 
@@ -21,7 +21,7 @@ import uuid
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 
-from bookchat.conf import setting
+from bookchat.base.conf import setting
 from chat.pipeline import conversations
 from chat.pipeline.announcements import Outcome, audit_failures, audited_source, send_audit
 from chat.pipeline.answerability import Answerability, asked, check_retrieved

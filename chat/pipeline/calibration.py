@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 from django.utils import timezone
 
-from bookchat.conf import setting
+from bookchat.base.conf import setting
 from chat.models import ScopeCalibration
 from chat.pipeline.answerability import MAX_PROBE_REFUSALS, check_retrieved
 from chat.pipeline.deadline import Deadline

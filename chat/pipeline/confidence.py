@@ -64,7 +64,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from bookchat.conf import setting
+from bookchat.base.conf import setting
 from chat.pipeline.answerability import specific_terms
 from chat.pipeline.retrieval import RetrievedChunk
 from chat.pipeline.scoring import GAP_SCALE, logistic, logit

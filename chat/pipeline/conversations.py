@@ -16,7 +16,7 @@ from datetime import timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from bookchat.conf import setting
+from bookchat.base.conf import setting
 from chat.models import Conversation, Turn
 from chat.pipeline.terms import content_terms, words
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from bookchat.conf import setting
-from bookchat.errors import DeadlineExceeded
+from bookchat.base.conf import setting
+from bookchat.base.errors import DeadlineExceeded
 
 
 class Deadline:

@@ -11,8 +11,8 @@ from __future__ import annotations
 from django.db.models import Exists, OuterRef, Q
 from django.db.models.functions import Coalesce
 
-from bookchat.conf import setting
-from bookchat.errors import NotFound, RequestError
+from bookchat.base.conf import setting
+from bookchat.base.errors import NotFound, RequestError
 from ingestion.models import Book, DefaultBook, IngestionJob
 
 # What a client asking a book being indexed for the first time is told to wait, in seconds.

@@ -27,8 +27,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from bookchat.conf import setting
-from bookchat.errors import BookchatError
+from bookchat.base.conf import setting
+from bookchat.base.errors import BookchatError
 from chat.pipeline.extractive import compose_extractive
 
 NOT_IN_BOOK = "NOT_IN_BOOK"
@@ -59,7 +59,7 @@ _SCAFFOLD = re.compile(r"Excerpts from the book:|The reader's question:|The read
 
 
 # Why a language model gave no answer the reader may see: a ``GenerationFailed``'s ``reason``, kept on the audit row
-# and counted for /metrics (``bookchat.metrics.GENERATION_FAILURE_REASONS`` lists the same).
+# and counted for /metrics (``bookchat.base.metrics.GENERATION_FAILURE_REASONS`` lists the same).
 FAILURE_REASONS = (
     "timeout",  # no answer within the generation budget
     "connection",  # the server could not be reached, or closed the connection

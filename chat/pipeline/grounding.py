@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from bookchat.conf import setting
+from bookchat.base.conf import setting
 from chat.pipeline.terms import citations, content_terms, split_sentences, strip_citations
 from chat.pipeline.units import SHORTENED
 from ingestion.reading.fences import code_ranges, split_fenced

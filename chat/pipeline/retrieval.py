@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from django.db import DatabaseError, connection, transaction
 from django.db.models import Q
 
-from bookchat.conf import setting
-from bookchat.errors import BookchatError, ConfigurationError, DeadlineExceeded, NotFound
+from bookchat.base.conf import setting
+from bookchat.base.errors import BookchatError, ConfigurationError, DeadlineExceeded, NotFound
 from chat.pipeline.deadline import Deadline
 from chat.pipeline.lexical import SCAN_BUDGET, LexicalResult, bm25_search
 from chat.pipeline.reranking import rerank
@@ -46,7 +46,7 @@ COVERAGE_CHUNKS = 3
 
 class VectorStoreUnavailable(BookchatError):
     """The configured dense search cannot answer (Qdrant not configured, down, or never synced): a failure of the
-    service, not of the request (the API answers 503, ``bookchat.errors.failure``)."""
+    service, not of the request (the API answers 503, ``bookchat.base.errors.failure``)."""
 
     code = "vector_store_unavailable"
 

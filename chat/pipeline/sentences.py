@@ -40,8 +40,8 @@ from functools import lru_cache
 import numpy as np
 from django.db import transaction
 
-from bookchat.conf import setting
-from bookchat.errors import BookchatError
+from bookchat.base.conf import setting
+from bookchat.base.errors import BookchatError
 from chat.models import SentenceVectors
 from chat.pipeline.scoring import cosine_gap, logistic, logit, order_head_over_tail
 from chat.pipeline.units import answer_units, blocks_of

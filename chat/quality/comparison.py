@@ -1,7 +1,7 @@
 """Judging a method change in one run (``evaluate --compare A B``): the same questions under two settings.
 
 A *spec* is ``default`` or ``NAME=VALUE[,NAME=VALUE...]`` over bookchat's settings. Names and types
-come from ``bookchat.conf.SETTINGS`` at call time (settings are added often, so none is named here).
+come from ``bookchat.base.conf.SETTINGS`` at call time (settings are added often, so none is named here).
 Each side runs under ``override_settings(BOOKCHAT=current | overrides)`` with the settings cache
 reset on the way in and out, so nothing leaks into the other side or into the process afterwards.
 Before each side's timed run its first question is asked once, untimed: one-time loads (the
@@ -17,8 +17,8 @@ from typing import Any
 from django.conf import settings
 from django.test.utils import override_settings
 
-from bookchat import conf
-from bookchat.errors import BookchatError, ConfigurationError
+from bookchat.base import conf
+from bookchat.base.errors import BookchatError, ConfigurationError
 from chat.pipeline.editions import resolve_book
 from chat.quality.evaluation import Question, evaluate_question, run_evaluation
 

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bookchat.conf import setting
-from bookchat.errors import BookchatError, RequestError
+from bookchat.base.conf import setting
+from bookchat.base.errors import BookchatError, RequestError
 from chat.channels.serializers import has_lone_surrogate, validate_ask
 from chat.pipeline.answerability import check_retrieved
 from chat.pipeline.answering import answer_prepared, prepare

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bookchat.conf import setting
-from bookchat.errors import BookchatError, ConfigurationError, EmbedderMismatch
+from bookchat.base.conf import setting
+from bookchat.base.errors import BookchatError, ConfigurationError, EmbedderMismatch
 
 
 class EmbedderUnavailable(BookchatError):

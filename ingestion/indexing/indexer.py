@@ -24,8 +24,8 @@ from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
 
-from bookchat.conf import setting
-from bookchat.errors import BookchatError
+from bookchat.base.conf import setting
+from bookchat.base.errors import BookchatError
 from ingestion.indexing.chunking import ChunkDraft, Chunker, ChunkingOptions, unbold_labels
 from ingestion.indexing.embedders import Embedder, check_compatible
 from ingestion.indexing.lexicon import refresh_lexicon

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from django.db import connection
 
-from bookchat.errors import BookchatError
+from bookchat.base.errors import BookchatError
 from ingestion.indexing.embedders import get_embedder
 from ingestion.indexing.indexer import BookIndexer, validate_book_slug
 from ingestion.indexing.reports import (

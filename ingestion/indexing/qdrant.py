@@ -21,8 +21,8 @@ from django.core.signals import setting_changed
 from django.db import transaction
 from django.dispatch import receiver
 
-from bookchat.conf import setting
-from bookchat.errors import BookchatError
+from bookchat.base.conf import setting
+from bookchat.base.errors import BookchatError
 from ingestion.models import Chunk, Document
 
 if TYPE_CHECKING:  # qdrant_client takes ~2 s to import: only when the mirror is configured

@@ -17,7 +17,7 @@ import time
 from django.db import transaction
 from django.utils import timezone
 
-from bookchat.conf import setting
+from bookchat.base.conf import setting
 from ingestion.indexing.chunking import embedding_text
 from ingestion.indexing.embedders import Embedder, get_embedder
 from ingestion.indexing.indexer import embedding_key

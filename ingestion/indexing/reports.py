@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from bookchat.errors import BookchatError
+from bookchat.base.errors import BookchatError
 from ingestion.reading.documents import Issue
 
 if TYPE_CHECKING:

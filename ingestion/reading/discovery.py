@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bookchat.errors import BookchatError
+from bookchat.base.errors import BookchatError
 from ingestion.reading.documents import Issue
 from ingestion.reading.docusaurus import is_partial
 

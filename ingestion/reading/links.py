@@ -38,7 +38,7 @@ from urllib.parse import unquote
 
 from markdown_it.common.utils import normalizeReference
 
-from bookchat.errors import BookchatError
+from bookchat.base.errors import BookchatError
 from ingestion.reading.conventions import DOCUSAURUS, Conventions
 from ingestion.reading.discovery import SourceFile, read_source
 from ingestion.reading.documents import Issue

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from markdown_it import MarkdownIt
 
-from bookchat.errors import ParseError
+from bookchat.base.errors import ParseError
 from ingestion.reading.documents import Issue, admonition_label, fence_for
 from ingestion.reading.generators import clean_generator_syntax, highlight_fences
 from ingestion.reading.jsx import (

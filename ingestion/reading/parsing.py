@@ -34,7 +34,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
-from bookchat.errors import ParseError
+from bookchat.base.errors import ParseError
 from ingestion.reading.conventions import Conventions, HeadingAnchors
 from ingestion.reading.documents import Block, Heading, Issue, ParsedDocument, fence_for
 from ingestion.reading.docusaurus import title_from_path

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bookchat.errors import BookchatError
+from bookchat.base.errors import BookchatError
 from ingestion.reading.discovery import decode_source
 from ingestion.reading.documents import Issue
 from ingestion.reading.mdbook.display import playground_block

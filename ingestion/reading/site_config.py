@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from bookchat.errors import BookchatError
+from bookchat.base.errors import BookchatError
 from ingestion.reading.site_config_node import NodeRun, run_config
 from ingestion.reading.site_config_static import read_literals
 

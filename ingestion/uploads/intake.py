@@ -29,8 +29,8 @@ from typing import BinaryIO, Protocol
 
 from django.conf import settings
 
-from bookchat.conf import setting
-from bookchat.errors import BookchatError
+from bookchat.base.conf import setting
+from bookchat.base.errors import BookchatError
 from ingestion.reading.discovery import MARKDOWN_SUFFIXES
 
 ZIP_SUFFIX = ".zip"

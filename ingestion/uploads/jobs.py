@@ -28,9 +28,9 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from bookchat.broker import queue_in_database
-from bookchat.conf import setting
-from bookchat.errors import BookchatError
+from bookchat.base.broker import queue_in_database
+from bookchat.base.conf import setting
+from bookchat.base.errors import BookchatError
 from ingestion.indexing.ingesting import AdvisoryLock, index_book, index_path
 from ingestion.indexing.reports import IndexingError, IndexReport, SiteReport
 from ingestion.models import ERROR_CODE_LENGTH, Book, Document, IndexRun, IngestionJob

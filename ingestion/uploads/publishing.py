@@ -18,7 +18,7 @@ import logging
 
 from django.db import IntegrityError
 
-from bookchat.errors import BookchatError, RequestError
+from bookchat.base.errors import BookchatError, RequestError
 from ingestion.indexing.indexer import validate_book_slug
 from ingestion.models import BOOK_SLUG_LENGTH, ERROR_CODE_LENGTH, IngestionJob
 from ingestion.uploads.jobs import delete_job_files, fail_dead_jobs, job_folder, start_job, sweep_stale_jobs

@@ -30,8 +30,8 @@ import uuid
 import zlib
 from pathlib import Path, PurePosixPath
 
-from bookchat.conf import setting
-from bookchat.errors import RequestError
+from bookchat.base.conf import setting
+from bookchat.base.errors import RequestError
 from ingestion.reading.discovery import MARKDOWN_SUFFIXES
 from ingestion.uploads.intake import STAGING_PREFIX, Intake, uploads_dir
 

@@ -115,7 +115,7 @@ class LlamaServer:
     @property
     def settings(self) -> dict:
         """The same, parsed as bookchat parses them, for ``settings.BOOKCHAT`` in this process."""
-        from bookchat.conf import _BY_NAME, parse_value
+        from bookchat.base.conf import _BY_NAME, parse_value
 
         return {name.removeprefix("BOOKCHAT_"): parse_value(_BY_NAME[name.removeprefix("BOOKCHAT_")], value)
                 for name, value in self.environment().items()}

@@ -37,7 +37,7 @@ class ExternalPostgres:
     service), its database ``bookchat`` with the ``vector`` extension created by the administrator."""
 
     def __init__(self, root: Path):
-        from bookchat import embedded_db
+        from bookchat.base import embedded_db
 
         root.mkdir(parents=True, exist_ok=True)
         self.pgdata = (root / "pgdata").resolve()

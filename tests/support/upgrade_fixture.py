@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bookchat.pgtools import bundled_bin_dirs
+from bookchat.base.pgtools import bundled_bin_dirs
 
 REPO = Path(__file__).resolve().parents[2]
 HERE = REPO / "tests" / "data" / "upgrade"

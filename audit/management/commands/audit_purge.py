@@ -12,7 +12,7 @@ import sys
 from django.core.management.base import BaseCommand, CommandParser
 
 from audit.retention import purge_old_records
-from bookchat.errors import BookchatError
+from bookchat.base.errors import BookchatError
 
 
 class Command(BaseCommand):

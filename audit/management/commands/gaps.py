@@ -13,7 +13,7 @@ import json
 from django.core.management.base import BaseCommand, CommandParser
 
 from audit.gaps import coverage_gaps, gaps_markdown
-from bookchat.errors import BookchatError, exit_command
+from bookchat.base.errors import BookchatError, exit_command
 from ingestion.models import Book
 
 

@@ -22,7 +22,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.utils import timezone
 
 from audit.struggle import DEFAULT_DAYS, struggle_map
-from bookchat.errors import BookchatError, exit_command
+from bookchat.base.errors import BookchatError, exit_command
 from ingestion.models import Book, book_slug_validator
 
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")

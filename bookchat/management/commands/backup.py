@@ -13,7 +13,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandParser
 
 from bookchat.backups import create_backup
-from bookchat.errors import DATABASE_ERRORS, BookchatError, exit_command
+from bookchat.base.errors import DATABASE_ERRORS, BookchatError, exit_command
 
 
 class Command(BaseCommand):

@@ -1,5 +1,5 @@
 """``manage.py bootstrap``: what a deployment needs once, before its nodes start: migrate, create the admin
-login, index the bundled book. Under the deployment's advisory lock (``bookchat.deployment``), so nodes that
+login, index the bundled book. Under the deployment's advisory lock (``bookchat.base.deployment``), so nodes that
 run it together take turns and the later ones find nothing to do. ``make run`` (``serve --role all``) runs it
 first; on several machines, run it once per deployment (the manual, "Deploying and running").
 ``--wait SECONDS`` first waits that long for the database to accept connections: a container platform starts
@@ -19,9 +19,9 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError, OperationalError, connection
 
-from bookchat.conf import setting
-from bookchat.deployment import PgvectorUnusable, check_pgvector, deployment_lock, pending_migrations
-from bookchat.errors import BookchatError
+from bookchat.base.conf import setting
+from bookchat.base.deployment import PgvectorUnusable, check_pgvector, deployment_lock, pending_migrations
+from bookchat.base.errors import BookchatError
 from ingestion.indexing.ingesting import index_book
 from ingestion.indexing.reports import IndexReport
 from ingestion.management.commands.ingest import ProgressBar

@@ -8,7 +8,7 @@ import secrets
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
-from bookchat.conf import setting
+from bookchat.base.conf import setting
 
 
 class Command(BaseCommand):

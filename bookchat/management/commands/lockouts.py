@@ -12,8 +12,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from bookchat.base.models import StaffCommand
 from bookchat.logins import current_lockouts, lift, lockout_minutes
-from bookchat.models import StaffCommand
 
 
 class Command(BaseCommand):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from bookchat.errors import DATABASE_ERRORS, BookchatError, exit_command
+from bookchat.base.errors import DATABASE_ERRORS, BookchatError, exit_command
 from bookchat.restoring import RestoreReport, restore_archive
 
 

@@ -1,6 +1,6 @@
 """``manage.py secretkey {status,rotate,drop-fallbacks} [--json]``: the secret key bookchat generated into the data
-folder (``bookchat.secret_keys``). ``rotate`` writes a new one and keeps the old one as a fallback, ``drop-fallbacks``
-ends that overlap, ``status`` says where the key and its fallbacks come from (never a key).
+folder (``bookchat.base.secret_keys``). ``rotate`` writes a new one and keeps the old one as a fallback,
+``drop-fallbacks`` ends that overlap, ``status`` says where the key and its fallbacks come from (never a key).
 
 Exit status: 0 done, 1 failed, 2 refused (``rotate`` while ``BOOKCHAT_SECRET_KEY`` is set) or a wrong subcommand.
 """
@@ -13,8 +13,8 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
-from bookchat import secret_keys
-from bookchat.errors import exit_command
+from bookchat.base import secret_keys
+from bookchat.base.errors import exit_command
 
 
 class Command(BaseCommand):

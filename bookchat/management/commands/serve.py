@@ -52,10 +52,10 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
-from bookchat import embedded_db
-from bookchat.conf import setting
-from bookchat.deployment import NotMigrated, PgvectorUnusable, check_pgvector, require_migrated
-from bookchat.errors import BookchatError
+from bookchat.base import embedded_db
+from bookchat.base.conf import setting
+from bookchat.base.deployment import NotMigrated, PgvectorUnusable, check_pgvector, require_migrated
+from bookchat.base.errors import BookchatError
 from bookchat.management.commands.bootstrap import BUNDLED_SLUG, BUNDLED_TITLE, bundled_book_dir, describe
 from ingestion.indexing.ingesting import default_slug
 from ingestion.management.commands.ingest import ProgressBar, summary

@@ -10,8 +10,8 @@ import sys
 
 from django.core.management.base import BaseCommand
 
-from bookchat.errors import BookchatError
-from bookchat.models import StaffCommand
+from bookchat.base.errors import BookchatError
+from bookchat.base.models import StaffCommand
 from bookchat.twofactor.devices import required, staff_states, twofactor_reset
 
 

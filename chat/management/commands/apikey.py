@@ -20,8 +20,8 @@ from datetime import datetime
 from django.core.management.base import BaseCommand, CommandParser
 from django.utils import timezone
 
-from bookchat.errors import BookchatError
-from bookchat.models import StaffCommand
+from bookchat.base.errors import BookchatError
+from bookchat.base.models import StaffCommand
 from chat.channels.keys import (
     ApiKeyError,
     api_key_create,

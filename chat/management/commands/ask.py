@@ -12,7 +12,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from bookchat.errors import BookchatError
+from bookchat.base.errors import BookchatError
 from chat.channels.error_responses import error_reply
 from chat.channels.responses import answer_data
 from chat.channels.serializers import validate_ask

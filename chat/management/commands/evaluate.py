@@ -15,7 +15,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from bookchat.errors import BookchatError
+from bookchat.base.errors import BookchatError
 from chat.quality.comparison import describe, parse_settings_spec, run_comparison, stale_calibration
 from chat.quality.evaluation import ANSWER_KIND_METRICS, KINDS, SHOULD_REFUSE, load_questions, run_evaluation
 from chat.quality.plots import confidence_svgs

@@ -18,7 +18,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
 from mcp.server.stdio import stdio_server
 
-from bookchat import embedded_db
+from bookchat.base import embedded_db
 from chat.channels.access import AssistantClient
 from chat.channels.mcp_server import book_server
 from ingestion.models import Book

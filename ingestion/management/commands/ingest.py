@@ -16,9 +16,9 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from bookchat.conf import setting
-from bookchat.errors import BookchatError
-from bookchat.models import StaffCommand
+from bookchat.base.conf import setting
+from bookchat.base.errors import BookchatError
+from bookchat.base.models import StaffCommand
 from ingestion.indexing.ingesting import index_path
 from ingestion.indexing.reports import IndexReport, SiteReport
 from ingestion.models import DefaultBook

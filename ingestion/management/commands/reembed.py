@@ -11,7 +11,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from bookchat.errors import BookchatError
+from bookchat.base.errors import BookchatError
 from ingestion.indexing.reembedding import reembed_book
 from ingestion.management.commands.ingest import ProgressBar
 

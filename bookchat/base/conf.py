@@ -18,7 +18,7 @@ from typing import Any
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 
-from bookchat.errors import ConfigurationError
+from bookchat.base.errors import ConfigurationError
 
 
 @dataclass(frozen=True)
@@ -394,7 +394,7 @@ def settings_reference() -> str:
     checks that the page is this), so that the reference can't drift from the code."""
     head = ["| variable | default | meaning |", "|---|---|---|"]
     lines = ["---", "id: settings", "title: All settings", "sidebar_position: 5", "---", "",
-             "<!-- Generated from bookchat/conf.py by `make docs`: edit the settings there, not here. -->", "",
+             "<!-- Generated from bookchat/base/conf.py by `make docs`: edit the settings there, not here. -->", "",
              "# All settings", "",
              "Every setting is an environment variable with a default, so `make run` needs none of them. "
              "bookchat's own start with `BOOKCHAT_`; a value it can't use stops the start with one line naming "

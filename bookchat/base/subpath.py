@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from bookchat.errors import ConfigurationError
+from bookchat.base.errors import ConfigurationError
 
 # Path segments of letters, digits and ``-._~``: no query, fragment, scheme, space or percent-escape to misread.
 _PREFIX = re.compile(r"(/[A-Za-z0-9._~-]+)+")

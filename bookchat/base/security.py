@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import re
 
-from bookchat.conf import setting
-from bookchat.subpath import configured_prefix
+from bookchat.base.conf import setting
+from bookchat.base.subpath import configured_prefix
 
 # The probes a load balancer or an orchestrator sends, and Prometheus' scrape (``bookchat.scraping``, which needs
 # its token): exempt from the HTTPS redirect, and answered whatever the Host header (``ProbesByAddressMiddleware``).

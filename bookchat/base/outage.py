@@ -11,7 +11,7 @@ import logging
 from django.http import HttpResponse, JsonResponse
 from django.template.loader import render_to_string
 
-from bookchat.errors import DATABASE_UNAVAILABLE, failure
+from bookchat.base.errors import DATABASE_UNAVAILABLE, failure
 
 logger = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 
-from bookchat.errors import ConfigurationError
+from bookchat.base.errors import ConfigurationError
 
 # pg_advisory_lock's key for bootstrapping: the bytes of "bookchat" as a signed 64-bit number.
 LOCK_KEY = int.from_bytes(b"bookchat", "big", signed=True)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from bookchat.errors import ConfigurationError
+from bookchat.base.errors import ConfigurationError
 
 POSTGRES = "postgres"
 REDIS_SCHEMES = ("redis", "rediss", "unix")

@@ -18,8 +18,8 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from bookchat.errors import BookchatError
-from bookchat.files import replacing_privately
+from bookchat.base.errors import BookchatError
+from bookchat.base.files import replacing_privately
 
 KEY_FILE = "secret_key"
 FALLBACKS_FILE = "secret_key_fallbacks"
@@ -45,7 +45,7 @@ def new_key() -> str:
 
 
 def write_private(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text``, mode 600, whole or not at all (``bookchat.files``)."""
+    """Replace ``path`` with ``text``, mode 600, whole or not at all (``bookchat.base.files``)."""
     with replacing_privately(path) as file:
         file.write(text.encode())
 

@@ -18,8 +18,8 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from bookchat.conf import environment_value
-from bookchat.errors import ConfigurationError
+from bookchat.base.conf import environment_value
+from bookchat.base.errors import ConfigurationError
 
 logger = logging.getLogger(__name__)
 
