@@ -55,6 +55,7 @@ chance (``ece_by_chance``): on a few dozen answers it is 0.1–0.16, so a book's
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -202,58 +203,98 @@ def outcome(rows: list[dict], p: np.ndarray, high: float, medium: float, floor: 
     }
 
 
-def choose_cuts(held: dict[str, tuple[list[dict], np.ndarray]], pool: list[str] = ()) -> tuple[float, float, float]:
-    """``HIGH``, ``MEDIUM`` and ``FLOOR`` from held-out predictions (see the module docstring); ``pool``: books whose
-    answers taken together must also be ``HIGH_PRECISION`` right from ``HIGH``."""
-    answers: dict[str, list[tuple[float, bool, bool]]] = {}
-    by_kind: dict[str, list[tuple[float, bool, bool]]] = {}
-    unanswerable: list[tuple[float, bool]] = []
-    asked_unanswerable = 0  # the pooled books' unanswerable questions, answered or not
-    for spec, (rows, p) in held.items():
-        asked_unanswerable += sum(r["kind"] == "unanswerable" and (book_of(spec) in pool or not pool) for r in rows)
-        for r, prob in zip(rows, p, strict=True):
-            if judged(r):
-                item = (prob, bool(r["right"]), never_high(r))
-                answers.setdefault(book_of(spec), []).append(item)
-                by_kind.setdefault(r["kind"], []).append(item)
-            elif (r["kind"] == "unanswerable" and passes_checks(r) and r["features"]
-                  and (book_of(spec) in pool or not pool)):  # SQuAD 2.0's: see the module docstring
-                unanswerable.append((prob, never_high(r)))
-    pooled = [item for book in pool for item in answers.get(book, [])]
-    kinds = {kind: items for kind, items in by_kind.items() if len(items) >= KIND_ANSWERS}
+Answer = tuple[float, bool, bool]  # a judged held-out answer: (probability, right, never high)
 
-    def band(items, cut: float, below: float) -> list[bool]:
-        """Whether each answer from ``cut`` to ``below`` is right (only answers that may be high count as high)."""
-        return [y for prob, y, barred in items if cut <= prob < below and not (barred and below > 1.0)]
 
-    def precision(cut: float, below: float = 2.0) -> float:
+def band(items: list[Answer], cut: float, below: float) -> list[bool]:
+    """Whether each answer from ``cut`` to ``below`` is right (only answers that may be high count as high)."""
+    return [y for prob, y, barred in items if cut <= prob < below and not (barred and below > 1.0)]
+
+
+def plain_precision(items: list[Answer], cut: float, below: float = 2.0) -> float:
+    at = band(items, cut, below)
+    return sum(at) / len(at) if at else 1.0
+
+
+@dataclass(frozen=True)
+class HeldOutAnswers:
+    """What the high and medium cuts are chosen on: the judged held-out answers by book, by kind, and the pooled
+    books' together; and, of the pooled books (every book when there is no pool), the unanswerable questions the
+    checks let through with an answer, as (probability, never high), and how many unanswerable questions were asked."""
+
+    by_book: dict[str, list[Answer]]
+    by_kind: dict[str, list[Answer]]
+    pooled: list[Answer]
+    kinds: dict[str, list[Answer]]  # the kinds with at least KIND_ANSWERS answers: each must keep the promises alone
+    unanswerable: list[tuple[float, bool]]
+    asked_unanswerable: int
+
+    @classmethod
+    def of(cls, held: dict[str, tuple[list[dict], np.ndarray]], pool: list[str]) -> HeldOutAnswers:
+        answers: dict[str, list[Answer]] = {}
+        by_kind: dict[str, list[Answer]] = {}
+        unanswerable: list[tuple[float, bool]] = []
+        asked_unanswerable = 0  # the pooled books' unanswerable questions, answered or not
+        for spec, (rows, p) in held.items():
+            asked_unanswerable += sum(r["kind"] == "unanswerable" and (book_of(spec) in pool or not pool)
+                                      for r in rows)
+            for r, prob in zip(rows, p, strict=True):
+                if judged(r):
+                    item = (prob, bool(r["right"]), never_high(r))
+                    answers.setdefault(book_of(spec), []).append(item)
+                    by_kind.setdefault(r["kind"], []).append(item)
+                elif (r["kind"] == "unanswerable" and passes_checks(r) and r["features"]
+                      and (book_of(spec) in pool or not pool)):  # SQuAD 2.0's: see the module docstring
+                    unanswerable.append((prob, never_high(r)))
+        pooled = [item for book in pool for item in answers.get(book, [])]
+        kinds = {kind: items for kind, items in by_kind.items() if len(items) >= KIND_ANSWERS}
+        return cls(answers, by_kind, pooled, kinds, unanswerable, asked_unanswerable)
+
+    def precision(self, cut: float, below: float = 2.0) -> float:
         """The share right of the answers from ``cut`` to ``below``, each answer weighing 1 / its book's judged
         answers (so every book weighs the same in all, and a book's few answers above a cut weigh little)."""
         right = total = 0.0
-        for items in answers.values():
+        for items in self.by_book.values():
             at = band(items, cut, below)
             right += sum(at) / len(items)
             total += len(at) / len(items)
         return right / total if total else 1.0
 
-    def plain_precision(items, cut: float, below: float = 2.0) -> float:
-        at = band(items, cut, below)
-        return sum(at) / len(at) if at else 1.0
+    def high_holds(self, cut: float) -> bool:
+        return (self.precision(cut) >= HIGH_PRECISION and plain_precision(self.pooled, cut) >= HIGH_PRECISION
+                and all(plain_precision(items, cut) >= HIGH_PRECISION for items in self.kinds.values())
+                and sum(prob >= cut and not barred for prob, barred in self.unanswerable) <= MAX_UNANSWERABLE_HIGH
+                * max(1, self.asked_unanswerable))
 
-    def high_ok(cut: float) -> bool:
-        return (precision(cut) >= HIGH_PRECISION and plain_precision(pooled, cut) >= HIGH_PRECISION
-                and all(plain_precision(items, cut) >= HIGH_PRECISION for items in kinds.values())
-                and sum(prob >= cut and not barred for prob, barred in unanswerable) <= MAX_UNANSWERABLE_HIGH
-                * max(1, asked_unanswerable))
+    def medium_holds(self, cut: float, high: float) -> bool:
+        return (self.precision(cut, high) >= MEDIUM_PRECISION
+                and all(plain_precision(items, cut, high) >= MEDIUM_PRECISION for items in self.kinds.values()))
 
+    def describe(self, high: float, medium: float) -> str:
+        """How right the answers are from the high cut and between the two cuts, in all and per kind."""
+        return (f"held-out answers right: {self.precision(high):.3f} from the high cut"
+                + (f" ({plain_precision(self.pooled, high):.3f} of the pooled books')" if self.pooled else "")
+                + f", {self.precision(medium, high):.3f} between high and medium (aimed for: {HIGH_PRECISION}, "
+                f"{MEDIUM_PRECISION}); per kind, high / medium: "
+                + ", ".join(f"{kind} {plain_precision(items, high):.3f} / {plain_precision(items, medium, high):.3f} "
+                            f"(n {len(items)})" for kind, items in self.by_kind.items()))
+
+
+def choose_cuts(held: dict[str, tuple[list[dict], np.ndarray]], pool: list[str] = ()) -> tuple[float, float, float]:
+    """``HIGH``, ``MEDIUM`` and ``FLOOR`` from held-out predictions (see the module docstring); ``pool``: books whose
+    answers taken together must also be ``HIGH_PRECISION`` right from ``HIGH``."""
+    answers = HeldOutAnswers.of(held, pool)
     grid = np.round(np.arange(0.05, 0.991, 0.005), 3)
-    high = next((float(c) for c in grid if high_ok(c)), 0.99)
+    high = next((float(c) for c in grid if answers.high_holds(c)), 0.99)
+    medium = next((float(c) for c in grid[grid < high] if answers.medium_holds(c, high)), high)
+    floor = choose_floor(held, high, medium)
+    print(answers.describe(high, medium), file=sys.stderr)
+    return high, medium, floor
 
-    def medium_ok(cut: float) -> bool:
-        return (precision(cut, high) >= MEDIUM_PRECISION
-                and all(plain_precision(items, cut, high) >= MEDIUM_PRECISION for items in kinds.values()))
 
-    medium = next((float(c) for c in grid[grid < high] if medium_ok(c)), high)
+def choose_floor(held: dict[str, tuple[list[dict], np.ndarray]], high: float, medium: float) -> float:
+    """``FLOOR``, from 0 up to ``medium``, as the module docstring says: no set's false refusals over what it is
+    allowed."""
     floor, best = 0.0, -1.0  # 0: nothing held back for its confidence alone
     for cut in np.round(np.arange(0.0, medium + 1e-9, 0.005), 3):
         ok, refused = True, []
@@ -265,13 +306,7 @@ def choose_cuts(held: dict[str, tuple[list[dict], np.ndarray]], pool: list[str] 
         gain = sum(refused) / len(refused) if refused else 0.0
         if ok and gain > best + 1e-9:  # the lowest cut that refuses the most of what should be refused
             floor, best = float(cut), gain
-    print(f"held-out answers right: {precision(high):.3f} from the high cut"
-          + (f" ({plain_precision(pooled, high):.3f} of the pooled books')" if pooled else "")
-          + f", {precision(medium, high):.3f} between high and medium (aimed for: {HIGH_PRECISION}, "
-          f"{MEDIUM_PRECISION}); per kind, high / medium: "
-          + ", ".join(f"{kind} {plain_precision(items, high):.3f} / {plain_precision(items, medium, high):.3f} "
-                      f"(n {len(items)})" for kind, items in by_kind.items()), file=sys.stderr)
-    return high, medium, floor
+    return floor
 
 
 def main(argv=None) -> int:
