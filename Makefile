@@ -83,7 +83,7 @@ llm-test: $(VENV)/.installed-llm
 	$(BIN)/python -m pytest -m llm $(PYTEST_ARGS)
 
 # ruff; the import rules ([tool.importlinter]); pylint's duplicate-code check alone ([tool.pylint]); no function in
-# chat/ or ingestion/ over 60 lines ([tool.bookchat.function-length]); tests/MODULES.md as the code makes it.
+# any package but tests/ over 60 lines ([tool.bookchat.function-length]); tests/MODULES.md as the code makes it.
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-cache
