@@ -20,7 +20,7 @@ from ingestion.indexing.embedders import get_embedder
 from ingestion.indexing.ingesting import index_book
 from ingestion.models import Book, Chunk, Document, IndexRun, IngestionJob
 from ingestion.uploads import jobs
-from ingestion.uploads.publishing import sync_summary
+from ingestion.uploads.publishing import slug_refusal, sync_summary
 from tests.conftest import run_command
 
 pytestmark = pytest.mark.django_db
@@ -310,6 +310,17 @@ def test_bad_requests_are_refused_before_the_body_is_read(client, data_dir, book
     response = publish(client, slug, key, tarball(PAGES), query=query, content_type=content_type)
     assert (response.status_code, response.json()["error"]) == (status_code, code)
     assert not Book.objects.filter(slug=slug).exists()
+
+
+def test_a_key_that_publishes_no_real_slug_is_refused_400_and_nothing_is_recorded(client, data_dir):
+    """The URL's slug is checked once: refused as ``invalid_book``, and no refusal is kept under a slug that is none."""
+    key, raw = api_key_create(kind=ApiKey.SECRET, publish_book="guide")
+    ApiKey.objects.filter(pk=key.pk).update(publish_book="Not_A_Slug")  # what the key's own checks never let in
+    response = publish(client, "Not_A_Slug", raw, tarball(PAGES))
+    assert (response.status_code, response.json()["error"], response.json()["field"]) == (400, "invalid_book", "slug")
+    assert not IngestionJob.objects.filter(book_slug__iexact="not_a_slug").exists()
+    assert slug_refusal("guide") is None and slug_refusal("guide-2") is None
+    assert all(slug_refusal(bad).code == "invalid_book" for bad in ("Guide", "-guide", "guide\n", "x" * 65, ""))
 
 
 def test_an_archive_over_the_size_limit_is_refused_from_its_length(client, data_dir, book, settings):
