@@ -61,6 +61,7 @@ def test_a_module_of_bookchat_must_stand_in_the_project_or_the_base(checkout):
     # ingestion's API knows no chat: who may call reaches it through the project's wiring
     ("ingestion/api/views.py", "from chat.channels.access import Client", "The project on top"),
     ("ingestion/api/contract.py", "from ingestion.api.views import PublishView", "ingestion.api: its routes"),
+    ("ingestion/uploads/sources.py", "from ingestion.uploads.jobs import job_folder", "ingestion.uploads: the admin"),
 ])
 def test_a_reversed_import_breaks_its_rule(checkout, module, reversed_import, contract):
     path = checkout / module

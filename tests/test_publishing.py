@@ -323,6 +323,19 @@ def test_a_key_that_publishes_no_real_slug_is_refused_400_and_nothing_is_recorde
     assert all(slug_refusal(bad).code == "invalid_book" for bad in ("Guide", "-guide", "guide\n", "x" * 65, ""))
 
 
+def test_the_files_left_out_are_named_up_to_a_limit_then_counted(client, data_dir, book, monkeypatch):
+    from ingestion.uploads import tarball as archives
+
+    monkeypatch.setattr(archives, "LISTED_IGNORED", 2)
+    slug, key = book
+    site = {**PAGES, **{f"node_modules/pkg{n}/index.js": "module.exports = 1;\n" for n in range(5)}}
+    response = publish(client, slug, key, tarball(site))
+    assert response.status_code == 202, response.content
+    job = IngestionJob.objects.get(pk=response.json()["sync"])
+    assert job.ignored == ["node_modules/pkg0/index.js", "node_modules/pkg1/index.js", "… and 3 more"]
+    assert job.files_total == 3
+
+
 def test_an_archive_over_the_size_limit_is_refused_from_its_length(client, data_dir, book, settings):
     slug, key = book
     settings.BOOKCHAT = {**settings.BOOKCHAT, "PUBLISH_MAX_BYTES": 200}

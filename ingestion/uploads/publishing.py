@@ -67,7 +67,7 @@ def sync_publish(*, book_slug: str, stream, content_length: int | None, dry_run:
     source_dir = source_dir.strip("/") or intake.top_folder
     job = IngestionJob(book_slug=book_slug, source=IngestionJob.Source.PUBLISH, prune=True, dry_run=dry_run,
                        revision=revision[:MAX_REVISION], source_dir=source_dir[:MAX_SOURCE_DIR],
-                       published_by=published_by[:200], files_total=len(intake.pages))
+                       published_by=published_by[:200])
     try:
         start_job(job=job, intake=intake)
     except IntegrityError:  # another publish of the book got in first
@@ -76,9 +76,6 @@ def sync_publish(*, book_slug: str, stream, content_length: int | None, dry_run:
     except BaseException:
         intake.discard()
         raise
-    if intake.ignored_count > len(intake.ignored):
-        IngestionJob.objects.filter(pk=job.pk).update(
-            ignored=[*intake.ignored, f"… and {intake.ignored_count - len(intake.ignored):,} more"])
     if not dry_run:
         _drop_superseded_files(job)
     return job
