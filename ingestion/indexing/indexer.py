@@ -7,9 +7,8 @@ already holds for the same embedded text (by the same embedder). Nothing is writ
 and embedded (``read``); then the whole new version (pages, removals, folders, lexical statistics) is written in one
 transaction (``switch``: a site's editions all in one, ``ingesting.index_site``), so readers see the book as it was
 until it commits and the new version at once after, and a run that stops before (an error, a killed worker, a
-database restart) leaves the book untouched. A failure
-in one file is reported with its file and line and never stops the others. Runs on one book are serialised by an
-advisory lock.
+database restart) leaves the book untouched. A failure in one file is reported with its file and line and never
+stops the others. Runs on one book are serialised by an advisory lock.
 Book-relative links in the stored text (not the embedded one) become the book's URLs (``ingestion.reading.links``).
 Writing a page and copying it to the Qdrant mirror is ``storing``'s.
 """
