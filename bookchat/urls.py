@@ -1,4 +1,5 @@
-"""URL routes: the chat page, the REST API under /api/v1/, the MCP server at /mcp, and the admin (with its
+"""URL routes: the chat page, the REST API under /api/v1/ (each app's own routes: chat's, and ingestion's
+publishing, to which the project gives chat's keys as its callers), the MCP server at /mcp, and the admin (with its
 two-factor pages and login, ``bookchat.twofactor``)."""
 
 from django.contrib import admin
@@ -13,7 +14,10 @@ from bookchat.twofactor import setup_pages
 from bookchat.twofactor.login import TwoFactorAuthenticationForm
 from bookchat.views import api_not_found
 from chat.channels import page
+from chat.channels.access import SecretKeyAuthentication
 from chat.channels.mcp_http import McpView
+from chat.channels.throttling import PublishThrottle
+from ingestion.api.urls import publishing_routes
 
 admin.site.site_header = "bookchat"
 admin.site.site_title = "bookchat admin"
@@ -29,6 +33,9 @@ urlpatterns = [
     path("answers/<uuid:answer_id>/feedback", page.feedback, name="chat-feedback"),
     path("api/v1/ready", ReadyView.as_view(), name="api-ready"),  # the deployment's, not an app's
     path("api/v1/", include("chat.urls")),
+    # Publishing is ingestion's; its callers are chat's keys: a secret key in a header (nothing else), publishes
+    # limited per key.
+    path("api/v1/", include(publishing_routes(authentication=SecretKeyAuthentication, throttle=PublishThrottle))),
     re_path(r"^api/", csrf_exempt(api_not_found)),  # a JSON 404 for any other path under /api/, any method
     path("mcp", McpView.as_view(), name="mcp"),
     path("metrics", metrics_view, name="metrics"),  # Prometheus; off (404) unless BOOKCHAT_METRICS_TOKEN is set

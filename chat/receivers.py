@@ -21,7 +21,7 @@ from chat.models import ScopeCalibration
 from chat.pipeline.calibration import is_current
 from chat.pipeline.sentences import enabled
 from ingestion.signals import book_indexed
-from ingestion.uploads.jobs import TRIGGERS
+from ingestion.uploads.sources import TRIGGERS
 
 # The runs made on the task worker (its jobs' triggers): the work after them is queued behind them.
 WORKER_TRIGGERS = tuple(TRIGGERS.values())

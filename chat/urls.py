@@ -3,7 +3,7 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from chat.channels import api, publish_api
+from chat.channels import api
 
 urlpatterns = [
     path("ask", api.AskView.as_view(), name="api-ask"),
@@ -13,8 +13,6 @@ urlpatterns = [
     path("answers/<uuid:answer_id>/feedback", api.FeedbackView.as_view(), name="api-feedback"),
     path("books", api.BooksView.as_view(), name="api-books"),
     path("books/<str:slug>", api.BookView.as_view(), name="api-book"),
-    path("books/<str:slug>/sources", publish_api.PublishView.as_view(), name="api-publish"),
-    path("books/<str:slug>/syncs/<int:sync_id>", publish_api.SyncView.as_view(), name="api-sync"),
     path("health", api.HealthView.as_view(), name="api-health"),
     path("schema", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves Swagger UI's start-up script as a file, so the docs page needs no inline script.

@@ -1,9 +1,9 @@
 """``/metrics`` (``bookchat.scraping``, ``bookchat.base.metrics``): off without a token (404), 401 for a missing, wrong
 or malformed bearer token, 403 from an address outside ``METRICS_ALLOW``; with the right one Prometheus' text
-format, counting answers by level and channel, refusals by reason, errors by code, each stage's time, searches,
-the books' passages, the task queue and the workers' memory. A metric that can't be recorded never fails the
-answer. The drill: scraped during an 8-client load run on gunicorn with two workers, the answers counted are the
-ones the load generator received (±1 %), from both workers."""
+format, counting answers by level and channel, refusals by reason, errors by code (a refused publish once), each
+stage's time, searches, the books' passages, the task queue and the workers' memory. A metric that can't be recorded
+never fails the answer. The drill: scraped during an 8-client load run on gunicorn with two workers, the answers
+counted are the ones the load generator received (±1 %), from both workers."""
 
 from __future__ import annotations
 
@@ -18,7 +18,9 @@ from bench.latency import Gunicorn, load
 from bookchat import gunicorn_config
 from bookchat.base import metrics
 from bookchat.checks import check_settings
-from ingestion.models import Book, Chunk
+from chat.channels.keys import api_key_create
+from chat.models import ApiKey
+from ingestion.models import Book, Chunk, IngestionJob
 from tests.conftest import committed, run_command
 
 BOOK = "metrics-book"
@@ -186,6 +188,21 @@ def test_a_refusal_is_counted_by_its_reason(client, metrics_on, metrics_book):
     assert value(after, "bookchat_answers_total", level="low") == \
         value(before, "bookchat_answers_total", level="low") + 1
 
+
+@pytest.mark.django_db
+def test_a_refused_publish_is_counted_once(client, metrics_on, settings, tmp_path):
+    """The publishing API records a refusal from the reply the exception handler made, and counts it no more."""
+    settings.DATA_DIR = tmp_path
+    _, key = api_key_create(kind=ApiKey.SECRET, publish_book="counted-book")
+    before = scrape(client).content.decode()
+    refused = client.post("/api/v1/books/counted-book/sources", data=b"not an archive", content_type="application/gzip",
+                          headers={"Authorization": f"Bearer {key}"})
+    assert (refused.status_code, refused.json()["error"]) == (415, "not_gzip")
+    after = scrape(client).content.decode()
+    assert value(after, "bookchat_errors_total", code="not_gzip", status="415") == \
+        value(before, "bookchat_errors_total", code="not_gzip", status="415") + 1
+    assert value(after, "bookchat_errors_total") == value(before, "bookchat_errors_total") + 1
+    assert IngestionJob.objects.get(book_slug="counted-book", status="refused").error_code == "not_gzip"
 
 @pytest.mark.django_db
 def test_errors_are_counted_by_code_and_searches_by_channel(client, metrics_on, metrics_book):

@@ -1,17 +1,20 @@
 """Publishing a book from its CI, in-process: the keys that publish, the archive's checks (every bad input refused
 with its error, the book unchanged and the refusal on record), syncs run as the worker runs them (only what changed
 is embedded, pages the sources lack are removed, a dry run stores nothing), the sync's status in JSON and as CI
-text, and the indexer's switch (a run that stops before it commits leaves the book as it was).
+text, and the indexer's switch (a run that stops before it commits leaves the book as it was; a site's editions
+switch together, so that one failing leaves every one as it was).
 The same over HTTP with a real server and worker: tests/test_publishing_drill.py."""
 
 from __future__ import annotations
 
 import io
 import json
+import re
 import tarfile
 import uuid
 
 import pytest
+from django.db import connection
 from django.urls import reverse
 
 from chat.channels.keys import api_key_create
@@ -20,8 +23,9 @@ from ingestion.indexing.embedders import get_embedder
 from ingestion.indexing.ingesting import index_book
 from ingestion.models import Book, Chunk, Document, IndexRun, IngestionJob
 from ingestion.uploads import jobs
-from ingestion.uploads.publishing import sync_summary
+from ingestion.uploads.publishing import slug_refusal, sync_summary
 from tests.conftest import run_command
+from tests.support.versioned_site import write_versioned_site
 
 pytestmark = pytest.mark.django_db
 
@@ -312,6 +316,30 @@ def test_bad_requests_are_refused_before_the_body_is_read(client, data_dir, book
     assert not Book.objects.filter(slug=slug).exists()
 
 
+def test_a_key_that_publishes_no_real_slug_is_refused_400_and_nothing_is_recorded(client, data_dir):
+    """The URL's slug is checked once: refused as ``invalid_book``, and no refusal is kept under a slug that is none."""
+    key, raw = api_key_create(kind=ApiKey.SECRET, publish_book="guide")
+    ApiKey.objects.filter(pk=key.pk).update(publish_book="Not_A_Slug")  # what the key's own checks never let in
+    response = publish(client, "Not_A_Slug", raw, tarball(PAGES))
+    assert (response.status_code, response.json()["error"], response.json()["field"]) == (400, "invalid_book", "slug")
+    assert not IngestionJob.objects.filter(book_slug__iexact="not_a_slug").exists()
+    assert slug_refusal("guide") is None and slug_refusal("guide-2") is None
+    assert all(slug_refusal(bad).code == "invalid_book" for bad in ("Guide", "-guide", "guide\n", "x" * 65, ""))
+
+
+def test_the_files_left_out_are_named_up_to_a_limit_then_counted(client, data_dir, book, monkeypatch):
+    from ingestion.uploads import tarball as archives
+
+    monkeypatch.setattr(archives, "LISTED_IGNORED", 2)
+    slug, key = book
+    site = {**PAGES, **{f"node_modules/pkg{n}/index.js": "module.exports = 1;\n" for n in range(5)}}
+    response = publish(client, slug, key, tarball(site))
+    assert response.status_code == 202, response.content
+    job = IngestionJob.objects.get(pk=response.json()["sync"])
+    assert job.ignored == ["node_modules/pkg0/index.js", "node_modules/pkg1/index.js", "… and 3 more"]
+    assert job.files_total == 3
+
+
 def test_an_archive_over_the_size_limit_is_refused_from_its_length(client, data_dir, book, settings):
     slug, key = book
     settings.BOOKCHAT = {**settings.BOOKCHAT, "PUBLISH_MAX_BYTES": 200}
@@ -413,6 +441,51 @@ def test_a_run_stopped_before_its_switch_leaves_the_book_as_it_was(book_dir, mon
         index_book(path=book_dir.root, book_slug=slug, prune=True)
     assert calls and book_state(slug) == before
     assert IndexRun.objects.filter(book__slug=slug).first().status == "failed"
+
+
+def refuse_updates_of(slug: str) -> None:
+    """A real failure for one book's switch: a trigger that makes PostgreSQL refuse to update its row (dropped with
+    the test's transaction)."""
+    assert re.fullmatch(r"[a-z0-9-]+", slug)
+    with connection.cursor() as cursor:
+        cursor.execute(f"""
+            CREATE FUNCTION test_refuse_book_update() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                IF NEW.slug = '{slug}' THEN RAISE EXCEPTION 'book % may not change (a test)', NEW.slug; END IF;
+                RETURN NEW;
+            END $$;
+            CREATE TRIGGER test_refuse_book_update BEFORE UPDATE ON ingestion_book
+                FOR EACH ROW EXECUTE FUNCTION test_refuse_book_update();""")
+
+
+def test_a_sites_editions_switch_together_and_one_that_fails_leaves_every_one_as_it_was(client, data_dir, book,
+                                                                                        tmp_path):
+    slug, key = book
+    root = write_versioned_site(tmp_path / "site")
+    site = {path.relative_to(root).as_posix(): path.read_text() for path in root.rglob("*") if path.is_file()}
+    first = publish_and_run(client, slug, key, site)
+    assert first["status"] == "done" and len(first["report"]["books"]) == 3, first
+    first_edition, second_edition = first["report"]["books"][:2]  # switched in this order
+    before = {edition: book_state(edition) for edition in first["report"]["books"]}
+    # Every edition changes: current's setup (which the translation falls back to) and 2.0's.
+    new_sentence = "Lock the tripod's feet before levelling it."
+    site["docs/setup.md"] += f"\n{new_sentence}\n"
+    site["versioned_docs/version-2.0/setup.md"] += f"\n{new_sentence}\n"
+    refuse_updates_of(second_edition)
+
+    failed = publish_and_run(client, slug, key, site)
+    assert failed["status"] == "failed" and failed["error"]["code"] == "switch_failed", failed
+    assert repr(second_edition) in failed["error"]["message"] and "may not change" in failed["error"]["message"]
+    assert {edition: book_state(edition) for edition in before} == before, "an edition was switched alone"
+    assert not Chunk.objects.filter(book__slug=first_edition, text__contains="tripod").exists()
+    runs = IndexRun.objects.filter(book__slug__in=before, trigger="publish").order_by("-pk")
+    assert {run.book.slug: run.status for run in runs[:3]} == dict.fromkeys(before, "failed")
+
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TRIGGER test_refuse_book_update ON ingestion_book")
+    again = publish_and_run(client, slug, key, site)
+    assert again["status"] == "done", again
+    assert all(Chunk.objects.filter(book__slug=edition, text__contains="tripod").exists() for edition in before)
 
 
 def test_sync_summary_of_a_refused_publish_says_failed(data_dir):

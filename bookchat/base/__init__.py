@@ -1,4 +1,5 @@
-"""The floor every app stands on: settings (``conf``), the error family (``errors``), what ``/metrics`` counts
+"""The floor every app stands on: settings (``conf``), the error family (``errors``), what every app's REST API
+shares (``api``: the strict request contract, the error body's schema, the caller), what ``/metrics`` counts
 (``metrics``), the task broker, the embedded PostgreSQL and its tools, secret keys and private files, HTTPS and
 the Content-Security-Policy (``security``, ``subpath``), the database outage page, setting up a deployment
 (``deployment``), and the project's own models (``models``: the command-line log, the task workers' heartbeats;

@@ -10,8 +10,9 @@ is one of:
 - **a secret key** (``sk_…``) from a server, in ``Authorization: Bearer`` or ``X-Bookchat-Key``
   (``SecretKeyAuthentication``): refused when the request comes from a browser origin or carries
   the key in its URL. A publishable key sent in a header is judged as in the query string. A secret key that
-  publishes a book (``ApiKey.publish_book``: a ``PublisherClient``) may only publish it
-  (``chat.channels.publish_api``): ``HasClient`` refuses it everywhere else, and only such a key may publish;
+  publishes a book (``ApiKey.publish_book``: a ``PublisherClient``) may only publish it (ingestion's publishing
+  API, ``ingestion.api.views``, which reads the key through ``bookchat.base.api.ApiCaller``): ``HasClient``
+  refuses it everywhere else, and only such a key may publish;
 - **the chat page** (``PageSessionAuthentication``): a session that rendered ``/``, with DRF's own
   CSRF enforcement, and no key;
 - **anonymous**, when ``BOOKCHAT_ANONYMOUS_API`` allows it (by default only under DEBUG): the
@@ -33,6 +34,7 @@ from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, SessionAuthentication
 from rest_framework.permissions import BasePermission
 
+from bookchat.base.api import ApiCaller
 from bookchat.base.conf import setting
 from bookchat.base.errors import RequestError
 from chat.models import ApiKey
@@ -46,12 +48,21 @@ KEY_REQUIRED = ("an API key is required: send a secret key in an Authorization: 
 
 
 @dataclass
-class Client:
-    """The caller of one API request. API callers keep their conversations themselves (``session_id``)."""
+class Client(ApiCaller):
+    """The caller of one API request. API callers keep their conversations themselves (``session_id``). As an
+    ``ApiCaller`` it tells other apps' endpoints (ingestion's publishing API) its key and the book it publishes."""
 
     channel: str  # "widget" (publishable key), "api" (secret key or anonymous), "page" (the chat page), "mcp"
     key: ApiKey | None = None
     cors_origin: str | None = None
+
+    @property
+    def key_label(self) -> str | None:
+        return f"{self.key.prefix}… ({self.key.name})" if self.key is not None else None
+
+    @property
+    def publishes(self) -> str | None:
+        return None
 
     def check_book(self, slug: str | None) -> str | None:
         """The book to answer from: a key limited to one book answers only from that one."""
@@ -95,7 +106,7 @@ class PublisherClient(Client):
     channel: str = "publish"
 
     @property
-    def publishes(self) -> str:
+    def publishes(self) -> str | None:
         return self.key.publish_book
 
 

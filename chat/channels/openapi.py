@@ -1,6 +1,7 @@
 """What the schema says beyond what drf-spectacular reads off the serializers.
 
-- every error status an operation can answer, with the one error shape;
+- every error status an operation can answer, with the one error shape (``bookchat.base.api.ERRORS``, which every
+  app's API shares);
 - the event stream, event by event: on OpenAPI 3.0/3.1 the schema of ``text/event-stream``
   is read as the schema of one event (3.2 calls it ``itemSchema``), an object with ``event``
   (``token``, ``final`` or ``error``) and ``data``, a JSON string whose ``contentSchema``
@@ -19,17 +20,13 @@
 from __future__ import annotations
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
-from drf_spectacular.utils import OpenApiResponse
 
+from bookchat.base.api import ERRORS as ERRORS  # chat's views (``api``) state their error responses from here
 from bookchat.base.conf import setting
 from bookchat.base.errors import DATABASE_ERRORS
 from chat.channels.access import bound_book
-from chat.channels.responses import ErrorSerializer
 from ingestion.models import Book, DefaultBook
 
-ERROR = OpenApiResponse(ErrorSerializer, description="`{\"error\": code, \"message\": …, \"field\": …}` (the codes: "
-                                                     "the manual's \"REST API\" page).")
-ERRORS = {status: ERROR for status in (400, 401, 403, 404, 405, 406, 413, 415, 429, 500, 503, 504)}
 STRICT_COMPONENTS = ("AskRequest", "FeedbackRequest")
 
 

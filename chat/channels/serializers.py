@@ -25,8 +25,8 @@ from django.core.validators import RegexValidator
 from rest_framework import serializers
 from rest_framework.fields import empty
 
+from bookchat.base.api import StrictSerializer
 from bookchat.base.conf import setting
-from bookchat.base.errors import RequestError
 from chat.pipeline.questions import AskRequest
 
 # What counts as text: not whitespace (ECMAScript's \s, spelled out so that the schema's pattern and Python read
@@ -185,33 +185,6 @@ class RatingField(serializers.ChoiceField):
         if data not in ("up", "down"):  # missing, another word or another type: all the same mistake
             raise invalid('rating must be "up" or "down"', "invalid_rating")
         return data
-
-
-class StrictSerializer(serializers.Serializer):
-    """A request body: a JSON object with no keys but the serializer's fields; the first failing field (in
-    ``order``) becomes the ``RequestError``."""
-
-    order: tuple[str, ...] = ()
-
-    def to_internal_value(self, data):
-        if not isinstance(data, dict):
-            raise RequestError("the request body must be a JSON object", code="invalid_body")
-        fields = tuple(self.fields)
-        unknown = [key for key in data if key not in fields]
-        if unknown:
-            raise RequestError(f"unknown field {str(unknown[0])[:100]!r}; the fields are: {', '.join(fields)}",
-                               code="unknown_field", field=str(unknown[0])[:100])
-        return super().to_internal_value(data)
-
-    def checked(self) -> dict:
-        """The validated data, or the ``RequestError`` of the first failing field."""
-        if self.is_valid():
-            return self.validated_data
-        for name in (*self.order, *self.errors):
-            if name in self.errors:
-                detail = self.errors[name][0]
-                raise RequestError(str(detail), code=detail.code, field=None if name == "non_field_errors" else name)
-        raise AssertionError("unreachable")  # is_valid() was False, so some field failed
 
 
 class AskRequestSerializer(StrictSerializer):

@@ -4,20 +4,22 @@ Incremental by content: a page whose bytes (its imported partials' included), UR
 and link targets are unchanged is not even parsed; a changed page keeps every chunk whose id (a hash
 of book, page and embedded text) it already had and embeds only the rest, reusing any vector a book
 already holds for the same embedded text (by the same embedder). Nothing is written until every page is read
-and embedded; then the whole new version (pages, removals, folders, lexical statistics) is written in one
-transaction (``_switch``), so readers see the book as it was until it commits and the new version at once after,
-and a run that stops before (an error, a killed worker, a database restart) leaves the book untouched. A failure
-in one file is reported with its file and line and never stops the others. Runs on one book are serialised by an
-advisory lock.
+and embedded (``read``); then the whole new version (pages, removals, folders, lexical statistics) is written in one
+transaction (``switch``: a site's editions all in one, ``ingesting.index_site``), so readers see the book as it was
+until it commits and the new version at once after, and a run that stops before (an error, a killed worker, a
+database restart) leaves the book untouched. A failure in one file is reported with its file and line and never
+stops the others. Runs on one book are serialised by an advisory lock.
 Book-relative links in the stored text (not the embedded one) become the book's URLs (``ingestion.reading.links``).
 Writing a page and copying it to the Qdrant mirror is ``storing``'s.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from django.db import transaction
@@ -68,10 +70,13 @@ class BookIndexer:
                  title: str | None, prune: bool, dry_run: bool, reindex: bool, trigger: str,
                  progress: ProgressCallback | None, edition: Edition | None = None, root_book: Book | None = None,
                  site_root: Path | None = None, conventions: Conventions | None = None,
-                 on_run: RunCallback | None = None):
+                 on_run: RunCallback | None = None, site_vectors: dict | None = None):
         """``edition``: a site's version or locale (``ingestion.reading.site``); ``root_book`` the book it is an edition
         of (None for the root itself); ``conventions``: the generator's (``ingestion.reading.conventions``),
-        Docusaurus's by default; ``on_run``: told the id of the run's IndexRun once it is committed."""
+        Docusaurus's by default; ``on_run``: told the id of the run's IndexRun once it is committed;
+        ``site_vectors``: the vectors the site's editions read before this one embedded, by embedding key, which
+        are not stored yet (``index_site`` switches them together): this run reuses them as a stored passage's, and
+        adds its own once it is read."""
         self.slug = book_slug
         self.conventions = conventions or Conventions()
         self.edition = edition
@@ -86,6 +91,8 @@ class BookIndexer:
         self.trigger = trigger
         self.progress = progress or (lambda stage, done, total: None)
         self.on_run = on_run or (lambda slug, run_id: None)
+        self.site_vectors = site_vectors
+        self._embedded: dict = {}  # the vectors this run made, by embedding key
         self.options = ChunkingOptions(
             target_tokens=setting("CHUNK_TARGET_TOKENS"),
             min_tokens=setting("CHUNK_MIN_TOKENS"),
@@ -105,42 +112,84 @@ class BookIndexer:
                                                   site_root=site_root,
                                                   pages={f.rel_path: f.path for f in discovery.files})
         self.store = PageStore(slug=book_slug, embedder=embedder, report=self.report, dry_run=dry_run)
+        self.record: IndexRun | None = None  # the run's record from before its switch (a book that exists)
+        self.switched: IndexRun | None = None  # the run's record once its switch is stored
 
     # -- the run -------------------------------------------------------------------------
     def run(self) -> IndexReport:
-        """Read every page and embed what is new, writing nothing; then switch the book to the new version in one
-        transaction (``_switch``). Until that commits, readers see the book as it was; if the run stops before it
-        commits (an error, a killed worker, a database restart), they go on seeing it."""
-        started = time.monotonic()
-        for issue in self.discovery.warnings:
-            self.report.warn(issue)
-        if not self.discovery.files:
-            raise IndexingError(f"no Markdown files (.md, .mdx) found under {self.discovery.root}", code="empty")
-        self.book = self.store.book = self._book()
-        run = self._open_run()
-        if run is not None:
-            self.on_run(self.slug, run.pk)
+        """Read every page and embed what is new, writing nothing (``read``); switch the book to the new version in
+        one transaction (``switch``); then what follows the switch (``after_switch``). Until the switch commits,
+        readers see the book as it was; if the run stops before it commits (an error, a killed worker, a database
+        restart), they go on seeing it. ``index_site`` takes the same steps for a site's editions, switching them
+        all in one transaction."""
         try:
+            self.read()
+            if not self.dry_run:
+                self.progress("store", 0, self.pages_to_store)
+            self.switch()
+        except BaseException as exc:
+            self.failed(exc)
+            raise
+        return self.after_switch()
+
+    def read(self) -> None:
+        """Read every page and embed what is new, writing nothing but the run's record (of a book that exists)."""
+        with self._timed():
+            for issue in self.discovery.warnings:
+                self.report.warn(issue)
+            if not self.discovery.files:
+                raise IndexingError(f"no Markdown files (.md, .mdx) found under {self.discovery.root}", code="empty")
+            self.book = self.store.book = self._book()
+            self.record = self._open_run()
+            if self.record is not None:
+                self.on_run(self.slug, self.record.pk)
             self._index_files()
+            if self.site_vectors is not None:
+                self.site_vectors.update(self._embedded)
+
+    @property
+    def pages_to_store(self) -> int:
+        return len(self._ready)
+
+    def switch(self) -> None:
+        """Store what ``read`` prepared (a dry run: count what it would store), in one transaction: its own, or
+        within the one its caller holds (``index_site``: a site's editions together)."""
+        with self._timed():
             if self.dry_run:
                 self._store_ready()
                 if self.prune:
                     self._prune()
             else:
-                new_book = run is None  # its run is recorded with its first version
-                run = self._switch(run)
-                if new_book:
-                    self.on_run(self.slug, run.pk)
-        except BaseException as exc:
+                self.switched = self._switch(self.record)
+
+    def failed(self, exc: BaseException) -> None:
+        """The run stopped before its switch committed, or its caller's transaction undid the switch: the book is as
+        it was. Recorded on the run's record, when the book had one before."""
+        self.switched = None
+        if self.record is not None:
+            self._record_failure(self.record, exc)
+
+    def after_switch(self) -> IndexReport:
+        """Once the switch has committed: a new book's run made known, the mirror and the book's own search index
+        brought up to date (``_after_switch``), and the run recorded as finished."""
+        run = self.switched
+        with self._timed():
             if run is not None:
-                self._record_failure(run, exc)
-            raise
-        if run is not None:
-            self._after_switch()
-        self.report.total_seconds = time.monotonic() - started
+                if self.record is None:  # a new book: its run is recorded with its first version
+                    self.on_run(self.slug, run.pk)
+                self._after_switch()
         if run is not None:
             self._finish(run)
         return self.report
+
+    @contextlib.contextmanager
+    def _timed(self) -> Iterator[None]:
+        """The run's time (``total_seconds``): its steps', whatever ran between them (a site's other editions)."""
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.report.total_seconds += time.monotonic() - started
 
     def _open_run(self) -> IndexRun | None:
         """The run's record, when the book already exists (a new book's is made with it, in ``_switch``); a run
@@ -159,7 +208,6 @@ class BookIndexer:
         removed, the folders and the lexical statistics. Each page is written in a savepoint of its own, so that
         one page that can't be stored fails alone."""
         book = self.book
-        self.progress("store", 0, len(self._ready))
         with transaction.atomic():
             fresh = not book.pk or self.reindex
             if book.pk and self.reindex:
@@ -404,6 +452,9 @@ class BookIndexer:
             for key, vector in (Chunk.objects.filter(embedding_key__in=new_keys).order_by("embedding_key")
                                 .distinct("embedding_key").values_list("embedding_key", "embedding")):
                 vectors[key] = vector
+            if self.site_vectors:  # a site's other editions' new vectors, not stored yet
+                vectors.update({key: self.site_vectors[key] for key in new_keys - set(vectors)
+                                if key in self.site_vectors})
         return PreparedPage(rel_path, fields, drafts, texts, ids, keys, kept, len(old_ids - set(ids)), vectors,
                             is_new=stored is None)
 
@@ -425,6 +476,7 @@ class BookIndexer:
                     self.report.error(Issue(page.rel_path, None, exc.message))
                 return
             for key, vector in zip(needed, vectors, strict=True):
+                self._embedded[key] = vector
                 for page in pending:
                     page.vectors.setdefault(key, vector)
         # With --dry-run these say what a real run would embed.

@@ -1,17 +1,19 @@
 """Ingesting a folder of pages or a Docusaurus site: what ``ingest``, the upload jobs and ``bootstrap`` call.
-One run per book at a time (``BookLock``); each book is indexed by ``ingestion.indexing.indexer.BookIndexer``, and the
-apps listening to ``book_indexed`` (chat: sentence vectors, calibration) hear about it once it is stored and the
-book's lock is released."""
+One run per book at a time (``BookLock``); each book is indexed by ``ingestion.indexing.indexer.BookIndexer`` (a
+site's editions all read first, then switched together in one transaction: ``index_site``), and the apps listening
+to ``book_indexed`` (chat: sentence vectors, calibration) hear about it once it is stored and the book's lock is
+released."""
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from django.db import connection
+from django.db import connection, transaction
 
 from bookchat.base.errors import BookchatError
 from ingestion.indexing.embedders import get_embedder
@@ -29,9 +31,11 @@ from ingestion.models import Book, book_slug_from
 from ingestion.reading.conventions import Conventions, book_facts, config_file, detect, files_read, for_book
 from ingestion.reading.discovery import Discovery, discover
 from ingestion.reading.documents import Issue
-from ingestion.reading.site import plan_site
+from ingestion.reading.site import Edition, plan_site
 from ingestion.reading.site_config import SiteConfig, find_config, read_site_config
 from ingestion.signals import book_indexed
+
+logger = logging.getLogger(__name__)
 
 
 class AdvisoryLock:
@@ -143,15 +147,22 @@ def index_book(*, path: Path | str, book_slug: str | None = None, base_url: str 
 
 def run_locked(indexer: BookIndexer, slug: str) -> IndexReport:
     """Run ``indexer`` under the book's lock; then, the lock released (the new version is searchable, and another
-    run of the book may start), tell the listeners what it stored (not for a dry run)."""
+    run of the book may start), tell the listeners what it stored (``announce``)."""
     with BookLock(slug):
         report = indexer.run()
-    if not indexer.dry_run and indexer.book is not None and indexer.book.pk:
-        indexer.progress("after", 0, 0)
-        changed = report.chunks_added or report.chunks_removed or report.files_indexed or report.documents_removed
-        book_indexed.send(sender=Book, book=indexer.book, report=report, changed=bool(changed),
-                          trigger=indexer.trigger)
+    announce(indexer)
     return report
+
+
+def announce(indexer: BookIndexer) -> None:
+    """Tell the listeners of ``book_indexed`` what ``indexer``'s run stored (nothing for a dry run, or a run that
+    stored nothing)."""
+    if indexer.dry_run or indexer.switched is None:
+        return
+    indexer.progress("after", 0, 0)
+    report = indexer.report
+    changed = report.chunks_added or report.chunks_removed or report.files_indexed or report.documents_removed
+    book_indexed.send(sender=Book, book=indexer.book, report=report, changed=bool(changed), trigger=indexer.trigger)
 
 
 def index_site(config: SiteConfig, *, book_slug: str | None = None, base_url: str | None = None,
@@ -159,7 +170,13 @@ def index_site(config: SiteConfig, *, book_slug: str | None = None, base_url: st
                trigger: str = "cli", progress: ProgressCallback | None = None, confined: bool = False,
                on_run: RunCallback | None = None) -> SiteReport:
     """Index a Docusaurus site (``ingestion.reading.site``): every docs instance, version and locale; return
-    the reports. ``confined``: every folder the config names must be inside the site's root."""
+    the reports. ``confined``: every folder the config names must be inside the site's root.
+
+    Every edition is read and embedded first, each under its book's lock; then all of them are switched to their
+    new version in one transaction, so that readers see the whole site as it was, then the whole new site at once
+    (the cost: every edition's new passages wait in memory for the switch). An edition that can't be read (or
+    whose book is busy) is reported with its error and keeps its previous version; the others go on. If the
+    switch fails, no edition is switched and the run fails (``switch_failed``)."""
     started = time.monotonic()
     if book_slug is not None:
         validate_book_slug(book_slug)
@@ -180,35 +197,99 @@ def index_site(config: SiteConfig, *, book_slug: str | None = None, base_url: st
         for editions in plan.books:
             for edition in editions:
                 check_inside(config.root, edition.folder, edition.translations)
-    embedder = get_embedder()
-    for editions in plan.books:
-        root_book = None
-        for edition in editions:
-            validate_book_slug(edition.slug)
-            indexer = BookIndexer(book_slug=edition.slug, discovery=edition.discover(), embedder=embedder,
-                                  base_url=edition.base_url, title=title or edition.title, prune=prune,
-                                  dry_run=dry_run, reindex=reindex, trigger=trigger, progress=progress,
-                                  edition=edition, root_book=root_book, site_root=config.root, on_run=on_run)
-            try:
-                edition_report = run_locked(indexer, edition.slug)
-            except BookchatError as exc:  # one edition that can't be indexed must not lose the others
-                edition_report = indexer.report
-                edition_report.error(exc)
-                edition_report.files_failed = edition_report.files_failed or 1
-            if edition.is_root:
-                root_book = indexer.book if indexer.book is not None and indexer.book.pk else None
-            report.editions.append((edition, edition_report))
-            for name in SUMMED:
-                setattr(total, name, getattr(total, name) + getattr(edition_report, name))
-            total.errors.extend({**issue, "book": edition.slug} for issue in edition_report.errors)
-            total.warnings.extend({**issue, "book": edition.slug} for issue in edition_report.warnings)
-            folder = _site_relative(Path(edition_report.pages_folder), config.root)
-            for change, paths in edition_report.pages.items():
-                room = LISTED_PAGES - len(total.pages[change])
-                total.pages[change].extend(f"{folder}{path}" for path in paths[:room])
-        _stale_editions(root_book, {e.slug for e in editions}, prune=prune and not dry_run, report=total)
+    options = {"embedder": get_embedder(), "prune": prune, "dry_run": dry_run, "reindex": reindex, "trigger": trigger,
+               "progress": progress, "site_root": config.root, "on_run": on_run, "site_vectors": {}}
+    read: list[BookIndexer] = []
+    with contextlib.ExitStack() as locks:
+        try:
+            groups = [_read_editions(editions, locks=locks, read=read, title=title, options=options)
+                      for editions in plan.books]
+        except BaseException as exc:  # what stops the run before the switch leaves every edition as it was
+            for indexer in read:
+                indexer.failed(exc)
+            raise
+        if progress is not None and not dry_run:
+            progress("store", 0, sum(indexer.pages_to_store for indexer in read))
+        _switch_editions(read)
+        for indexer in read:
+            indexer.after_switch()
+    for indexer in read:  # the locks released
+        announce(indexer)
+    for editions, group in zip(plan.books, groups, strict=True):
+        for edition, indexer in group:
+            _add_edition(report, edition, indexer.report, config.root)
+        root = group[0][1].book if group[0][0].is_root else None
+        _stale_editions(root if root is not None and root.pk else None, {e.slug for e in editions},
+                        prune=prune and not dry_run, report=total)
     total.total_seconds = time.monotonic() - started
     return report
+
+
+def _read_editions(editions: list[Edition], *, locks: contextlib.ExitStack, read: list[BookIndexer],
+                   title: str | None, options: dict) -> list[tuple[Edition, BookIndexer]]:
+    """Read and embed each edition of one docs instance (its root first) under its book's lock, held in ``locks``
+    until the site is switched; each one read joins ``read``. One that can't be read is reported and left as it is:
+    it must not lose the others."""
+    group, root_book = [], None
+    for edition in editions:
+        validate_book_slug(edition.slug)
+        indexer = BookIndexer(book_slug=edition.slug, discovery=edition.discover(), base_url=edition.base_url,
+                              title=title or edition.title, edition=edition, root_book=root_book, **options)
+        try:
+            locks.enter_context(BookLock(edition.slug))
+            indexer.read()
+            read.append(indexer)
+        except BookchatError as exc:
+            indexer.failed(exc)
+            indexer.report.error(exc)
+            indexer.report.files_failed = indexer.report.files_failed or 1
+        except BaseException as exc:
+            indexer.failed(exc)
+            raise
+        if edition.is_root:  # its editions hang from it: as this run will store it (first), or as it is
+            book = indexer.book
+            root_book = book if book is not None and (indexer in read or book.pk) else None
+        group.append((edition, indexer))
+    return group
+
+
+def _switch_editions(indexers: list[BookIndexer]) -> None:
+    """Switch every edition read to its new version in one transaction: all of them or, one failing, none (each
+    keeps its previous version, and its run is recorded as failed); then the run fails, naming the edition."""
+    current = None
+    try:
+        with transaction.atomic():
+            for current in indexers:
+                current.switch()
+    except Exception as exc:
+        slug = current.slug if current is not None else "?"
+        logger.exception("storing edition %s failed; no edition of its site was switched", slug)
+        lines = str(getattr(exc, "message", None) or exc).strip().splitlines()  # a database error: its first line
+        message = f"{type(exc).__name__}: {lines[0] if lines else ''}"
+        failure = IndexingError(f"edition {slug!r} could not be stored ({message}); no edition of the site was "
+                                "switched: each keeps its previous version", code="switch_failed")
+        for indexer in indexers:
+            indexer.failed(exc if indexer is current else failure)
+        raise failure from exc
+    except BaseException as exc:  # a signal, a KeyboardInterrupt: the same, and it goes up as it is
+        for indexer in indexers:
+            indexer.failed(exc)
+        raise
+
+
+def _add_edition(report: SiteReport, edition: Edition, edition_report: IndexReport, root: Path) -> None:
+    """Add an edition's report to the site's: its figures summed, its issues (naming it) and pages (named from the
+    site's root) listed."""
+    total = report.total
+    report.editions.append((edition, edition_report))
+    for name in SUMMED:
+        setattr(total, name, getattr(total, name) + getattr(edition_report, name))
+    total.errors.extend({**issue, "book": edition.slug} for issue in edition_report.errors)
+    total.warnings.extend({**issue, "book": edition.slug} for issue in edition_report.warnings)
+    folder = _site_relative(Path(edition_report.pages_folder), root)
+    for change, paths in edition_report.pages.items():
+        room = LISTED_PAGES - len(total.pages[change])
+        total.pages[change].extend(f"{folder}{path}" for path in paths[:room])
 
 
 def _site_relative(folder: Path, root: Path) -> str:

@@ -78,6 +78,12 @@ class Intake:
     def discard(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
 
+    def ignored_listed(self) -> list[str]:
+        """What was not stored, as the job records it: the names, and how many more a published archive left
+        unnamed (``… and 1,234 more``)."""
+        unnamed = self.ignored_count - len(self.ignored)
+        return [*self.ignored, f"… and {unnamed:,} more"] if unnamed > 0 else list(self.ignored)
+
 
 @dataclass
 class CheckedUpload:

@@ -8,15 +8,13 @@ worker's database connection). A running job whose lock is free lost its worker 
 restarted): ``sweep_stale_jobs`` marks it failed once its heartbeat is older than ``JOB_STALE_SECONDS``
 (``fail_dead_jobs`` at once, for one book), as it does a queued job whose django-q2 task is gone.
 A job on a book that another run is indexing waits for it (up to ``BUSY_WAIT_SECONDS``), then fails.
-A publish indexes the whole site (``index_path``, confined to its files, pages it lacks removed); an upload
-indexes its pages into the book; a local job (``queue_local``: ``make run``'s books) indexes a folder of the server
-in place, as ``ingest`` would.
+What differs between an upload, a publish and a local job (``queue_local``: ``make run``'s books) is each one's
+strategy (``sources``); the runner here does the rest alike.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import shutil
 import time
@@ -31,11 +29,11 @@ from django.utils import timezone
 from bookchat.base.broker import queue_in_database
 from bookchat.base.conf import setting
 from bookchat.base.errors import BookchatError
-from ingestion.indexing.ingesting import AdvisoryLock, index_book, index_path
+from ingestion.indexing.ingesting import AdvisoryLock
 from ingestion.indexing.reports import IndexingError, IndexReport, SiteReport
-from ingestion.models import ERROR_CODE_LENGTH, Book, Document, IndexRun, IngestionJob
-from ingestion.reading.docusaurus import category_label
-from ingestion.uploads.intake import CATEGORY_FILES, STAGING_PREFIX, Intake, UploadError, uploads_dir
+from ingestion.models import ERROR_CODE_LENGTH, Book, IndexRun, IngestionJob
+from ingestion.uploads.intake import STAGING_PREFIX, Intake, UploadError, uploads_dir
+from ingestion.uploads.sources import source_of
 
 logger = logging.getLogger(__name__)
 
@@ -56,9 +54,6 @@ WRITE_INTERVAL = 1.0
 # Staging folders of uploads that never became a job (a request that failed after the upload was checked).
 STAGING_MAX_AGE = timedelta(days=1)
 TASK = "ingestion.tasks.run_ingestion_job"
-# The trigger a job's index runs are recorded with.
-TRIGGERS = {IngestionJob.Source.UPLOAD: "upload", IngestionJob.Source.PUBLISH: "publish",
-            IngestionJob.Source.LOCAL: "make run"}
 # A running job whose worker has not yet taken the job's lock: how long after it started (or last reported).
 LOCK_GRACE = timedelta(seconds=2)
 
@@ -77,7 +72,7 @@ def job_lock(job_id: int) -> AdvisoryLock:
 def start_job(*, job: IngestionJob, intake: Intake, user=None) -> IngestionJob:
     """Save ``job`` (book, folder and prune set by the caller), move the upload into its folder and queue it."""
     job.files = intake.names
-    job.ignored = intake.ignored
+    job.ignored = intake.ignored_listed()
     job.files_total = len(intake.pages)
     job.extract_seconds = intake.seconds
     job.created_by = user if user is not None and user.is_authenticated else None
@@ -173,6 +168,7 @@ class _JobRunner:
 
     def __init__(self, job: IngestionJob):
         self.job = job
+        self.source = source_of(job)
         self.folder = job_folder(job.pk)
         self.last_write = 0.0
         self.files = (0, job.files_total)
@@ -190,13 +186,8 @@ class _JobRunner:
         book = Book.objects.filter(slug=job.book_slug).first()
         previous_source = book.source_path if book is not None else ""
         try:
-            if job.source == IngestionJob.Source.LOCAL:
-                if not Path(job.local_path).exists():
-                    raise UploadError(f"{job.local_path} does not exist")
-            elif not self.folder.is_dir():
-                raise UploadError("the uploaded files are gone (deleted from the server); upload them again")
-            if book is not None and job.source == IngestionJob.Source.UPLOAD:
-                keep_category_labels(self.folder, book)
+            self.source.check(job, self.folder)
+            self.source.prepare(job, self.folder, book)
             report = self._index()
             if report.exit_code < 2:
                 status = IngestionJob.Status.DONE
@@ -207,14 +198,7 @@ class _JobRunner:
         except Exception as exc:  # a bug must still end the job, with what happened
             logger.exception("%s failed", job)
             error, code = f"internal error: {type(exc).__name__}: {exc}", "internal_error"
-        # The job's folder is temporary: an upload's book keeps pointing at where it was indexed from before; a
-        # published book (and its editions) at nothing, its sources being in its repository.
-        folder = str(self.folder.resolve())
-        inside = Book.objects.filter(Q(source_path=folder) | Q(source_path__startswith=folder + "/"))
-        if job.source == IngestionJob.Source.PUBLISH:
-            inside.update(source_path="")
-        else:
-            inside.filter(slug=job.book_slug).update(source_path=previous_source)
+        self.source.settle(job, self.folder, previous_source)  # the job's folder is temporary
         self._finish(status, error, code, report, time.monotonic() - started)
         if status == IngestionJob.Status.DONE:
             delete_job_files(job)
@@ -223,18 +207,10 @@ class _JobRunner:
 
     def _index(self) -> IndexReport | SiteReport:
         deadline = time.monotonic() + BUSY_WAIT_SECONDS
-        job = self.job
-        followed = {"trigger": TRIGGERS[job.source], "progress": self.progress, "on_run": self.run_recorded}
+        followed = {"trigger": self.source.trigger, "progress": self.progress, "on_run": self.run_recorded}
         while True:
             try:
-                if job.source == IngestionJob.Source.PUBLISH:
-                    return index_path(self.folder, book_slug=job.book_slug, prune=True, dry_run=job.dry_run,
-                                      confined=True, **followed)
-                if job.source == IngestionJob.Source.LOCAL:
-                    return index_path(job.local_path, book_slug=job.book_slug, title=job.book_title or None,
-                                      **followed)
-                return index_book(path=self.folder, book_slug=job.book_slug, title=job.book_title or None,
-                                  prune=job.prune, **followed)
+                return self.source.index(self.job, self.folder, **followed)
             except IndexingError as exc:
                 if exc.code != "busy":
                     raise
@@ -285,79 +261,12 @@ class _JobRunner:
         queued = job.queued_at or job.created_at
         fields["total_seconds"] = round((job.extract_seconds or 0.0) + (now - queued).total_seconds(), 3)
         if report is not None:
-            stored = json.loads(json.dumps(report.as_dict(), default=str))
-            fields["report"] = sources_relative(stored, self.folder) if job.source == IngestionJob.Source.PUBLISH \
-                else stored
+            fields["report"] = self.source.stored_report(report, self.folder)
             fields["files_done"] = fields["files_total"] = report.files_seen
         if self.run_id:
             fields["index_run_id"] = self.run_id
         # Written whatever the row says now: a run that got here finished, even if a sweep gave it up for lost.
         IngestionJob.objects.filter(pk=job.pk).update(**fields)
-
-
-def sources_relative(report: dict, root: Path) -> dict:
-    """A publish's report with its files named from the root of the published sources (``docs/intro.md``, not the
-    pages folder's ``intro.md`` or a path on this server), as the publisher's repository names them. A site's
-    summed report lists its pages that way already (``index_site``)."""
-    root = root.resolve()
-    editions = {book["slug"]: _relative_folder(book.get("pages_folder", ""), root) for book in report.get("books", ())}
-    own = _relative_folder(report.get("pages_folder", ""), root)
-    entries = [(book, editions[book["slug"]], True) for book in report.get("books", ())]
-    entries.append((report, own, not editions))
-    for entry, folder, own_pages in entries:
-        for issue in (*entry.get("errors", ()), *entry.get("warnings", ())):
-            _rebase_issue(issue, editions.get(issue.get("book"), folder), root)
-        if own_pages:
-            for change, paths in entry.get("pages", {}).items():
-                entry["pages"][change] = [_rebased(path, folder, root) for path in paths]
-        entry["pages_folder"] = folder
-    return report
-
-
-def _relative_folder(folder: str, root: Path) -> str:
-    try:
-        return Path(folder).resolve().relative_to(root).as_posix() if folder else ""
-    except ValueError:
-        return ""
-
-
-def _rebased(path: str, folder: str, root: Path) -> str:
-    if not path or not folder or folder == "." or (root / path).exists() and not (root / folder / path).exists():
-        return path
-    return f"{folder}/{path}"
-
-
-def _rebase_issue(issue: dict, folder: str, root: Path) -> None:
-    file = issue.get("file")
-    if file:
-        file = str(file)
-        if Path(file).is_absolute():  # a message about a file of the job's folder: name it from the root
-            try:
-                issue["file"] = Path(file).resolve().relative_to(root).as_posix()
-            except ValueError:
-                issue["file"] = Path(file).name
-        else:
-            issue["file"] = _rebased(file, folder, root)
-    message = issue.get("message")
-    if isinstance(message, str) and str(root) in message:
-        issue["message"] = message.replace(str(root) + "/", "").replace(str(root), ".")
-
-
-def keep_category_labels(root: Path, book: Book) -> None:
-    """Give each folder of the upload that has no ``_category_`` file the chapter label its pages already have
-    in the book, so that uploading ``using/01-ingest.md`` alone keeps the chapter "Using bookchat" (not "Using")."""
-    folders = {p.parent.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
-    folders.discard(".")
-    missing = [f for f in folders if not any((root / f / name).exists() for name in CATEGORY_FILES)]
-    if not missing:
-        return
-    labels: dict[str, str] = {}
-    for path, category in Document.objects.filter(book=book).exclude(category="").values_list("path", "category"):
-        labels.setdefault(path.rpartition("/")[0], category)
-    for folder in missing:
-        label = labels.get(folder)
-        if label and label != category_label(root, folder):
-            (root / folder / "_category_.json").write_text(json.dumps({"label": label}), encoding="utf-8")
 
 
 # -- noticing dead workers ----------------------------------------------------------------------------

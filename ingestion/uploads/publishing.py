@@ -1,8 +1,10 @@
 """Publishing a book from its CI: one ``.tar.gz`` of the site's root becomes a *sync*, the job that makes the book
 exactly those sources (``ingestion.uploads.jobs``: indexed confined to them, pages they lack removed, switched over
-in one transaction). The REST API (``chat.channels.publish_api``) only translates HTTP into these calls.
+in one transaction). The REST API (``ingestion.api.views``) only translates HTTP into these calls.
 
 Decisions:
+- The slug a publish names is checked once, first (``slug_refusal``): the API refuses a bad one, and keeps a
+  refusal on record only under a real slug; the services below take the slug it passed.
 - The archive is checked and unpacked in the request (``tarball``), so a bad one is refused at once, with nothing
   stored and nothing queued; indexing runs on a worker, as uploads do.
 - Two syncs of one book never interleave: a publish while another is queued or running is refused (409,
@@ -18,9 +20,8 @@ import logging
 
 from django.db import IntegrityError
 
-from bookchat.base.errors import BookchatError, RequestError
-from ingestion.indexing.indexer import validate_book_slug
-from ingestion.models import BOOK_SLUG_LENGTH, ERROR_CODE_LENGTH, IngestionJob
+from bookchat.base.errors import RequestError
+from ingestion.models import ERROR_CODE_LENGTH, IngestionJob, book_slug_validator
 from ingestion.uploads.jobs import delete_job_files, fail_dead_jobs, job_folder, start_job, sweep_stale_jobs
 from ingestion.uploads.tarball import receive_tarball
 
@@ -46,12 +47,19 @@ class SyncBusy(RequestError):
         self.active = active
 
 
+def slug_refusal(book_slug: str) -> RequestError | None:
+    """Why nothing can be published to ``book_slug`` (400 ``invalid_book``: it is no book's slug), or None."""
+    if book_slug_validator.regex.fullmatch(book_slug):
+        return None
+    return RequestError(f"{book_slug[:100]!r} is not a book slug: 1–64 lowercase letters, digits and inner hyphens",
+                        code="invalid_book", field="slug")
+
+
 def sync_publish(*, book_slug: str, stream, content_length: int | None, dry_run: bool = False, revision: str = "",
                  source_dir: str = "", published_by: str = "") -> IngestionJob:
-    """Check the ``.tar.gz`` read from ``stream`` and queue the sync that makes book ``book_slug`` exactly those
-    sources (with ``dry_run``: that only says what would change). Raises ``ArchiveError`` or ``SyncBusy`` (storing
-    nothing, queueing nothing)."""
-    validate_book_slug(book_slug)
+    """Check the ``.tar.gz`` read from ``stream`` and queue the sync that makes book ``book_slug`` (a slug
+    ``slug_refusal`` passed) exactly those sources (with ``dry_run``: that only says what would change). Raises
+    ``ArchiveError`` or ``SyncBusy`` (storing nothing, queueing nothing)."""
     if not dry_run:
         _check_free(book_slug)
     intake = receive_tarball(stream, content_length=content_length)
@@ -59,7 +67,7 @@ def sync_publish(*, book_slug: str, stream, content_length: int | None, dry_run:
     source_dir = source_dir.strip("/") or intake.top_folder
     job = IngestionJob(book_slug=book_slug, source=IngestionJob.Source.PUBLISH, prune=True, dry_run=dry_run,
                        revision=revision[:MAX_REVISION], source_dir=source_dir[:MAX_SOURCE_DIR],
-                       published_by=published_by[:200], files_total=len(intake.pages))
+                       published_by=published_by[:200])
     try:
         start_job(job=job, intake=intake)
     except IntegrityError:  # another publish of the book got in first
@@ -68,9 +76,6 @@ def sync_publish(*, book_slug: str, stream, content_length: int | None, dry_run:
     except BaseException:
         intake.discard()
         raise
-    if intake.ignored_count > len(intake.ignored):
-        IngestionJob.objects.filter(pk=job.pk).update(
-            ignored=[*intake.ignored, f"… and {intake.ignored_count - len(intake.ignored):,} more"])
     if not dry_run:
         _drop_superseded_files(job)
     return job
@@ -101,23 +106,22 @@ def _drop_superseded_files(job: IngestionJob) -> None:
             delete_job_files(old)
 
 
-def sync_refused(*, book_slug: str, error: BookchatError, dry_run: bool = False, revision: str = "",
+def sync_refused(*, book_slug: str, code: str, message: str, dry_run: bool = False, revision: str = "",
                  published_by: str = "") -> None:
-    """Keep a publish the API refused on record (nothing else is stored). Never raises: the refusal itself is
-    the answer."""
+    """Keep a publish to ``book_slug`` (a slug ``slug_refusal`` passed) that the API refused with error ``code``
+    and ``message`` on record (nothing else is stored). Never raises: the refusal itself is the answer."""
     try:
         IngestionJob.objects.create(
-            book_slug=book_slug[:BOOK_SLUG_LENGTH], source=IngestionJob.Source.PUBLISH,
-            status=IngestionJob.Status.REFUSED,
+            book_slug=book_slug, source=IngestionJob.Source.PUBLISH, status=IngestionJob.Status.REFUSED,
             dry_run=dry_run, revision=revision[:MAX_REVISION], published_by=published_by[:200],
-            error=error.message[:2000], error_code=error.code[:ERROR_CODE_LENGTH], stage="")
+            error=message[:2000], error_code=code[:ERROR_CODE_LENGTH], stage="")
     except Exception:
-        logger.exception("recording a refused publish of %r failed", book_slug[:BOOK_SLUG_LENGTH])
+        logger.exception("recording a refused publish of %r failed", book_slug)
 
 
 def sync_summary(job: IngestionJob) -> dict:
-    """What the status of a sync says: its state, progress, and once it has ended its report (files named from the
-    root of the published sources)."""
+    """What the status of a sync says, as the API's contract states it (``ingestion.api.contract.SyncSerializer``):
+    its state, progress, and once it has ended its report (files named from the root of the published sources)."""
     status = job.status if job.status != IngestionJob.Status.REFUSED else IngestionJob.Status.FAILED
     report = job.report or {}
     summary = {
@@ -134,8 +138,9 @@ def sync_summary(job: IngestionJob) -> dict:
 
 
 def _report(report: dict) -> dict:
-    """The part of the indexing report a publisher reads: pages and passages, and every error and warning with its
-    file and line."""
+    """The part of the stored report a publisher reads: pages and passages, and every error and warning with its
+    file and line, as stored (``ingestion.uploads.sources`` names their files as the publisher's repository
+    does)."""
     pages = report.get("pages", {})
     return {
         "pages": {"added": report.get("files_added", 0),
@@ -145,16 +150,10 @@ def _report(report: dict) -> dict:
         "passages": {"embedded": report.get("chunks_embedded", 0), "added": report.get("chunks_added", 0),
                      "kept": report.get("chunks_kept", 0), "removed": report.get("chunks_removed", 0)},
         "added": pages.get("added", []), "changed": pages.get("changed", []), "removed": pages.get("removed", []),
-        "errors": [_issue(issue) for issue in report.get("errors", [])],
-        "warnings": [_issue(issue) for issue in report.get("warnings", [])],
+        "errors": report.get("errors", []), "warnings": report.get("warnings", []),
         "books": [book["slug"] for book in report.get("books", [])] or [report.get("book")],
         "seconds": report.get("total_seconds"),
     }
-
-
-def _issue(issue: dict) -> dict:
-    return {"file": issue.get("file"), "line": issue.get("line"), "message": issue.get("message", ""),
-            **({"book": issue["book"]} if issue.get("book") else {})}
 
 
 def sync_of(book_slug: str, sync_id: int) -> IngestionJob | None:

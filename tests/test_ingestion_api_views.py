@@ -1,6 +1,6 @@
-"""chat.channels.publish_api: who may publish a book (only the key that publishes that very book; no key is 401,
-any other key 403 with a code saying why), a body's stated length, and how a publisher is named in the record.
-Publishing end to end: tests/test_publishing.py."""
+"""ingestion.api.views and ingestion.api.urls: who may publish a book (only the key that publishes that very book;
+no key is 401, any other key 403 with a code saying why; the keys are chat's, which the project's routes name), a
+body's stated length, and how a publisher is named in the record. Publishing end to end: tests/test_publishing.py."""
 
 from __future__ import annotations
 
@@ -8,11 +8,14 @@ from types import SimpleNamespace
 
 import pytest
 from django.test import RequestFactory
+from django.urls import resolve
 from rest_framework import exceptions
 
-from chat.channels.access import Client, PublisherClient
-from chat.channels.publish_api import MayPublish, _content_length, _described
+from chat.channels.access import Client, PublisherClient, SecretKeyAuthentication
+from chat.channels.throttling import PublishThrottle
 from chat.models import ApiKey
+from ingestion.api.urls import publishing_routes
+from ingestion.api.views import MayPublish, PublishView, SyncView, _content_length
 
 
 def allowed(client, slug: str = "guide") -> bool:
@@ -55,5 +58,17 @@ def test_content_length_is_the_stated_number_or_none(stated, length):
 def test_a_publisher_is_recorded_by_its_prefix_and_name_never_its_value():
     key = ApiKey(name="docs CI", kind=ApiKey.SECRET, publish_book="guide")
     raw = key.issue()
-    described = _described(PublisherClient(key=key))
+    described = PublisherClient(key=key).key_label
     assert described == f"{key.prefix}… (docs CI)" and raw not in described
+
+
+def test_the_project_says_who_may_call_and_until_it_does_nobody_may():
+    assert (PublishView.authentication_classes, PublishView.throttle_classes) == ([], [])
+    publish, sync = publishing_routes(authentication=SecretKeyAuthentication, throttle=PublishThrottle)
+    assert (publish.name, sync.name) == ("api-publish", "api-sync")
+    assert publish.callback.initkwargs == {"authentication_classes": [SecretKeyAuthentication],
+                                           "throttle_classes": [PublishThrottle]}
+    assert sync.callback.initkwargs == {"authentication_classes": [SecretKeyAuthentication]}
+    mounted = resolve("/api/v1/books/guide/sources").func
+    assert mounted.cls is PublishView and mounted.initkwargs == publish.callback.initkwargs
+    assert resolve("/api/v1/books/guide/syncs/7").func.cls is SyncView

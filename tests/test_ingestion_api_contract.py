@@ -1,19 +1,14 @@
-"""chat.channels.syncs: the queries of publishing's two routes (a repository folder, the wait and output checked),
-the HTTP status a CI log's report answers with, and a sync as plain text or as GitHub workflow commands."""
+"""ingestion.api.contract and ingestion.api.text: the queries of publishing's two routes (a repository folder, the
+wait and output checked), the HTTP status a CI log's report answers with, and a sync as plain text or as GitHub
+workflow commands."""
 
 from __future__ import annotations
 
 import pytest
 
 from bookchat.base.errors import RequestError
-from chat.channels.syncs import (
-    MAX_WAIT_SECONDS,
-    PublishQuerySerializer,
-    SyncQuerySerializer,
-    checked_query,
-    outcome_status,
-    sync_text,
-)
+from ingestion.api.contract import MAX_WAIT_SECONDS, PublishQuerySerializer, SyncQuerySerializer, checked_query
+from ingestion.api.text import outcome_status, sync_text
 
 
 def sync(status="done", *, report=None, error=None, dry_run=False, revision="", stage="") -> dict:

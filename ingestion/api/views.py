@@ -1,16 +1,20 @@
 """Publishing a book from its CI over the REST API: ``POST /books/{slug}/sources`` takes the site's root as one
 ``.tar.gz`` and answers 202 with the sync it queued; ``GET /books/{slug}/syncs/{id}`` says how that sync is doing.
 
-Only a secret key that publishes the book (``ApiKey.publish_book``, made with ``apikey create --publish SLUG``)
-may call them, and it may call nothing else (``chat.channels.access``). The views only translate: the archive is
-checked and the sync queued by ``ingestion.uploads.publishing``; every refusal by a known key is recorded there too
-(a refusal by a key nobody knows is only logged, so that strangers can't fill the database).
+Only a key that publishes the book may call them (``MayPublish``), and it may call nothing else (chat refuses it
+everywhere else). The keys are chat's: the project (``bookchat.urls``) hands these views chat's authentication and
+publish limit, and a view reads its caller through ``bookchat.base.api.ApiCaller``. The views only translate: the
+URL's slug is checked once (``slug_refusal``), the archive checked and the sync queued by
+``ingestion.uploads.publishing``. A refusal is answered by the project's exception handler (the one error body,
+counted once in ``/metrics``), and one by a known key is then recorded from that reply (a refusal by a key nobody
+knows is only logged, so that strangers can't fill the database).
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from functools import cached_property
 
 from django.http import HttpResponse
 from django.urls import reverse
@@ -21,22 +25,17 @@ from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from bookchat.base.errors import BookchatError, NotFound, RequestError
-from chat.channels.access import Client, PublisherClient, SecretKeyAuthentication, refuse
-from chat.channels.error_responses import error_reply
-from chat.channels.openapi import ERROR, ERRORS
-from chat.channels.syncs import (
+from bookchat.base.api import ERROR, ERRORS, ApiCaller
+from bookchat.base.errors import NotFound, RequestError
+from ingestion.api.contract import (
     PublishQuerySerializer,
     SyncAcceptedSerializer,
     SyncQuerySerializer,
     SyncSerializer,
     checked_query,
-    outcome_status,
-    sync_text,
 )
-from chat.channels.throttling import PublishThrottle
-from ingestion.models import book_slug_validator
-from ingestion.uploads.publishing import sync_of, sync_publish, sync_refused, sync_summary
+from ingestion.api.text import outcome_status, sync_text
+from ingestion.uploads.publishing import slug_refusal, sync_of, sync_publish, sync_refused, sync_summary
 
 logger = logging.getLogger(__name__)
 
@@ -47,34 +46,40 @@ PUBLISH_KEY_REQUIRED = ("publishing needs the book's publishing key in an Author
 WAIT_POLL_SECONDS = 1.0
 
 
+def keyed(caller) -> ApiCaller | None:
+    """``caller`` (a request's ``auth``) when it called with a key; None for anyone else."""
+    return caller if isinstance(caller, ApiCaller) and caller.key_label is not None else None
+
+
 class MayPublish(BasePermission):
     """A key that publishes the book named in the URL; nothing else, not even anonymous access under DEBUG."""
 
     def has_permission(self, request, view) -> bool:
-        client, slug = request.auth, view.kwargs.get("slug", "")
-        if not isinstance(client, Client) or client.key is None:
+        caller, slug = keyed(request.auth), view.kwargs.get("slug", "")
+        if caller is None:
             raise exceptions.NotAuthenticated(PUBLISH_KEY_REQUIRED)
-        if not isinstance(client, PublisherClient):
-            raise refuse("this key can't publish: a book is published with its own publishing key (`manage.py apikey "
-                         "create --kind secret --publish SLUG`)", "not_a_publishing_key")
-        if client.publishes != slug:
-            raise refuse(f"this key publishes the book {client.publishes!r}, not {slug[:100]!r}", "key_book")
+        if caller.publishes is None:
+            raise exceptions.PermissionDenied(
+                "this key can't publish: a book is published with its own publishing key (`manage.py apikey create "
+                "--kind secret --publish SLUG`)", code="not_a_publishing_key")
+        if caller.publishes != slug:
+            raise exceptions.PermissionDenied(f"this key publishes the book {caller.publishes!r}, not {slug[:100]!r}",
+                                              code="key_book")
         return True
 
 
 class PublishingView(APIView):
-    authentication_classes = [SecretKeyAuthentication]  # a key in a header, nothing else
+    """Who may call is the project's to say (``ingestion.api.urls.publishing_routes``): how a caller is known
+    (``authentication_classes``: chat's key in a header) and, for a publish, its limit (``throttle_classes``).
+    Until it says, nobody is known, and so nobody may publish."""
+
+    authentication_classes = []
+    throttle_classes = []
     permission_classes = [MayPublish]
     parser_classes = []  # the body is read as a stream, never parsed
 
-    def publisher(self) -> Client | None:
-        client = getattr(self.request, "_auth", None)  # None when authentication refused the request
-        return client if isinstance(client, Client) and client.key is not None else None
-
 
 class PublishView(PublishingView):
-    throttle_classes = [PublishThrottle]
-
     @extend_schema(
         operation_id="publish", parameters=[PublishQuerySerializer],
         request={"application/gzip": {"type": "string", "format": "binary"},
@@ -89,9 +94,8 @@ class PublishView(PublishingView):
             "first publish of an unknown book creates it. 409 while another sync of the book is queued or running."))
     def post(self, request, slug):
         query = checked_query(PublishQuerySerializer, request.query_params)
-        if not book_slug_validator.regex.fullmatch(slug):
-            raise RequestError(f"{slug[:100]!r} is not a book slug: 1–64 lowercase letters, digits and inner hyphens",
-                               code="invalid_book", field="slug")
+        if self.slug_refused is not None:
+            raise self.slug_refused
         content_type = (request.content_type or "").split(";")[0].strip().lower()
         if not _content_length(request):  # without a Content-Length, Django reads no body
             raise RequestError("the body is empty: send the book's sources as one .tar.gz (tar czf - -C SITE .) "
@@ -102,25 +106,30 @@ class PublishView(PublishingView):
                                f"{content_type[:100] or 'none'})", code="unsupported_media_type", status=415)
         job = sync_publish(book_slug=slug, stream=request._request, content_length=_content_length(request),
                            dry_run=query["dry_run"], revision=query["revision"], source_dir=query["source_dir"],
-                           published_by=_described(request.auth))
+                           published_by=request.auth.key_label)
         url = request.build_absolute_uri(reverse("api-sync", args=[slug, job.pk]))
         body = {"sync": job.pk, "book": slug, "status": "queued", "dry_run": job.dry_run, "status_url": url}
         return Response(body, status=202, headers={"Location": url})
 
+    @cached_property
+    def slug_refused(self) -> RequestError | None:
+        """The URL's slug checked, once per request: ``post`` refuses a bad one, and a refusal is recorded only
+        under a real one."""
+        return slug_refusal(self.kwargs.get("slug", ""))
+
     def handle_exception(self, exc):
-        client = self.publisher()
+        response = super().handle_exception(exc)  # the project's exception handler: the one error body, counted
+        caller = keyed(getattr(self.request, "_auth", None))  # None too when authentication refused the request
         slug = self.kwargs.get("slug", "")
-        if client is not None and book_slug_validator.regex.fullmatch(slug) and not isinstance(
-                exc, exceptions.Throttled):
-            reply = error_reply(exc)
+        if caller is not None and self.slug_refused is None and not isinstance(exc, exceptions.Throttled):
             params = self.request.query_params
-            sync_refused(book_slug=slug, error=BookchatError(reply.body["message"], code=reply.code),
+            sync_refused(book_slug=slug, code=response.data["error"], message=response.data["message"],
                          dry_run=params.get("dry_run", "").lower() in ("1", "true", "yes", "on"),
-                         revision=params.get("revision", ""), published_by=_described(client))
-            logger.warning("publish of %s by %s refused: %s", slug, _described(client), reply.code)
+                         revision=params.get("revision", ""), published_by=caller.key_label)
+            logger.warning("publish of %s by %s refused: %s", slug, caller.key_label, response.data["error"])
         elif isinstance(exc, exceptions.PermissionDenied | exceptions.NotAuthenticated):
             logger.warning("publish of %s refused: %s", slug[:100], exc.get_codes())
-        return super().handle_exception(exc)
+        return response
 
 
 class SyncView(PublishingView):
@@ -154,7 +163,3 @@ def _content_length(request) -> int | None:
         return int(request.META.get("CONTENT_LENGTH") or "")
     except ValueError:
         return None
-
-
-def _described(client: Client) -> str:
-    return f"{client.key.prefix}… ({client.key.name})"
