@@ -1,8 +1,7 @@
 """The map of the code stays true: every module with logic has a test that imports it (tests/MODULES.md, written
 by tests/support/codemap.py, says which), CONTRIBUTING.md's ask, publish and indexing paths name modules that exist
 in an order their imports follow, and no function in a package of the checkout (tests/ apart) outgrows the length
-rule
-(tests/support/long_functions.py). Each rule is also run on a small tree of its own, to show it can fail."""
+rule (tests/support/long_functions.py). Each rule is also run on a small tree of its own, to show it can fail."""
 
 from __future__ import annotations
 
