@@ -87,7 +87,7 @@ llm-test: $(VENV)/.installed-llm
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-cache
-	$(BIN)/pylint bookchat chat ingestion audit
+	$(BIN)/pylint bookchat chat ingestion audit bench
 	$(BIN)/python -m tests.support.long_functions
 	$(BIN)/python -m tests.support.codemap --check
 
