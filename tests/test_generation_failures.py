@@ -15,6 +15,7 @@ from audit.dashboard import review_queue_filter
 from audit.models import AuditLog
 from bookchat.base import metrics
 from chat.pipeline import generation
+from chat.pipeline.announcements import AuditRecord, Outcome
 from chat.pipeline.generation import FAILURE_REASONS, GenerationFailed
 from tests import test_generation
 from tests.test_generation import ask, configure
@@ -103,9 +104,10 @@ def test_a_failure_needs_a_known_reason():
 def test_metrics_know_every_reason_and_count_an_unknown_one_as_other():
     assert metrics.GENERATION_FAILURE_REASONS == generation.FAILURE_REASONS
     before = failures("other")
-    metrics.on_answered(None, record={"answer_id": "x", "outcome": "answered", "channel": "api",
-                                      "confidence_level": "high", "generation_failure": "<script>"})
-    metrics.on_answered(None, record={"answer_id": "y", "outcome": "failed", "generation_failure": "timeout"})
+    metrics.on_answered(None, record=AuditRecord(answer_id=uuid.uuid4(), outcome=Outcome.ANSWERED, channel="api",
+                                                 question="q", confidence_level="high", generation_failure="<script>"))
+    metrics.on_answered(None, record=AuditRecord(answer_id=uuid.uuid4(), outcome=Outcome.FAILED, channel="api",
+                                                 question="q", generation_failure="timeout"))
     assert failures("other") == before + 1, "a label value from outside the set is never a new series"
 
 

@@ -25,7 +25,8 @@ The steps, in the order a question meets them:
   passage read as answer units).
 - check and present: ``grounding`` (every sentence supported), ``confidence`` (a probability and a level),
   ``source_cards`` (each source's excerpt and link), ``rendering`` (safe HTML).
-- shared: ``terms`` (words that carry meaning), ``announcements`` (the signals chat sends, the ``Outcome`` names).
+- shared: ``terms`` (words that carry meaning), ``announcements`` (the signals chat sends, the ``AuditRecord``
+  they carry, the ``Outcome`` names).
 
 It may import ``chat.models``, ``ingestion`` (models, embedders, lexicon, the Qdrant mirror) and the project's
 base (``bookchat.base.conf``, ``bookchat.base.errors``); the import rules in ``pyproject.toml`` check it.

@@ -8,8 +8,10 @@
 ``answer_events`` yields ``("token", {"text": …})`` events while the answer is written and one
 ``("final", response)`` event, whose ``answer`` is authoritative (a streamed LLM answer that fails the grounding
 check, or that falls back to the extractive generator, is replaced there); ``answer_question`` returns only the
-response. A failure that stops an answer is a ``bookchat.base.errors.BookchatError`` the channels render; how each
-question ended is an ``Outcome``, in the pipeline's words, which the audit trail maps to its own statuses.
+response. ``remember`` keeps it on the conversation's turn and tells the audit trail an
+``announcements.AuditRecord``. A failure that stops an answer is a ``bookchat.base.errors.BookchatError`` the
+channels render; how each question ended is an ``Outcome``, in the pipeline's words, which the audit trail maps to
+its own statuses.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from dataclasses import dataclass, field
 
 from bookchat.base.conf import setting
 from chat.pipeline import conversations
-from chat.pipeline.announcements import Outcome, audit_failures, audited_source, send_audit
+from chat.pipeline.announcements import AuditRecord, Outcome, audit_failures, audited_source, send_audit
 from chat.pipeline.answerability import Answerability, asked, check_retrieved
 from chat.pipeline.calibration import check_scope
 from chat.pipeline.confidence import LEVEL_NOTES, ConfidenceInput, assess
@@ -330,15 +332,17 @@ def remember(p: Prepared, draft: Draft, verdict: Verdict, response: dict) -> Non
     refused = bool(verdict.refused)
     conversations.record_turn(p.conversation, question=p.request.question, resolved_question=p.resolved_question,
                               answer=verdict.answer, answer_id=p.answer_id, refused=refused, response=response)
-    send_audit(p.request, answer_id=p.answer_id, book_slug=p.book.slug, session_id=p.conversation.id,
-               resolved_question=p.resolved_question, answer=verdict.answer, generator=draft.generator,
-               sources=[audited_source(s) for s in response["sources"]], suggestions=response["suggestions"],
-               confidence=verdict.confidence, confidence_level=verdict.level, outcome=verdict.outcome,
-               refused=refused, refusal_reason=verdict.refused, flagged=verdict.flagged,
-               draft_answer=verdict.draft_answer, grounding=response["grounding"], retrieval=response["retrieval"],
-               latency_ms=response["response_time_ms"], timings_ms=response["timings_ms"],
-               llm_usage=response["llm_usage"], generation_failure=draft.failure.reason if draft.failure else "",
-               generation_failure_message=draft.failure.message if draft.failure else "")
+    failure = draft.failure
+    send_audit(AuditRecord.of(
+        p.request, outcome=verdict.outcome, answer_id=p.answer_id, book_slug=p.book.slug,
+        session_id=p.conversation.id, resolved_question=p.resolved_question, answer=verdict.answer,
+        draft_answer=verdict.draft_answer, generator=draft.generator,
+        sources=[audited_source(s) for s in response["sources"]], suggestions=response["suggestions"],
+        confidence=verdict.confidence, confidence_level=verdict.level, refused=refused,
+        refusal_reason=verdict.refused, flagged=verdict.flagged, grounding=response["grounding"],
+        retrieval=response["retrieval"], latency_ms=response["response_time_ms"], timings_ms=response["timings_ms"],
+        llm_usage=response["llm_usage"], generation_failure=failure.reason if failure else "",
+        generation_failure_message=failure.message if failure else ""))
 
 
 def _unanswerable_message(book: Book, question: str, missing: list[str]) -> str:
