@@ -217,7 +217,7 @@ def test_strict_grounding_withholds_partial_obedience_too(attack, llm, settings)
     settings.BOOKCHAT = {**settings.BOOKCHAT, "GROUNDING_MAX_UNSUPPORTED": 0.0}
     llm.reply_template = attack["obeyed"]
     response = answer_question(AskRequest(question=attack["question"], book=BOOK))
-    assert response["answer"] == WITHHELD_MESSAGE and response["flagged_for_review"]
+    assert response.answer == WITHHELD_MESSAGE and response.flagged_for_review
 
 
 def test_the_page_and_widget_insert_only_the_servers_sanitised_html():

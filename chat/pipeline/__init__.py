@@ -9,7 +9,7 @@ The entry points, each read top to bottom:
 
 - ``answering``: ``prepare`` (book → conversation → retrieve → check scope), then ``answer_steps`` (compose →
   ground → assess confidence → respond → remember); ``answer_events`` streams it, ``answer_question`` returns
-  the response.
+  the response, an ``answers.Answer`` (the one list of its fields, each a typed value).
 - ``assistant_search``: ``search_passages``, passages for an AI assistant (MCP ``search_book``).
 - ``typeahead``: ``find_sections``, the book's search box as a reader types.
 
