@@ -1,6 +1,8 @@
 """Writing the audit trail: one row per answer, after the response has gone out, never failing it.
 
-``chat`` sends ``answered`` with a plain record; inside an HTTP request the record waits
+``chat`` sends ``answered`` with an ``AuditRecord`` (``chat.pipeline.announcements``), whose fields are named as
+the row's columns: ``write`` copies each one under its own name, except the few it keeps in other words
+(``_NOT_COPIED``), so no list of names here can fall behind the record's. Inside an HTTP request the record waits
 until Django's ``request_finished`` (sent when the server has written the whole response,
 the last SSE event included), so the write adds nothing to the time a reader waits. Outside
 a request (``manage.py ask``, tasks) it is written at once. A write that fails (the table is
@@ -10,6 +12,7 @@ locked, gone, the database down) is logged and counted; the answer has already b
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import threading
 
@@ -20,18 +23,16 @@ from django.utils.crypto import salted_hmac
 
 from audit.models import AuditLog
 from chat.models import Feedback
+from chat.pipeline.announcements import AuditRecord
 
 logger = logging.getLogger(__name__)
 
 _local = threading.local()
 _failures = {"count": 0, "last_error": None, "last_at": None}
 
-# Fields of a record that are copied to the row as they are.
-_COPIED = ("answer_id", "channel", "book_slug", "api_key_id", "api_key_name", "session_id", "question",
-           "selected_text", "resolved_question", "answer", "draft_answer", "generator", "sources", "suggestions",
-           "confidence", "confidence_level", "refused", "flagged", "grounding", "retrieval", "error_code",
-           "error_message", "latency_ms", "timings_ms", "llm_usage", "generation_failure",
-           "generation_failure_message")
+# Fields of a record that the row doesn't copy: the outcome becomes its status (``STATUS_OF``), the client's IP a
+# keyed hash (``hash_ip``), and why an answer refused is /metrics' (the status says as much to a reviewer).
+_NOT_COPIED = frozenset({"outcome", "client_ip", "refusal_reason"})
 
 # A row's status for each of the pipeline's outcomes (``chat.pipeline.announcements.Outcome``): a reviewer sees one
 # "unsure" for an unsure answer shown and one held back, one "not covered" for every refusal of a question the book
@@ -76,7 +77,7 @@ def _count_failure(exc: Exception) -> None:
     _failures["last_at"] = timezone.now().isoformat()
 
 
-def on_answered(sender, *, record: dict, **kwargs) -> None:
+def on_answered(sender, *, record: AuditRecord, **kwargs) -> None:
     pending = getattr(_local, "pending", None)
     if pending is None:
         write(record)
@@ -94,16 +95,14 @@ def on_request_finished(sender, **kwargs) -> None:
         write(record)
 
 
-def write(record: dict) -> AuditLog | None:
+def write(record: AuditRecord) -> AuditLog | None:
     """Store one record; on any failure log it, count it and return None."""
     try:
-        fields = {name: record[name] for name in _COPIED if name in record}
-        fields["status"] = STATUS_OF[record.get("outcome", "answered")]
-        fields["client_ip_hash"] = hash_ip(record.get("client_ip", ""))
-        if record.get("created_at") is not None:
-            fields["created_at"] = record["created_at"]
+        fields = {f.name: getattr(record, f.name) for f in dataclasses.fields(record) if f.name not in _NOT_COPIED}
+        fields["status"] = STATUS_OF[record.outcome]
+        fields["client_ip_hash"] = hash_ip(record.client_ip)
         # A reader may vote in the moment between receiving the answer and this write.
-        vote = Feedback.objects.filter(answer_id=record["answer_id"]).first()
+        vote = Feedback.objects.filter(answer_id=record.answer_id).first()
         if vote is not None:
             fields |= {"feedback_rating": vote.rating, "feedback_comment": vote.comment,
                        "feedback_at": vote.updated_at}
@@ -114,7 +113,7 @@ def write(record: dict) -> AuditLog | None:
     except Exception as exc:
         _count_failure(exc)
         logger.exception("writing the audit record of answer %s failed; the answer was served",
-                         record.get("answer_id"))
+                         getattr(record, "answer_id", None))
         return None
 
 

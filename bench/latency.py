@@ -55,7 +55,7 @@ def in_process(questions: list[tuple[str, str]], *, log) -> dict:
             samples["validate"].append((validated - started) * 1000)
             samples["end_to_end"].append((ended - started) * 1000)
             for stage in ("embed", "dense", "lexical", "fusion", "generation", "grounding"):
-                samples[stage].append(float(response["timings_ms"].get(stage, 0.0)))
+                samples[stage].append(float(response.timings_ms.get(stage, 0.0)))
             samples["raw_topk"].append(raw_topk_ms(books[book], question))
     finally:
         recording.write = write

@@ -26,13 +26,14 @@ from collections import Counter
 from bench.fit_reranker import _setup
 
 
-def outcome(final: dict) -> str:
-    if final["refused"]:
-        return f"refused ({final['refusal_reason']})"
-    if final["generator"] == "extractive":
-        reason = re.sub(r"^The language model could not answer \((.*?)\), so.*$", r"\1", final["notice"] or "")
+def outcome(final) -> str:
+    """What became of one answer (a ``chat.pipeline.answers.Answer``)."""
+    if final.refused:
+        return f"refused ({final.refusal_reason})"
+    if final.generator == "extractive":
+        reason = re.sub(r"^The language model could not answer \((.*?)\), so.*$", r"\1", final.notice or "")
         return f"replaced: {re.sub(r'[0-9.]+ s', 'N s', reason)}"
-    return "withheld" if final["flagged_for_review"] else "grounded"
+    return "withheld" if final.flagged_for_review else "grounded"
 
 
 def main(argv=None) -> int:
@@ -64,9 +65,9 @@ def main(argv=None) -> int:
             elif kind == "final":
                 final = payload
         counts[outcome(final)] += 1
-        if final["llm_usage"]:
+        if final.llm_usage:
             total.append(time.monotonic() - started)
-            tokens.append(final["llm_usage"]["completion_tokens"])
+            tokens.append(final.llm_usage.completion_tokens)
             if streamed > 1:  # the model's words streamed (the book's sentences come in one piece)
                 first.append(first_at)
     print(f"{len(questions)} questions, model {setting('LLM_MODEL')}, "

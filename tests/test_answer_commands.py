@@ -88,8 +88,8 @@ def test_off_topic_question_is_refused_in_either_fusion_mode(settings, manual_bo
     settings.BOOKCHAT = {**settings.BOOKCHAT, "FUSION": fusion}
     refused = answer_question(AskRequest(question=OFF_TOPIC, book="bookchat-manual"))
     answered = answer_question(AskRequest(question="How do I ingest a folder?", book="bookchat-manual"))
-    assert refused["refused"] and refused["sources"] == []
-    assert not answered["refused"] and answered["sources"]
+    assert refused.refused and refused.sources == []
+    assert not answered.refused and answered.sources
 
 
 def test_threshold_setting_overrides_the_calibrated_one(settings, manual_book):
@@ -98,8 +98,8 @@ def test_threshold_setting_overrides_the_calibrated_one(settings, manual_book):
 
     settings.BOOKCHAT = {**settings.BOOKCHAT, "SCOPE_THRESHOLD": 0.999}
     response = answer_question(AskRequest(question="How do I ingest a folder?", book="bookchat-manual"))
-    assert response["refused"]
-    assert response["retrieval"]["threshold"] == 0.999
+    assert response.refused
+    assert response.retrieval.threshold == 0.999
 
 
 def test_indexing_calibrates_the_book(manual_book):

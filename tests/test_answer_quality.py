@@ -84,7 +84,7 @@ def test_answerability_finds_terms_as_words_stems_or_light_misspellings():
     assert check_answerability("Can Jupyter render a Notebook?", passages).answerable
     assert check_answerability("Who broadcasts the Primier League?", passages).answerable  # one letter off
     result = check_answerability("Can I import pages from Notion?", passages)
-    assert not result.answerable and result.missing == ["notion"]
+    assert not result.answerable and result.missing_terms == ["notion"]
     assert not check_answerability("Is there an A/B test?", ["see data/blog for posts"]).answerable  # not a word
 
 
@@ -104,23 +104,23 @@ def test_an_on_topic_question_whose_key_term_is_absent_is_refused_naming_it(manu
     settings.BOOKCHAT = {**settings.BOOKCHAT, "ANSWERABILITY": "on"}
     refused = answer_question(AskRequest(question="How do I ingest a book from a Confluence space?", book=MANUAL,
                                          channel="evaluate"))
-    assert refused["refused"] and "“Confluence”" in refused["answer"], "named as the reader wrote it"
+    assert refused.refused and "“Confluence”" in refused.answer, "named as the reader wrote it"
     title = Book.objects.get(slug=MANUAL).title
-    assert refused["answer"].startswith(f"“{title}” doesn't mention “Confluence”")
-    assert "“How do I ingest a book from a Confluence space?”" in refused["answer"], "what was asked, quoted"
-    assert refused["retrieval"]["answerability"]["missing_terms"] == ["confluence"]
-    assert refused["suggestions"] and not refused["sources"]
+    assert refused.answer.startswith(f"“{title}” doesn't mention “Confluence”")
+    assert "“How do I ingest a book from a Confluence space?”" in refused.answer, "what was asked, quoted"
+    assert refused.retrieval.answerability.missing_terms == ["confluence"]
+    assert refused.suggestions and not refused.sources
     answered = answer_question(AskRequest(question="How do I ingest a folder of MDX files?", book=MANUAL,
                                           channel="evaluate"))
-    assert not answered["refused"], answered["answer"]
-    assert "mdx" in answered["retrieval"]["answerability"]["specific_terms"]
+    assert not answered.refused, answered.answer
+    assert "mdx" in answered.retrieval.answerability.specific_terms
 
 
 def test_answerability_off_answers_the_same_question(manual_book, settings):
     settings.BOOKCHAT = {**settings.BOOKCHAT, "ANSWERABILITY": "off"}
     response = answer_question(AskRequest(question="How do I ingest a book from a Confluence space?", book=MANUAL,
                                           channel="evaluate"))
-    assert not response["refused"] and response["retrieval"]["answerability"] is None
+    assert not response.refused and response.retrieval.answerability is None
 
 
 def test_calibration_decides_answerability_per_book(manual_book):
@@ -135,9 +135,9 @@ def test_calibration_decides_answerability_per_book(manual_book):
 def test_how_to_answer_on_the_manual_shows_the_script_it_needs(manual_book):
     response = answer_question(AskRequest(question="How do I add the widget to my Docusaurus site?", book=MANUAL,
                                           channel="evaluate"))
-    assert "widget.js" in response["answer"] and "```" in response["answer"], response["answer"]
-    assert response["grounding"]["passed"]
-    assert not response["answer"].lstrip().startswith("Rebuild")  # the last step is not the answer's lead
+    assert "widget.js" in response.answer and "```" in response.answer, response.answer
+    assert response.grounding.passed
+    assert not response.answer.lstrip().startswith("Rebuild")  # the last step is not the answer's lead
 
 
 def source(text: str, heading_path: str = "Guide > Setup", score: float = 0.9) -> SimpleNamespace:

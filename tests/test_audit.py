@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import uuid
@@ -13,7 +14,7 @@ from django.test import Client
 from audit import recording
 from audit.models import AuditLog
 from chat.models import ApiKey, Feedback
-from chat.pipeline.announcements import Outcome
+from chat.pipeline.announcements import AuditRecord, Outcome
 from tests.conftest import run_command
 
 pytestmark = pytest.mark.django_db
@@ -184,8 +185,34 @@ def test_feedback_is_copied_to_the_row_and_survives_the_conversation(client):
 def test_a_vote_cast_before_the_row_is_written_is_not_lost():
     answer_id = uuid.uuid4()
     Feedback.objects.create(answer_id=answer_id, conversation_id=uuid.uuid4(), rating="up", channel="widget")
-    row = recording.write({"answer_id": answer_id, "channel": "widget", "question": "q", "book_slug": BOOK})
+    row = recording.write(AuditRecord(outcome=Outcome.ANSWERED, answer_id=answer_id, channel="widget", question="q",
+                                      book_slug=BOOK))
     assert row.feedback_rating == "up"
+
+
+def test_a_record_with_every_field_set_is_the_row_it_writes():
+    """Every field of an ``AuditRecord`` reaches its row under its own name, except the three the row keeps in its
+    own words (the outcome as a status, the IP as a keyed hash) or not at all (why it refused: /metrics')."""
+    record = AuditRecord(
+        outcome=Outcome.HELD_BACK, answer_id=uuid.uuid4(), channel="widget", question="How do I ingest a folder?",
+        selected_text="manage.py ingest", api_key_id=7, api_key_name="docs site", client_ip="203.0.113.5",
+        book_slug=BOOK, session_id=uuid.uuid4(), resolved_question="How do I ingest a folder? (of Markdown)",
+        answer="The closest sections:", draft_answer="Run ingest [1].", generator="extractive",
+        sources=[{"n": 1, "chunk_id": "c1", "heading_path": "Using > Ingest", "chapter": "Using", "section": "Ingest",
+                  "document": "using/ingest.md", "url": "/using/ingest#folder", "score": 0.81, "cited": False}],
+        suggestions=[{"title": "Ingest", "heading_path": "Using > Ingest", "url": "/using/ingest"}],
+        confidence=0.41, confidence_level="low", refused=True, refusal_reason="unsure", flagged=True,
+        grounding={"passed": True, "reason": "", "cited_sources": [1]}, retrieval={"best_cosine": 0.8},
+        error_code="timeout", error_message="out of time", latency_ms=123, timings_ms={"retrieval": 1.5},
+        llm_usage={"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15, "counted_by": "server"},
+        generation_failure="timeout", generation_failure_message="the model did not answer within 1 s")
+    assert all(getattr(record, f.name) for f in dataclasses.fields(record)), "each field set, to be seen arriving"
+    written = recording.write(record)
+    row = AuditLog.objects.get(pk=written.pk)
+    copied = {f.name for f in dataclasses.fields(record)} - {"outcome", "client_ip", "refusal_reason"}
+    assert {name: getattr(row, name) for name in copied} == {name: getattr(record, name) for name in copied}
+    assert row.status == AuditLog.Status.UNSURE and row.client_ip_hash == recording.hash_ip("203.0.113.5")
+    assert not hasattr(row, "refusal_reason")
 
 
 def test_client_ip_behind_trusted_proxies(settings, rf):

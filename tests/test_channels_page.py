@@ -6,6 +6,7 @@ end to end: tests/test_chat_page.py."""
 from __future__ import annotations
 
 import uuid
+from dataclasses import asdict
 
 import pytest
 from django.test import RequestFactory
@@ -15,7 +16,7 @@ from chat.channels.access import PAGE_CONVERSATIONS
 from chat.channels.page import _current_book, feedback, turn_context, votes_on
 from chat.models import Conversation, Feedback, Turn
 from ingestion.models import Book, DefaultBook
-from tests.test_channels_responses import pipeline_response, source
+from tests.test_channels_responses import an_answer, source
 
 
 def test_the_book_asked_for_then_the_sessions_then_the_first(settings):
@@ -43,18 +44,18 @@ def test_the_stored_default_book_counts_when_no_setting_names_one(settings):
 
 def test_an_answer_links_its_markers_to_its_cards_and_says_its_level_in_words():
     turn = Turn(question="How do I install it?", answer="Run `pip install` [1].", answer_id=uuid.uuid4(),
-                response=pipeline_response(sources=[source(1)]))
+                response=asdict(an_answer(sources=[source(1)])))
     shown = turn_context(turn, "up")
     assert f'href="#answer-{turn.answer_id}-source-1"' in shown["answer_html"]
     assert (shown["level"], shown["level_label"], shown["feedback"]) == ("high", "High confidence", "up")
-    assert shown["sources"][0]["n"] == 1 and "text" not in shown["sources"][0]
+    assert shown["sources"] == [source(1)]
 
 
 @pytest.mark.parametrize(("reason", "label"), [("unsure", "Not answered directly"), ("not_covered", "Not covered"),
                                                ("unanswerable", "Not covered")])
 def test_a_refusal_says_why_in_words(reason, label):
     turn = Turn(question="q", answer="", answer_id=uuid.uuid4(), refused=True,
-                response=pipeline_response(refused=True, refusal_reason=reason, confidence_level="low"))
+                response=asdict(an_answer(refused=True, refusal_reason=reason, confidence_level="low")))
     shown = turn_context(turn, None)
     assert (shown["refused"], shown["refusal_label"], shown["level_label"]) == (True, label, "Low confidence")
 

@@ -13,6 +13,7 @@ from django.test import Client
 from bookchat.base.security import CONTENT_SECURITY_POLICY
 from chat.models import Feedback, Turn
 from chat.pipeline.rendering import render_answer
+from chat.pipeline.source_cards import Source
 from ingestion.models import Book
 from tests.conftest import REPO
 
@@ -163,8 +164,10 @@ def test_widget_script_is_served_with_caching_headers(client):
 
 
 # -- answer HTML -----------------------------------------------------------------------------------------------
-SOURCES = [{"n": 1, "url": "https://book.example.org/intro#setup", "chapter": "Intro", "section": "Setup"},
-           {"n": 2, "url": "javascript:alert(1)", "chapter": "Evil", "section": "Evil"}]
+SOURCES = [Source(n=1, url="https://book.example.org/intro#setup", chapter="Intro", section="Setup",
+                  heading_path="Intro > Setup", excerpt="", score=0.9, chunk_id="c1", cited=True, document="intro.md"),
+           Source(n=2, url="javascript:alert(1)", chapter="Evil", section="Evil", heading_path="Evil > Evil",
+                  excerpt="", score=0.1, chunk_id="c2", cited=True, document="evil.md")]
 
 
 @pytest.mark.parametrize("hostile", [

@@ -20,13 +20,15 @@ from hypothesis import strategies as st
 from chat.pipeline.extractive import compose_extractive
 from chat.pipeline.grounding import answer_segments, check_grounding
 from chat.pipeline.rendering import parse_info, pre_texts, render_answer, split_code_blocks
+from chat.pipeline.source_cards import Source
 from chat.pipeline.terms import plain_text
 from chat.pipeline.units import MAX_CODE_LINES, SHORTENED, blocks_of
 from chat.quality.evaluation import QuestionFileError, code_in_one_block, load_questions
 from ingestion.reading.fences import opening, split_fenced, without_code
 from ingestion.reading.parsing import parse_document
 
-SOURCES = [{"n": 1, "url": "/guide/install#run", "chapter": "Guide", "section": "Run"}]
+SOURCES = [Source(n=1, url="/guide/install#run", chapter="Guide", section="Run", heading_path="Guide > Run",
+                  excerpt="", score=0.9, chunk_id="c1", cited=True, document="guide/install.md")]
 MANUAL = "bookchat-manual"
 WIDGET_QUESTION = "How do I add the widget to my Docusaurus site?"
 
@@ -209,9 +211,9 @@ def test_a_long_code_block_is_shortened_at_a_line_with_a_visible_ellipsis_and_ci
     assert "rest is in the book" in after and "[1]" in after, "says so, and links to the section"
     assert not re.search(r"\[\d\]", blocks[0].code), "no citation marker inside code"
     report = check_grounding(answer, [passage.text])
-    assert report.passed and not report.unsupported, "what is shown is the book's"
+    assert report.passed and not report.unsupported_sentences, "what is shown is the book's"
     tampered = check_grounding(answer.replace("step_3 = run(3)", "rm -rf /"), [passage.text])
-    assert len(tampered.unsupported) == 1 and "rm -rf /" in tampered.unsupported[0]
+    assert len(tampered.unsupported_sentences) == 1 and "rm -rf /" in tampered.unsupported_sentences[0]
 
 
 def test_a_how_to_answer_brings_the_block_its_sentence_introduces_whole():
@@ -316,6 +318,7 @@ def test_the_manual_answers_the_widget_question_with_its_code_block_and_verbatim
 @pytest.mark.django_db
 def test_page_stream_api_and_mcp_show_the_same_answer(client, manual_book, no_llm):
     from chat.channels.mcp_server import render_answer as mcp_text
+    from chat.channels.responses import answer_data
     from chat.pipeline.answering import answer_question
     from chat.pipeline.questions import AskRequest
     from tests.test_api import sse_events
@@ -328,7 +331,7 @@ def test_page_stream_api_and_mcp_show_the_same_answer(client, manual_book, no_ll
     page = client.post("/", {"question": WIDGET_QUESTION, "book": MANUAL}, follow=True).content.decode()
     assert pre_texts(page) == pre_texts(body["answer_html"]) != []
     assert page.count('<div class="bookchat-code-title">docusaurus.config.js</div>') == 1
-    text = mcp_text(answer_question(AskRequest(question=WIDGET_QUESTION, book=MANUAL)))
+    text = mcp_text(answer_data(answer_question(AskRequest(question=WIDGET_QUESTION, book=MANUAL))))
     fence = re.search(r"^```js title=\"docusaurus.config.js\"\n(.*?)\n```$", text, re.DOTALL | re.MULTILINE)
     assert fence and fence.group(1) == pre_texts(body["answer_html"])[0], "MCP: Markdown with the fence intact"
 

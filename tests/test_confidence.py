@@ -129,8 +129,8 @@ def test_an_unsure_answer_becomes_a_refusal_with_the_closest_sections_and_is_rev
                                                                                        django_db_blocker):
     question = "How do I ingest a folder?"
     plain = answer_question(AskRequest(question=question, book=MANUAL))
-    assert not plain["refused"] and plain["refusal_reason"] is None
-    assert plain["confidence_note"] and plain["retrieval"]["confidence_features"].keys() == set(READINGS)
+    assert not plain.refused and plain.refusal_reason is None
+    assert plain.confidence_note and plain.retrieval.confidence_features.keys() == set(READINGS)
 
     settings.BOOKCHAT = {**settings.BOOKCHAT, **BELOW_THE_FLOOR}
     steps = answer_steps(prepare(AskRequest(question=question, book=MANUAL, channel="api")))
@@ -142,24 +142,24 @@ def test_an_unsure_answer_becomes_a_refusal_with_the_closest_sections_and_is_rev
             answered = done.value
             break
     final = answered.response
-    assert final["refused"] and final["refusal_reason"] == "unsure"
-    assert "doesn't seem to answer “How do I ingest a folder?” directly" in final["answer"]
-    assert tokens == final["answer"]
-    assert final["sources"] == [] and final["confidence_level"] == "low" and final["confidence_note"] is None
-    assert final["confidence"] == plain["confidence"], "the probability of the answer it held back"
-    sections = [s["heading_path"] for s in final["suggestions"]]
-    assert sections and sections[0] == plain["sources"][0]["heading_path"], "closest sections in answer order"
-    assert answered.verdict.draft_answer == plain["answer"] and answered.verdict.outcome == "held_back"
+    assert final.refused and final.refusal_reason == "unsure"
+    assert "doesn't seem to answer “How do I ingest a folder?” directly" in final.answer
+    assert tokens == final.answer
+    assert final.sources == [] and final.confidence_level == "low" and final.confidence_note is None
+    assert final.confidence == plain.confidence, "the probability of the answer it held back"
+    sections = [s.heading_path for s in final.suggestions]
+    assert sections and sections[0] == plain.sources[0].heading_path, "closest sections in answer order"
+    assert answered.verdict.draft_answer == plain.answer and answered.verdict.outcome == "held_back"
 
-    row = AuditLog.objects.get(answer_id=final["answer_id"])
-    assert row.status == "unsure" and row.refused and row.draft_answer == plain["answer"]
+    row = AuditLog.objects.get(answer_id=final.answer_id)
+    assert row.status == "unsure" and row.refused and row.draft_answer == plain.answer
     assert AuditLog.objects.filter(review_queue_filter(), pk=row.pk).exists()
 
     settings.BOOKCHAT = {**settings.BOOKCHAT, "UNSURE_ANSWERS": "answer"}
     shown = answer_question(AskRequest(question=question, book=MANUAL))
-    assert not shown["refused"] and shown["answer"] == f"{UNSURE_PREFIX}\n\n{plain['answer']}"
-    assert shown["confidence_level"] == "unsure" and shown["disclaimer"] and shown["sources"]
-    assert AuditLog.objects.filter(review_queue_filter(), answer_id=shown["answer_id"]).exists(), \
+    assert not shown.refused and shown.answer == f"{UNSURE_PREFIX}\n\n{plain.answer}"
+    assert shown.confidence_level == "unsure" and shown.disclaimer and shown.sources
+    assert AuditLog.objects.filter(review_queue_filter(), answer_id=shown.answer_id).exists(), \
         "an unsure answer is shown, and reviewed"
 
 
@@ -168,10 +168,10 @@ def test_between_the_floor_and_medium_the_closest_passage_is_shown_said_plainly(
     settings.BOOKCHAT = {**settings.BOOKCHAT, "CONFIDENCE_HIGH": 0.9999, "CONFIDENCE_MEDIUM": 0.9995,
                          "CONFIDENCE_FLOOR": 0.0001}
     final = answer_question(AskRequest(question="How do I ingest a folder?", book=MANUAL))
-    assert not final["refused"] and final["confidence_level"] == "unsure"
-    assert final["answer"].startswith(UNSURE_PREFIX) and "[1]" in final["answer"] and final["sources"]
-    assert final["confidence_note"] == LEVEL_NOTES["unsure"] and final["disclaimer"] is None, "said once"
-    row = AuditLog.objects.get(answer_id=final["answer_id"])
+    assert not final.refused and final.confidence_level == "unsure"
+    assert final.answer.startswith(UNSURE_PREFIX) and "[1]" in final.answer and final.sources
+    assert final.confidence_note == LEVEL_NOTES["unsure"] and final.disclaimer is None, "said once"
+    row = AuditLog.objects.get(answer_id=final.answer_id)
     assert row.status == "unsure" and not row.refused and AuditLog.objects.filter(review_queue_filter(),
                                                                                   pk=row.pk).exists()
 
@@ -191,11 +191,11 @@ def test_a_navigation_page_is_not_an_answer(book_dir, django_db_blocker):
     assert calibration["threshold"] > 0 and 0 <= calibration["off_topic_refused"] <= 1
     response = answer_question(AskRequest(question="What are the next steps to make my robot walk in Isaac Sim?",
                                           book="confidence-nav"))
-    assert response["confidence_level"] != "high"
-    if not response["refused"]:
-        assert not navigation_only(response["answer"]), response["answer"]
-    elif response["refusal_reason"] == "unsure":
-        assert "(#)" not in response["answer"] and response["suggestions"]
+    assert response.confidence_level != "high"
+    if not response.refused:
+        assert not navigation_only(response.answer), response.answer
+    elif response.refusal_reason == "unsure":
+        assert "(#)" not in response.answer and response.suggestions
 
 
 # -- what evaluate reports --------------------------------------------------------------------------------------
@@ -380,6 +380,7 @@ def test_a_quantity_answered_with_a_number_and_a_name_answered_in_full_are_not_b
 @pytest.mark.django_db
 def test_the_page_and_mcp_show_an_unsure_answer_as_related_sections(manual_book, settings, client):
     from chat.channels.mcp_server import render_answer
+    from chat.channels.responses import answer_data
 
     settings.BOOKCHAT = {**settings.BOOKCHAT, **BELOW_THE_FLOOR, "DEADLINE_SECONDS": 60.0,
                          "RETRIEVAL_SECONDS": 30.0}
@@ -388,8 +389,9 @@ def test_the_page_and_mcp_show_an_unsure_answer_as_related_sections(manual_book,
     assert 'aria-label="Related sections"' in html and 'class="sources"' not in html
     assert 'class="level-note"' not in html, "a refusal claims no confidence"
 
-    text = render_answer(answer_question(AskRequest(question="How do I ingest a folder?", book=MANUAL)))
+    text = render_answer(answer_data(answer_question(AskRequest(question="How do I ingest a folder?", book=MANUAL))))
     assert "Related sections (links, not citations):" in text and "Confidence:" not in text
     settings.BOOKCHAT = {**settings.BOOKCHAT, "CONFIDENCE_HIGH": 0.0, "CONFIDENCE_MEDIUM": 0.0, "CONFIDENCE_FLOOR": 0.0}
-    shown = render_answer(answer_question(AskRequest(question="How do I ingest a folder?", book=MANUAL)))
+    shown = render_answer(answer_data(answer_question(AskRequest(question="How do I ingest a folder?",
+                                                                 book=MANUAL))))
     assert re.search(r"Confidence: 0\.\d\d \((high|medium)\)\. \S", shown), "the level and what it means"

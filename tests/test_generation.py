@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import time
 import uuid
+from dataclasses import asdict
 
 import pytest
 
 from bookchat.base.errors import DeadlineExceeded
 from chat.pipeline import generation
 from chat.pipeline.answering import WITHHELD_MESSAGE, answer_events, answer_question, prepare
+from chat.pipeline.answers import Answer
 from chat.pipeline.deadline import Deadline
-from chat.pipeline.generation import NOT_IN_BOOK
+from chat.pipeline.generation import NOT_IN_BOOK, TokenUsage
 from chat.pipeline.questions import AskRequest
 
 pytestmark = pytest.mark.django_db
@@ -54,29 +56,29 @@ def events(question: str = QUESTION, **fields) -> list[tuple[str, dict]]:
     return list(answer_events(prepare(AskRequest(question=question, book=BOOK, **fields))))
 
 
-def ask(question: str = QUESTION, **fields) -> dict:
+def ask(question: str = QUESTION, **fields) -> Answer:
     return answer_question(AskRequest(question=question, book=BOOK, **fields))
 
 
-def assert_extractive_fallback(response: dict) -> None:
-    assert response["generator"] == "extractive"
-    assert response["notice"] and "language model" in response["notice"]
-    assert not response["refused"]
-    assert not response["flagged_for_review"]
-    assert response["grounding"]["passed"]
-    assert "[1]" in response["answer"] or "[2]" in response["answer"]
+def assert_extractive_fallback(response: Answer) -> None:
+    assert response.generator == "extractive"
+    assert response.notice and "language model" in response.notice
+    assert not response.refused
+    assert not response.flagged_for_review
+    assert response.grounding.passed
+    assert "[1]" in response.answer or "[2]" in response.answer
 
 
 def test_grounded_llm_answer_and_the_request_it_sent(llm):
     response = ask()
-    assert response["generator"] == "test-model"
-    assert "[1]" in response["answer"]
-    assert response["grounding"]["passed"], response["grounding"]
-    assert response["grounding"]["cited_sources"] == [1]
-    assert not response["flagged_for_review"]
-    assert not response["refused"]
-    assert response["notice"] is None
-    assert response["sources"][0]["cited"]
+    assert response.generator == "test-model"
+    assert "[1]" in response.answer
+    assert response.grounding.passed, response.grounding
+    assert response.grounding.cited_sources == [1]
+    assert not response.flagged_for_review
+    assert not response.refused
+    assert response.notice is None
+    assert response.sources[0].cited
 
     (payload,) = chat_requests(llm)
     assert payload["model"] == "test-model"
@@ -101,8 +103,8 @@ def test_tokens_stream_word_by_word_then_one_final_event(llm):
     # One word per event (the first may gather the few words held back while they could still be NOT_IN_BOOK).
     assert all(len(t.split()) == 1 for t in tokens[1:])
     final = stream[-1][1]
-    assert "".join(tokens).strip() == final["answer"]
-    assert final["generator"] == "test-model"
+    assert "".join(tokens).strip() == final.answer
+    assert final.generator == "test-model"
 
 
 def test_token_counts_are_the_servers_usage_and_reach_the_audit_trail(llm):
@@ -112,28 +114,28 @@ def test_token_counts_are_the_servers_usage_and_reach_the_audit_trail(llm):
     (payload,) = chat_requests(llm)
     assert payload["stream_options"] == {"include_usage": True}
     prompt_words = sum(len(m["content"].split()) for m in payload["messages"])
-    answer_words = len(response["answer"].split())
+    answer_words = len(response.answer.split())
     # The test server reports twice the answer's words: a count of the streamed pieces would say otherwise.
-    assert response["llm_usage"] == {"prompt_tokens": prompt_words, "completion_tokens": 2 * answer_words,
-                                     "total_tokens": prompt_words + 2 * answer_words, "counted_by": "server"}
-    assert AuditLog.objects.get(answer_id=response["answer_id"]).llm_usage == response["llm_usage"]
+    assert response.llm_usage == TokenUsage(prompt_tokens=prompt_words, completion_tokens=2 * answer_words,
+                                            total_tokens=prompt_words + 2 * answer_words, counted_by="server")
+    assert AuditLog.objects.get(answer_id=response.answer_id).llm_usage == asdict(response.llm_usage)
 
 
 def test_a_server_that_refuses_stream_options_is_asked_again_without_it_and_its_pieces_counted(llm):
     llm.refuse_stream_options = True
     first = ask()
-    assert first["generator"] == "test-model" and first["notice"] is None
+    assert first.generator == "test-model" and first.notice is None
     refused, accepted = chat_requests(llm)
     assert "stream_options" in refused and "stream_options" not in accepted
-    assert first["llm_usage"] == {"prompt_tokens": None, "completion_tokens": len(first["answer"].split()),
-                                  "total_tokens": None, "counted_by": "bookchat"}, "one piece per word"
+    assert first.llm_usage == TokenUsage(prompt_tokens=None, completion_tokens=len(first.answer.split()),
+                                         total_tokens=None, counted_by="bookchat"), "one piece per word"
     ask()
     assert "stream_options" not in chat_requests(llm)[-1], "the refusal is remembered: one request per answer"
     assert len(chat_requests(llm)) == 3
 
 
 def test_no_token_counts_when_no_model_was_asked(no_llm, manual_book):
-    assert ask()["llm_usage"] is None
+    assert ask().llm_usage is None
 
 
 def test_llm_http_error_falls_back_to_extractive(llm):
@@ -148,9 +150,9 @@ def test_slow_llm_past_the_generation_budget_falls_back_to_extractive(llm, setti
     llm.chat_mode, llm.delay = "slow", 6.0
     response = ask()
     assert_extractive_fallback(response)
-    assert "did not answer within 0.5 s" in response["notice"]
+    assert "did not answer within 0.5 s" in response.notice
     # It did not wait for the model: generation ended nearer the budget (0.5 s) than the model's 6 s.
-    assert response["timings_ms"]["generation"] < (0.5 + llm.delay) / 2 * 1000
+    assert response.timings_ms["generation"] < (0.5 + llm.delay) / 2 * 1000
 
 
 def test_slow_llm_past_the_request_deadline_is_a_timeout(llm, settings):
@@ -189,53 +191,53 @@ def test_an_answer_that_copies_the_prompts_scaffolding_falls_back_to_extractive(
     stream = events()
     final = stream[-1][1]
     assert_extractive_fallback(final)
-    assert "copied its prompt" in final["notice"]
-    assert "Excerpts from the book" not in final["answer"]
+    assert "copied its prompt" in final.notice
+    assert "Excerpts from the book" not in final.answer
 
 
 def test_malformed_stream_falls_back_to_extractive(llm):
     llm.chat_mode = "malformed"
     response = ask()
     assert_extractive_fallback(response)
-    assert "malformed" in response["notice"]
+    assert "malformed" in response.notice
 
 
 def test_fabricated_citation_is_withheld_and_flagged(llm):
     llm.chat_mode = "fabricated"
     response = ask()
-    assert response["answer"] == WITHHELD_MESSAGE
-    assert response["flagged_for_review"] is True
-    assert response["grounding"]["passed"] is False
-    assert response["grounding"]["invalid_citations"] == [9]
-    assert response["suggestions"]
-    assert all(s["url"] and s["title"] for s in response["suggestions"])
-    assert response["disclaimer"] is None
-    assert response["generator"] == "test-model"
+    assert response.answer == WITHHELD_MESSAGE
+    assert response.flagged_for_review is True
+    assert response.grounding.passed is False
+    assert response.grounding.invalid_citations == [9]
+    assert response.suggestions
+    assert all(s.url and s.title for s in response.suggestions)
+    assert response.disclaimer is None
+    assert response.generator == "test-model"
 
 
 def test_unsupported_sentences_are_withheld_and_flagged(llm):
     llm.chat_mode = "unsupported"
     response = ask()
-    assert response["answer"] == WITHHELD_MESSAGE
-    assert response["flagged_for_review"] is True
-    assert response["grounding"]["passed"] is False
-    assert response["grounding"]["invalid_citations"] == []
-    assert len(response["grounding"]["unsupported_sentences"]) == 3
-    assert response["suggestions"]
+    assert response.answer == WITHHELD_MESSAGE
+    assert response.flagged_for_review is True
+    assert response.grounding.passed is False
+    assert response.grounding.invalid_citations == []
+    assert len(response.grounding.unsupported_sentences) == 3
+    assert response.suggestions
 
 
 def test_not_in_book_is_a_refusal_and_the_marker_is_never_streamed(llm):
     llm.chat_mode = "not_in_book"
     stream = events()
     final = stream[-1][1]
-    assert final["refused"] is True
-    assert "isn't covered in" in final["answer"]
-    assert final["sources"] == []
-    assert final["suggestions"]
-    assert final["grounding"] is None
-    assert not final["flagged_for_review"]
+    assert final.refused is True
+    assert "isn't covered in" in final.answer
+    assert final.sources == []
+    assert final.suggestions
+    assert final.grounding is None
+    assert not final.flagged_for_review
     tokens = [payload["text"] for kind, payload in stream if kind == "token"]
-    assert tokens == [final["answer"]]
+    assert tokens == [final.answer]
     assert all(NOT_IN_BOOK not in t for t in tokens)
 
 
@@ -258,12 +260,12 @@ def test_conversation_history_reaches_the_llm_on_a_follow_up(llm):
     first = ask("How do I ingest a folder of Markdown files?")
     assert "<conversation>" not in messages(llm)[1]
     llm.requests.clear()
-    ask("and how do I install it?", session_id=uuid.UUID(first["session_id"]))
+    ask("and how do I install it?", session_id=uuid.UUID(first.session_id))
     _, user = messages(llm)
     assert "<conversation>" in user
     conversation = user[user.index("<conversation>"):user.index("</conversation>")]
     assert "Reader: How do I ingest a folder of Markdown files?" in conversation
-    assert f"Assistant: {first['answer']}" in conversation
+    assert f"Assistant: {first.answer}" in conversation
     assert "<question>\nand how do I install it?\n</question>" in user
 
 
@@ -275,5 +277,5 @@ def test_a_streamed_llm_answer_held_back_as_unsure_is_replaced_by_the_final_even
     tokens = [payload["text"] for kind, payload in seen if kind == "token"]
     final = seen[-1][1]
     assert tokens and "[1]" in "".join(tokens), "the model's answer streamed"
-    assert final["refused"] and final["refusal_reason"] == "unsure" and final["generator"] == "test-model"
+    assert final.refused and final.refusal_reason == "unsure" and final.generator == "test-model"
     assert not any("doesn't seem to answer" in t for t in tokens)

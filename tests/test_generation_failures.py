@@ -15,6 +15,7 @@ from audit.dashboard import review_queue_filter
 from audit.models import AuditLog
 from bookchat.base import metrics
 from chat.pipeline import generation
+from chat.pipeline.announcements import AuditRecord, Outcome
 from chat.pipeline.generation import FAILURE_REASONS, GenerationFailed
 from tests import test_generation
 from tests.test_generation import ask, configure
@@ -52,13 +53,13 @@ def test_a_failing_model_leaves_its_reason_on_the_row_in_the_queue_and_in_the_co
     llm.chat_mode, llm.reply, llm.reply_template = mode, reply, "{system}"
     before, total = failures(reason), all_failures()
     response = ask()
-    assert response["generator"] == "extractive" and response["notice"], response["notice"]
-    row = AuditLog.objects.get(answer_id=response["answer_id"])
+    assert response.generator == "extractive" and response.notice, response.notice
+    row = AuditLog.objects.get(answer_id=response.answer_id)
     assert row.generation_failure == reason
-    assert row.generation_failure_message and row.generation_failure_message in response["notice"]
-    assert row.generator == "extractive" and row.answer == response["answer"]
+    assert row.generation_failure_message and row.generation_failure_message in response.notice
+    assert row.generator == "extractive" and row.answer == response.answer
     assert row.status in ("answered", "unsure") and not row.flagged, "the fallback's own outcome stands"
-    assert queued(response["answer_id"]), "an answer the model never wrote goes to the reviewers"
+    assert queued(response.answer_id), "an answer the model never wrote goes to the reviewers"
     assert failures(reason) == before + 1
     assert all_failures() == total + 1, "counted once, under its own reason"
 
@@ -68,8 +69,8 @@ def test_a_model_past_its_budget_is_a_timeout(llm, settings):
     llm.chat_mode, llm.delay = "slow", 3.0
     before = failures("timeout")
     response = ask()
-    row = AuditLog.objects.get(answer_id=response["answer_id"])
-    assert (row.generation_failure, response["generator"]) == ("timeout", "extractive")
+    row = AuditLog.objects.get(answer_id=response.answer_id)
+    assert (row.generation_failure, response.generator) == ("timeout", "extractive")
     assert "did not answer within 0.5 s" in row.generation_failure_message
     assert failures("timeout") == before + 1
 
@@ -77,18 +78,18 @@ def test_a_model_past_its_budget_is_a_timeout(llm, settings):
 def test_a_model_that_answers_leaves_no_failure(llm):
     total = all_failures()
     response = ask()
-    assert response["generator"] == "test-model" and response["notice"] is None
-    row = AuditLog.objects.get(answer_id=response["answer_id"])
+    assert response.generator == "test-model" and response.notice is None
+    row = AuditLog.objects.get(answer_id=response.answer_id)
     assert (row.generation_failure, row.generation_failure_message) == ("", "")
     assert all_failures() == total
-    assert not AuditLog.objects.filter(answer_id=response["answer_id"]).exclude(generation_failure="").exists()
+    assert not AuditLog.objects.filter(answer_id=response.answer_id).exclude(generation_failure="").exists()
 
 
 def test_no_model_configured_leaves_no_failure(no_llm, manual_book):
     total = all_failures()
     response = ask()
-    assert response["generator"] == "extractive" and response["notice"] is None
-    assert AuditLog.objects.get(answer_id=response["answer_id"]).generation_failure == ""
+    assert response.generator == "extractive" and response.notice is None
+    assert AuditLog.objects.get(answer_id=response.answer_id).generation_failure == ""
     assert all_failures() == total
 
 
@@ -103,17 +104,18 @@ def test_a_failure_needs_a_known_reason():
 def test_metrics_know_every_reason_and_count_an_unknown_one_as_other():
     assert metrics.GENERATION_FAILURE_REASONS == generation.FAILURE_REASONS
     before = failures("other")
-    metrics.on_answered(None, record={"answer_id": "x", "outcome": "answered", "channel": "api",
-                                      "confidence_level": "high", "generation_failure": "<script>"})
-    metrics.on_answered(None, record={"answer_id": "y", "outcome": "failed", "generation_failure": "timeout"})
+    metrics.on_answered(None, record=AuditRecord(answer_id=uuid.uuid4(), outcome=Outcome.ANSWERED, channel="api",
+                                                 question="q", confidence_level="high", generation_failure="<script>"))
+    metrics.on_answered(None, record=AuditRecord(answer_id=uuid.uuid4(), outcome=Outcome.FAILED, channel="api",
+                                                 question="q", generation_failure="timeout"))
     assert failures("other") == before + 1, "a label value from outside the set is never a new series"
 
 
 def test_the_admin_shows_the_failure_and_filters_by_it(llm, admin_client):
     llm.chat_mode = "error"
-    failed = ask()["answer_id"]
+    failed = ask().answer_id
     llm.reset()
-    fine = ask()["answer_id"]
+    fine = ask().answer_id
     rows = {str(r.answer_id): r for r in AuditLog.objects.filter(answer_id__in=[failed, fine])}
     changelist = reverse("admin:audit_auditlog_changelist")
     page = admin_client.get(changelist)

@@ -13,6 +13,7 @@ import contextlib
 import json
 import time
 import uuid
+from dataclasses import asdict
 
 import httpx
 import pytest
@@ -21,6 +22,7 @@ from bench.latency import Gunicorn
 from bookchat.base.errors import DeadlineExceeded
 from chat.pipeline import generation
 from chat.pipeline.answering import WITHHELD_MESSAGE, answer_events, answer_question, prepare
+from chat.pipeline.answers import Answer
 from chat.pipeline.deadline import Deadline
 from chat.pipeline.generation import GenerationFailed, GenerationInput, OpenAIChatGenerator, Usage
 from chat.pipeline.questions import AskRequest
@@ -60,7 +62,7 @@ def real_llm(settings, llama, manual_book):
     generation._cache.clear()
 
 
-def ask(question: str, **fields) -> dict:
+def ask(question: str, **fields) -> Answer:
     return answer_question(AskRequest(question=question, book=BOOK, **fields))
 
 
@@ -153,29 +155,29 @@ def test_what_the_model_writes_is_grounded_withheld_or_replaced_and_the_review_q
     queue = set(AuditLog.objects.filter(review_queue_filter()).values_list("answer_id", flat=True))
     outcomes = []
     for r in responses:
-        row = audit_row(r["answer_id"])
-        assert row.generator == r["generator"] and row.answer == r["answer"]
-        assert row.llm_usage == r["llm_usage"] and row.llm_usage["completion_tokens"] > 0, "the model was asked"
-        if r["generator"] == MODEL and r["flagged_for_review"]:
+        row = audit_row(r.answer_id)
+        assert row.generator == r.generator and row.answer == r.answer
+        assert row.llm_usage == asdict(r.llm_usage) and r.llm_usage.completion_tokens > 0, "the model was asked"
+        if r.generator == MODEL and r.flagged_for_review:
             outcomes.append("withheld")
-            assert r["answer"] == WITHHELD_MESSAGE and not r["grounding"]["passed"]
+            assert r.answer == WITHHELD_MESSAGE and not r.grounding.passed
             assert row.status == "withheld" and row.flagged and not row.generation_failure
-            assert uuid.UUID(r["answer_id"]) in queue
-        elif r["generator"] == MODEL:
+            assert uuid.UUID(r.answer_id) in queue
+        elif r.generator == MODEL:
             outcomes.append("grounded")
-            assert r["grounding"]["passed"] and r["grounding"]["cited_sources"], r["grounding"]
-            assert set(r["grounding"]["cited_sources"]) <= {s["n"] for s in r["sources"]}
+            assert r.grounding.passed and r.grounding.cited_sources, r.grounding
+            assert set(r.grounding.cited_sources) <= {s.n for s in r.sources}
             assert not row.generation_failure
         else:
             outcomes.append("replaced")
-            assert r["generator"] == "extractive" and "language model" in r["notice"]
-            assert r["grounding"]["passed"] and not r["flagged_for_review"] and not row.flagged
+            assert r.generator == "extractive" and "language model" in r.notice
+            assert r.grounding.passed and not r.flagged_for_review and not row.flagged
             assert row.generation_failure in generation.FAILURE_REASONS, row.generation_failure
-            assert row.generation_failure_message in r["notice"]
-            assert uuid.UUID(r["answer_id"]) in queue, "an answer the model never wrote is queued for review"
+            assert row.generation_failure_message in r.notice
+            assert uuid.UUID(r.answer_id) in queue, "an answer the model never wrote is queued for review"
     page = admin_client.get("/admin/audit/reviewqueueitem/").content.decode()
     for question, r in zip(questions, responses, strict=True):
-        assert (question in page) == (uuid.UUID(r["answer_id"]) in queue), question
+        assert (question in page) == (uuid.UUID(r.answer_id) in queue), question
     print("the model's answers:", outcomes)
 
 
@@ -183,10 +185,10 @@ def test_what_the_model_writes_is_grounded_withheld_or_replaced_and_the_review_q
 def test_a_model_slower_than_its_share_is_replaced_by_the_books_sentences(real_llm, settings):
     settings.BOOKCHAT = {**settings.BOOKCHAT, "GENERATION_SECONDS": 0.5}
     response = ask(fresh("How do I ingest a folder?"))
-    assert response["generator"] == "extractive"
-    assert "did not answer within 0.5 s" in response["notice"]
-    assert response["grounding"]["passed"] and not response["flagged_for_review"]
-    assert response["timings_ms"]["generation"] < 2500, "it did not wait for the model"
+    assert response.generator == "extractive"
+    assert "did not answer within 0.5 s" in response.notice
+    assert response.grounding.passed and not response.flagged_for_review
+    assert response.timings_ms["generation"] < 2500, "it did not wait for the model"
 
 
 @pytest.mark.django_db

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+import uuid
 
 import httpx
 import pytest
@@ -20,6 +21,7 @@ from bookchat.base import metrics
 from bookchat.checks import check_settings
 from chat.channels.keys import api_key_create
 from chat.models import ApiKey
+from chat.pipeline.announcements import AuditRecord, Outcome
 from ingestion.models import Book, Chunk, IngestionJob
 from tests.conftest import committed, run_command
 
@@ -226,11 +228,13 @@ def test_errors_are_counted_by_code_and_searches_by_channel(client, metrics_on, 
 
 
 def test_a_record_that_cannot_be_counted_fails_nothing(caplog):
-    metrics.on_answered(None, record={"answer_id": "x", "outcome": "answered", "channel": "api",
-                                      "confidence_level": "high", "latency_ms": "not a number"})
-    assert "recording the metrics of answer x failed" in caplog.text
-    metrics.on_answered(None, record={"outcome": "answered", "channel": "<script>", "confidence_level": "🙂",
-                                      "timings_ms": {"made-up": 1.0}})  # unknown labels are "other", never new ones
+    answer_id = uuid.uuid4()
+    metrics.on_answered(None, record=AuditRecord(answer_id=answer_id, outcome=Outcome.ANSWERED, channel="api",
+                                                 question="q", confidence_level="high", latency_ms="not a number"))
+    assert f"recording the metrics of answer {answer_id} failed" in caplog.text
+    # Unknown labels are "other", never new ones.
+    metrics.on_answered(None, record=AuditRecord(answer_id=uuid.uuid4(), outcome=Outcome.ANSWERED, channel="<script>",
+                                                 question="q", confidence_level="🙂", timings_ms={"made-up": 1.0}))
     assert metrics.ANSWERS.labels("other", "other")._value.get() >= 1
 
 

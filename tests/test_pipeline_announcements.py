@@ -1,15 +1,16 @@
-"""chat.pipeline.announcements: what chat tells the audit trail. Who asked travels with every record, evaluation's
-questions are never sent, a failing receiver never fails the answer, and a question that fails after validation is
-told (server-side failures only) and still raised."""
+"""chat.pipeline.announcements: what chat tells the audit trail, as an ``AuditRecord``. Who asked travels with every
+record, evaluation's questions are never sent, a failing receiver never fails the answer, and a question that fails
+after validation is told (server-side failures only) and still raised."""
 
 from __future__ import annotations
 
 import logging
+import uuid
 
 import pytest
 
 from bookchat.base.errors import DeadlineExceeded, NotFound
-from chat.pipeline.announcements import answered, audit_failures, audited_source, send_audit
+from chat.pipeline.announcements import AuditRecord, Outcome, answered, audit_failures, audited_source, send_audit
 from chat.pipeline.deadline import Deadline
 from chat.pipeline.questions import AskRequest
 
@@ -35,14 +36,16 @@ def ask(channel: str = "api") -> AskRequest:
 
 
 def test_a_record_carries_who_asked_and_the_fields_given(told):
-    send_audit(ask(), answer_id="a1", book_slug="guide", latency_ms=12)
-    assert told == [{"channel": "api", "api_key_id": 3, "api_key_name": "docs site", "client_ip": "203.0.113.9",
-                     "question": "How do I install it?", "selected_text": "pip", "answer_id": "a1",
-                     "book_slug": "guide", "latency_ms": 12}]
+    answer_id = uuid.uuid4()
+    send_audit(AuditRecord.of(ask(), outcome=Outcome.ANSWERED, answer_id=answer_id, book_slug="guide",
+                              latency_ms=12))
+    assert told == [AuditRecord(outcome=Outcome.ANSWERED, answer_id=answer_id, channel="api", api_key_id=3,
+                                api_key_name="docs site", client_ip="203.0.113.9", question="How do I install it?",
+                                selected_text="pip", book_slug="guide", latency_ms=12)]
 
 
 def test_evaluation_questions_are_never_told(told):
-    send_audit(ask("evaluate"), answer_id="a1")
+    send_audit(AuditRecord.of(ask("evaluate"), outcome=Outcome.ANSWERED, answer_id=uuid.uuid4()))
     assert told == []
 
 
@@ -53,7 +56,7 @@ def test_a_failing_receiver_is_logged_and_never_fails_the_answer(told, caplog):
     answered.connect(broken, dispatch_uid="test-broken-receiver")
     try:
         with caplog.at_level(logging.ERROR, logger="chat.pipeline.announcements"):
-            send_audit(ask(), answer_id="a1")
+            send_audit(AuditRecord.of(ask(), outcome=Outcome.ANSWERED, answer_id=uuid.uuid4()))
     finally:
         answered.disconnect(dispatch_uid="test-broken-receiver")
     assert len(told) == 1
@@ -74,7 +77,8 @@ def test_a_server_side_failure_after_validation_is_told_and_raised(told, error, 
     with pytest.raises(type(error)), audit_failures(ask(), Deadline(60)):
         raise error
     assert len(told) == 1
-    assert (told[0]["error_code"], told[0]["error_message"], told[0]["book_slug"]) == (code, message, "guide")
+    assert (told[0].error_code, told[0].error_message, told[0].book_slug) == (code, message, "guide")
+    assert told[0].outcome == (Outcome.TIMED_OUT if code == "timeout" else Outcome.FAILED)
 
 
 def test_a_client_error_is_raised_but_not_told(told):

@@ -30,7 +30,7 @@ def source(text: str, heading_path: str = "Using > Ingest", score: float = 0.9) 
 def test_grounding_passes_a_supported_sentence_citing_a_valid_source():
     report = check_grounding("The ingest command reads a folder of Markdown files. [1]", [INGEST, WIDGET])
     assert report.passed, report.reason
-    assert report.cited == [1]
+    assert report.cited_sources == [1]
     assert (report.sentences, report.supported) == (1, 1)
     assert report.invalid_citations == []
 
@@ -55,7 +55,7 @@ def test_grounding_fails_mostly_unsupported_sentences():
     assert not report.passed
     assert (report.sentences, report.supported) == (3, 1)
     assert report.reason == "most sentences are not supported by their sources"
-    assert [s.split()[0] for s in report.unsupported] == ["Penguins", "Volcanoes"]
+    assert [s.split()[0] for s in report.unsupported_sentences] == ["Penguins", "Volcanoes"]
 
 
 def test_grounding_judges_a_sentence_against_the_source_it_cites():
@@ -71,7 +71,7 @@ def test_grounding_judges_a_citation_after_the_full_stop_with_its_sentence():
     report = check_grounding("The widget shows answers on a page. [1] The ingest command reads Markdown files. [1]",
                              [INGEST, WIDGET])
     assert (report.sentences, report.supported) == (2, 1)
-    assert report.unsupported == ["The widget shows answers on a page."]
+    assert report.unsupported_sentences == ["The widget shows answers on a page."]
     assert [text for _, text in answer_segments("Done reading files. [1] Then it stores chunks. [2, 3]")] == [
         "Done reading files. [1]", "Then it stores chunks. [2, 3]"]
 
@@ -89,7 +89,7 @@ def test_grounding_requires_code_blocks_verbatim_in_a_source():
     assert (good.sentences, good.supported) == (1, 1)
     made_up = check_grounding("Run this [2]:\n\n```bash\nmanage.py ingest --everything\n```\n", sources)
     assert not made_up.passed
-    assert made_up.unsupported == ["manage.py ingest --everything"]
+    assert made_up.unsupported_sentences == ["manage.py ingest --everything"]
 
 
 def test_grounding_reads_no_citation_inside_code():
@@ -97,10 +97,10 @@ def test_grounding_reads_no_citation_inside_code():
     code = 'book["items"][0]["content"] = "# Hello"'
     sources = [f"{indexing}\n\n```python\n{code}\n```\n", WIDGET]
     block = check_grounding(f"{indexing} [1]\n\n```python\n{code}\n```", sources)
-    assert block.passed and block.invalid_citations == [] and block.cited == [1], "[0] in a block is an index"
+    assert block.passed and block.invalid_citations == [] and block.cited_sources == [1], "[0] in a block is an index"
     inline = check_grounding("To change the first chapter, edit `book['items'][3]` in the preprocessor. [1]",
                              sources)
-    assert inline.passed and inline.invalid_citations == [] and inline.cited == [1], "[3] in a code span too"
+    assert inline.passed and inline.invalid_citations == [] and inline.cited_sources == [1], "[3] in a code span too"
     outside = check_grounding("To change the first chapter, edit the book's items in the preprocessor. [3]", sources)
     assert outside.invalid_citations == [3] and not outside.passed
 

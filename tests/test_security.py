@@ -37,6 +37,7 @@ from audit.recording import hash_ip, write
 from bookchat.base.conf import SETTINGS
 from bookchat.base.security import CONTENT_SECURITY_POLICY, INLINE_STYLES_POLICY, https_settings
 from chat.models import ApiKey, Feedback
+from chat.pipeline.announcements import AuditRecord, Outcome
 from chat.pipeline.answering import WITHHELD_MESSAGE, answer_question
 from chat.pipeline.generation import ECHO_WINDOW, SYSTEM_PROMPT
 from chat.pipeline.questions import AskRequest
@@ -216,7 +217,7 @@ def test_strict_grounding_withholds_partial_obedience_too(attack, llm, settings)
     settings.BOOKCHAT = {**settings.BOOKCHAT, "GROUNDING_MAX_UNSUPPORTED": 0.0}
     llm.reply_template = attack["obeyed"]
     response = answer_question(AskRequest(question=attack["question"], book=BOOK))
-    assert response["answer"] == WITHHELD_MESSAGE and response["flagged_for_review"]
+    assert response.answer == WITHHELD_MESSAGE and response.flagged_for_review
 
 
 def test_the_page_and_widget_insert_only_the_servers_sanitised_html():
@@ -341,9 +342,9 @@ def reviewer(manual_book) -> User:
 
 
 def audit_row(**fields) -> AuditLog:
-    return write({"answer_id": uuid.uuid4(), "channel": "widget", "book_slug": BOOK, "question": "How do I ingest?",
-                  "answer": "Run ingest [1].", "outcome": "answered", "confidence": 0.9, "confidence_level": "high",
-                  "client_ip": "203.0.113.77", **fields})
+    return write(AuditRecord(answer_id=uuid.uuid4(), outcome=Outcome.ANSWERED, channel="widget", book_slug=BOOK,
+                             question="How do I ingest?", answer="Run ingest [1].", confidence=0.9,
+                             confidence_level="high", client_ip="203.0.113.77", **fields))
 
 
 def test_reviewers_can_neither_upload_nor_delete(client, reviewer):

@@ -192,7 +192,7 @@ def test_a_failed_embedding_keeps_what_was_made_and_the_book_answering(vectors_o
     assert report["passages"] == 2  # the first batch was written before the server went away
     assert "stopped after 2 passages" in caplog.text and "not answering" in caplog.text
     response = answer_question(AskRequest(question="What does page 4 talk about?", book="broken-vectors"))
-    assert not response["refused"] and "topic number 4" in response["answer"]
+    assert not response.refused and "topic number 4" in response.answer
 
 
 def test_the_composer_leads_with_the_unit_closest_in_meaning():

@@ -22,10 +22,10 @@ CHANNELS = ("page", "widget", "api", "stream", "mcp", "cli", "publish", "bench")
 LEVELS = ("high", "medium", "unsure", "low")
 STAGES = ("retrieval", "embed", "dense", "lexical", "fusion", "generation", "grounding")
 REFUSAL_REASONS = ("not_covered", "unanswerable", "unsure", "withheld")
-# The pipeline's outcomes (``record["outcome"]``) of an answer that was given (a refusal is an answer too);
+# The pipeline's outcomes (``record.outcome``) of an answer that was given (a refusal is an answer too);
 # ``searched`` is a search, and a question that failed is counted where its error is rendered.
 ANSWER_OUTCOMES = ("answered", "unsure", "held_back", "not_covered", "unanswerable", "withheld")
-# Why a language model gave no answer and the book's own sentences answered (``record["generation_failure"]``): the
+# Why a language model gave no answer and the book's own sentences answered (``record.generation_failure``): the
 # reasons of ``chat.pipeline.generation.FAILURE_REASONS``, which this layer may not import.
 GENERATION_FAILURE_REASONS = ("timeout", "connection", "server_error", "malformed", "empty", "cut_off",
                               "repeated_instructions", "copied_prompt")
@@ -59,33 +59,33 @@ def _known(value, allowed: tuple[str, ...]) -> str:
     return value if value in allowed else "other"
 
 
-def on_answered(sender, *, record: dict, **kwargs) -> None:
-    """Receiver of ``chat.pipeline.announcements.answered``: count the answer or search that ``record``
-    describes. Failed questions are counted where their error is rendered (``count_error``)."""
+def on_answered(sender, *, record, **kwargs) -> None:
+    """Receiver of ``chat.pipeline.announcements.answered``: count the answer or search that ``record`` (an
+    ``AuditRecord``, read by its attributes: the base imports no app) describes. Failed questions are counted
+    where their error is rendered (``count_error``)."""
     try:
         record_answer(record)
     except Exception:
-        logger.exception("recording the metrics of answer %s failed; the answer was served", record.get("answer_id"))
+        logger.exception("recording the metrics of answer %s failed; the answer was served",
+                         getattr(record, "answer_id", None))
 
 
-def record_answer(record: dict) -> None:
-    channel = _known(record.get("channel"), CHANNELS)
-    outcome = record.get("outcome")
-    if outcome == "searched":
+def record_answer(record) -> None:
+    channel = _known(record.channel, CHANNELS)
+    if record.outcome == "searched":
         SEARCHES.labels(channel).inc()
         return
-    if outcome not in ANSWER_OUTCOMES:
+    if record.outcome not in ANSWER_OUTCOMES:
         return
-    ANSWERS.labels(_known(record.get("confidence_level"), LEVELS), channel).inc()
+    ANSWERS.labels(_known(record.confidence_level, LEVELS), channel).inc()
     WORKER_ANSWERS.inc()
-    reason = record.get("refusal_reason") or ("withheld" if record.get("flagged") else None)
+    reason = record.refusal_reason or ("withheld" if record.flagged else None)
     if reason:
         REFUSALS.labels(_known(reason, REFUSAL_REASONS)).inc()
-    if record.get("generation_failure"):
-        GENERATION_FAILURES.labels(_known(record["generation_failure"], GENERATION_FAILURE_REASONS)).inc()
-    if record.get("latency_ms") is not None:
-        ANSWER_SECONDS.labels(channel).observe(float(record["latency_ms"]) / 1000)
-    for stage, ms in (record.get("timings_ms") or {}).items():
+    if record.generation_failure:
+        GENERATION_FAILURES.labels(_known(record.generation_failure, GENERATION_FAILURE_REASONS)).inc()
+    ANSWER_SECONDS.labels(channel).observe(float(record.latency_ms) / 1000)
+    for stage, ms in record.timings_ms.items():
         if stage in STAGES:
             STAGE_SECONDS.labels(stage).observe(float(ms) / 1000)
 

@@ -42,6 +42,7 @@ from chat.channels.responses import (
     BooksSerializer,
     FeedbackSerializer,
     SearchResultSerializer,
+    answer_data,
 )
 from chat.channels.serializers import (
     AskRequestSerializer,
@@ -107,7 +108,7 @@ class AskView(ClientView):
                        "question": "How do I ingest a folder?", "book": "bookchat-manual"})])
     def post(self, request):
         asking = ClientRequests(client_of(request), request)
-        return Response(asking.answer(asking.validate(json_body(request))))
+        return Response(answer_data(asking.answer(asking.validate(json_body(request)))))
 
 
 def sse(event: str, payload: dict) -> bytes:

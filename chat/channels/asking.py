@@ -2,9 +2,10 @@
 
 ``ClientRequests`` takes the request's ``Client`` (``chat.channels.access``) and a decoded body, validates it
 with the contract's serializer, limits it to the client's book, fills in who asked and which
-conversation it continues, and answers: as one response (``answer``), as a stream of
-events (``stream``), or, for a search, as the passages retrieval found (``search``, an assistant's) or the
-sections a reader is looking for as they type (``find``).
+conversation it continues, and answers: as one ``chat.pipeline.answers.Answer`` (``answer``, which each channel
+shows its way: the API and MCP as its JSON, ``chat.channels.responses.answer_data``), as a stream of events whose
+``final`` one is that JSON (``stream``), or, for a search, as the passages retrieval found (``search``, an
+assistant's) or the sections a reader is looking for as they type (``find``).
 Whatever the client remembers of its conversations (the page keeps them in its session) is
 updated here, so no view needs to know what kind of client it serves.
 """
@@ -20,6 +21,7 @@ from chat.channels.error_responses import error_reply
 from chat.channels.responses import answer_data, search_data
 from chat.channels.serializers import validate_ask, validate_search, validate_section_search
 from chat.pipeline.answering import answer_events, answer_question, prepare
+from chat.pipeline.answers import Answer
 from chat.pipeline.assistant_search import search_passages
 from chat.pipeline.questions import AskRequest
 from chat.pipeline.typeahead import find_sections
@@ -59,10 +61,10 @@ class ClientRequests:
     def find(self, ask: AskRequest) -> dict:
         return search_data(find_sections(ask))
 
-    def answer(self, ask: AskRequest) -> dict:
-        response = answer_data(answer_question(ask))
-        self.client.remember(response["book"], response["session_id"])
-        return response
+    def answer(self, ask: AskRequest) -> Answer:
+        answer = answer_question(ask)
+        self.client.remember(answer.book, answer.session_id)
+        return answer
 
     def stream(self, ask: AskRequest) -> Iterator[tuple[str, dict]]:
         """Prepare now (so that a bad book or chapter is still an HTTP error), then the events: ``token`` s, then

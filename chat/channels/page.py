@@ -31,6 +31,7 @@ from chat.models import Feedback, Turn
 from chat.pipeline.conversations import live_conversation
 from chat.pipeline.editions import BookIndexing, first_build, pick_edition
 from chat.pipeline.rendering import render_answer
+from chat.pipeline.source_cards import Source
 from ingestion.models import Book, DefaultBook, IngestionJob
 from ingestion.reading.outline import book_outline
 
@@ -51,14 +52,15 @@ def _current_book(request, books: list[Book], slug: str | None) -> Book | None:
 
 
 def turn_context(turn: Turn, feedback: str | None) -> dict:
-    """What ``_turn.html`` shows of one question and its answer (``feedback``: the reader's vote, if any)."""
+    """What ``_turn.html`` shows of one question and its answer (``feedback``: the reader's vote, if any), from the
+    answer's JSON that the turn kept, as the contract shows it."""
     response = answer_data(turn.response) if turn.response else {}
-    sources = response.get("sources", [])
+    sources = [Source(**source) for source in response.get("sources", [])]
     return {
         "answer_id": str(turn.answer_id),
         "question": turn.question,
         # On the page a citation marker jumps to its source card, which opens the book.
-        "answer_html": render_answer(turn.answer, sources, href=lambda s: f"#answer-{turn.answer_id}-source-{s['n']}"),
+        "answer_html": render_answer(turn.answer, sources, href=lambda s: f"#answer-{turn.answer_id}-source-{s.n}"),
         "sources": sources,
         "refused": response.get("refused", turn.refused),
         "suggestions": response.get("suggestions", []),
@@ -150,7 +152,7 @@ def chat_page(request):
     try:
         check_rate(request, client)
         asking = ClientRequests(client, request)
-        response = asking.answer(asking.validate({**form, "book": book.slug}))
+        answer = asking.answer(asking.validate({**form, "book": book.slug}))
     except (RequestError, BookchatError, RateLimited) as exc:  # a server-side condition is a 503, not a 500
         reply = error_reply(exc)
         error = RequestError(reply.body["message"], code=reply.code, status=reply.status)
@@ -159,7 +161,7 @@ def chat_page(request):
             page[header] = value
         return page
     # Post/redirect/get: reloading or going back to the answer never asks the question again.
-    return HttpResponseRedirect(f"{reverse('chat')}?{urlencode({'book': book.slug})}#answer-{response['answer_id']}")
+    return HttpResponseRedirect(f"{reverse('chat')}?{urlencode({'book': book.slug})}#answer-{answer.answer_id}")
 
 
 @require_POST

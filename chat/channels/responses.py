@@ -1,11 +1,48 @@
 """The API's contract for responses: what an answer, a book, feedback and an error look like, as the schema states
-them and as every channel sends them (``answer_data``: only the keys the contract names, each as declared).
+them and as every channel sends them.
+
+An answer's fields are listed once, by the pipeline's ``chat.pipeline.answers.Answer`` and the values inside it;
+the serializers here restate them with what the schema says of each (help texts, enums, blank strings), and
+``states`` checks each serializer against its value when the class is defined: the same fields in the same order,
+nullable exactly where the value's type admits None. A field added on one side only fails the import of this
+module, so the server doesn't start and no test runs until both say the same. (Why not derive the serializers
+from the values: ``chat.pipeline.answers``.) ``answer_data`` makes an ``Answer``'s JSON, once, at a channel's edge.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import typing
+
+from django.core.exceptions import ImproperlyConfigured
 from rest_framework import serializers
 
+from chat.pipeline.answerability import Answerability
+from chat.pipeline.answers import Answer, RetrievalFigures
+from chat.pipeline.generation import TokenUsage
+from chat.pipeline.grounding import GroundingReport
+from chat.pipeline.retrieval import Suggestion
+from chat.pipeline.source_cards import Source
+
+
+def states(value: type):
+    """Class decorator: the serializer states exactly the fields of the dataclass ``value``, in their order, each
+    nullable where its type admits None, or the class fails to be defined (``ImproperlyConfigured``)."""
+    hints = typing.get_type_hints(value)
+    fields = [(f.name, type(None) in typing.get_args(hints[f.name])) for f in dataclasses.fields(value)]
+
+    def check(serializer: type[serializers.Serializer]) -> type[serializers.Serializer]:
+        stated = [(name, field.allow_null) for name, field in serializer().fields.items()]
+        if stated != fields:
+            differ = sorted(set(stated) ^ set(fields)) or "the order"
+            raise ImproperlyConfigured(f"{serializer.__name__} must state the fields of {value.__qualname__} "
+                                       f"(name, nullable), in its order; they differ in {differ}")
+        return serializer
+
+    return check
+
+
+@states(Source)
 
 class SourceSerializer(serializers.Serializer):
     n = serializers.IntegerField(help_text="The number the answer's `[n]` markers refer to.")
@@ -20,15 +57,17 @@ class SourceSerializer(serializers.Serializer):
     document = serializers.CharField(help_text="The page's path in the book.")
 
 
+@states(Suggestion)
 class SuggestionSerializer(serializers.Serializer):
     title = serializers.CharField()
     heading_path = serializers.CharField()
     url = serializers.CharField()
 
 
+@states(GroundingReport)
 class GroundingSerializer(serializers.Serializer):
     passed = serializers.BooleanField()
-    reason = serializers.CharField(allow_null=True)
+    reason = serializers.CharField(allow_blank=True)
     sentences = serializers.IntegerField()
     supported = serializers.IntegerField()
     unsupported_sentences = serializers.ListField(child=serializers.CharField())
@@ -37,12 +76,14 @@ class GroundingSerializer(serializers.Serializer):
     cited_sources = serializers.ListField(child=serializers.IntegerField())
 
 
+@states(Answerability)
 class AnswerabilitySerializer(serializers.Serializer):
     answerable = serializers.BooleanField()
     specific_terms = serializers.ListField(child=serializers.CharField())
     missing_terms = serializers.ListField(child=serializers.CharField())
 
 
+@states(RetrievalFigures)
 class RetrievalSerializer(serializers.Serializer):
     best_cosine = serializers.FloatField()
     scope_score = serializers.FloatField()
@@ -55,6 +96,7 @@ class RetrievalSerializer(serializers.Serializer):
                                                 "drafted no answer.")
 
 
+@states(TokenUsage)
 class UsageSerializer(serializers.Serializer):
     prompt_tokens = serializers.IntegerField(allow_null=True, help_text="The prompt's tokens, as the server counted "
                                              "them (null when it gave no count).")
@@ -65,6 +107,7 @@ class UsageSerializer(serializers.Serializer):
                                          "counted, one token each.")
 
 
+@states(Answer)
 class AnswerSerializer(serializers.Serializer):
     """The response to a question (ask, the stream's ``final`` event, ``ask --json``, the chat page)."""
 
@@ -207,9 +250,10 @@ class ErrorSerializer(serializers.Serializer):
     field = serializers.CharField(allow_null=True)
 
 
-def answer_data(response: dict) -> dict:
-    """A response as the contract shows it (only the keys it names, each as declared)."""
-    return AnswerSerializer(response).data
+def answer_data(answer: Answer | dict) -> dict:
+    """An answer as the contract shows it (each field as declared: the ids as text…); also the JSON a turn kept of
+    one (``chat.channels.page``)."""
+    return AnswerSerializer(answer).data
 
 
 def search_data(result: dict) -> dict:

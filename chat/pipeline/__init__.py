@@ -9,7 +9,7 @@ The entry points, each read top to bottom:
 
 - ``answering``: ``prepare`` (book → conversation → retrieve → check scope), then ``answer_steps`` (compose →
   ground → assess confidence → respond → remember); ``answer_events`` streams it, ``answer_question`` returns
-  the response.
+  the response, an ``answers.Answer`` (the one list of its fields, each a typed value).
 - ``assistant_search``: ``search_passages``, passages for an AI assistant (MCP ``search_book``).
 - ``typeahead``: ``find_sections``, the book's search box as a reader types.
 
@@ -25,7 +25,8 @@ The steps, in the order a question meets them:
   passage read as answer units).
 - check and present: ``grounding`` (every sentence supported), ``confidence`` (a probability and a level),
   ``source_cards`` (each source's excerpt and link), ``rendering`` (safe HTML).
-- shared: ``terms`` (words that carry meaning), ``announcements`` (the signals chat sends, the ``Outcome`` names).
+- shared: ``terms`` (words that carry meaning), ``announcements`` (the signals chat sends, the ``AuditRecord``
+  they carry, the ``Outcome`` names).
 
 It may import ``chat.models``, ``ingestion`` (models, embedders, lexicon, the Qdrant mirror) and the project's
 base (``bookchat.base.conf``, ``bookchat.base.errors``); the import rules in ``pyproject.toml`` check it.

@@ -1,5 +1,11 @@
 """What the chat app tells others (the audit trail listens), and asks them, so that chat never imports them.
 
+What a question came to travels as an ``AuditRecord``: who asked, what was answered (or why not) and how it
+ended (``Outcome``), one typed value from the pipeline to whoever listens to ``answered`` (the audit trail, and
+/metrics). Its fields are named as the audit row's columns, which ``audit.recording`` fills from them by these
+names; only the outcome (a status), the IP (a keyed hash) and why it refused (/metrics') aren't copied. Each field
+has the row's own default, so a record says only what it knows.
+
 All are sent with ``send_robust``: a receiver that fails is logged by the sender and never
 fails the answer or the vote.
 """
@@ -9,6 +15,7 @@ from __future__ import annotations
 import logging
 import uuid
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
@@ -26,7 +33,7 @@ logger = logging.getLogger(__name__)
 
 
 class Outcome(StrEnum):
-    """How a question ended, in the pipeline's words: ``record["outcome"]`` of ``answered``. The audit trail maps
+    """How a question ended, in the pipeline's words: an ``AuditRecord``'s ``outcome``. The audit trail maps
     each to a status of its own rows (``audit.recording.STATUS_OF``); /metrics counts them."""
 
     ANSWERED = "answered"  # an answer, at high or medium confidence (or below the floor, shown with a disclaimer)
@@ -40,8 +47,53 @@ class Outcome(StrEnum):
     SEARCHED = "searched"  # an assistant's search: passages, no answer
 
 
+@dataclass(frozen=True, kw_only=True)
+class AuditRecord:
+    """One question, as the audit trail keeps it: made for an answer (``answering.remember``), a failure
+    (``audit_failures``) and a search (``assistant_search``, ``typeahead``). Sources, suggestions, grounding,
+    retrieval figures, timings and token counts are the JSON the row stores."""
+
+    outcome: Outcome
+    answer_id: uuid.UUID  # the answer's, or the search's
+    channel: str
+    question: str
+    selected_text: str = ""
+    api_key_id: int | None = None
+    api_key_name: str = ""
+    client_ip: str = ""  # the row keeps a keyed hash of it, never the address
+    book_slug: str = ""
+    session_id: uuid.UUID | None = None
+    resolved_question: str = ""
+    answer: str = ""
+    draft_answer: str = ""  # an unsure answer as written, before the closest sections replaced it
+    generator: str = ""
+    sources: list[dict] = field(default_factory=list)  # each as ``audited_source`` keeps it
+    suggestions: list[dict] = field(default_factory=list)
+    confidence: float | None = None
+    confidence_level: str = ""
+    refused: bool = False
+    refusal_reason: str | None = None  # counted by /metrics; the row's status says as much
+    flagged: bool = False
+    grounding: dict | None = None
+    retrieval: dict = field(default_factory=dict)
+    error_code: str = ""
+    error_message: str = ""
+    latency_ms: int = 0
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    llm_usage: dict | None = None
+    generation_failure: str = ""  # ``generation.FAILURE_REASONS``: why the book's own sentences answered
+    generation_failure_message: str = ""
+
+    @classmethod
+    def of(cls, request: AskRequest, **fields) -> AuditRecord:
+        """The record of ``request``: who asked it, on which channel, and what ``fields`` say."""
+        return cls(channel=request.channel, api_key_id=request.api_key_id, api_key_name=request.api_key_name,
+                   client_ip=request.client_ip, question=request.question, selected_text=request.selected_text,
+                   **fields)
+
+
 # A question was answered (or refused, withheld, …), failed after validation, or an assistant searched a book
-# (``chat.pipeline.assistant_search``): ``record`` is a plain dict (``send_audit``) with its ``outcome``.
+# (``chat.pipeline.assistant_search``): ``record`` is its ``AuditRecord``.
 answered = Signal()
 
 # A reader voted on an answer: ``answer_id`` (UUID), ``rating`` ("up"/"down"), ``comment``.
@@ -60,18 +112,17 @@ UNAUDITED_CHANNELS = frozenset({"evaluate"})
 
 
 def audited_source(source: dict) -> dict:
+    """What an audit row keeps of a source or a passage found (``dataclasses.asdict`` of an answer's source): where
+    it is and whether it was cited, not its text."""
     keep = ("n", "chunk_id", "heading_path", "chapter", "section", "document", "url", "score", "cited")
     return {k: source.get(k) for k in keep}
 
 
-def send_audit(request: AskRequest, **fields) -> None:
+def send_audit(record: AuditRecord) -> None:
     """Tell the audit trail (``chat.pipeline.announcements.answered``); a failing receiver never fails the
-    answer. A search (``chat.pipeline.assistant_search``) is told the same way, with status ``searched``."""
-    if request.channel in UNAUDITED_CHANNELS:
+    answer. A search (``chat.pipeline.assistant_search``) is told the same way, with outcome ``searched``."""
+    if record.channel in UNAUDITED_CHANNELS:
         return
-    record = {"channel": request.channel, "api_key_id": request.api_key_id, "api_key_name": request.api_key_name,
-              "client_ip": request.client_ip, "question": request.question, "selected_text": request.selected_text,
-              **fields}
     for receiver, outcome in answered.send_robust(sender=AskRequest, record=record):
         if isinstance(outcome, Exception):
             logger.error("audit receiver %r failed: %s", receiver, outcome)
@@ -93,6 +144,6 @@ def audit_failures(request: AskRequest, deadline: Deadline, *, book: Book | None
 
 
 def _audit_failure(request, deadline, code, message, book, session, outcome: Outcome) -> None:
-    send_audit(request, answer_id=uuid.uuid4(), book_slug=book.slug if book else (request.book or ""),
-                session_id=session, outcome=outcome, error_code=code, error_message=message,
-                latency_ms=deadline.elapsed_ms())
+    send_audit(AuditRecord.of(request, outcome=outcome, answer_id=uuid.uuid4(),
+                              book_slug=book.slug if book else (request.book or ""), session_id=session,
+                              error_code=code, error_message=message, latency_ms=deadline.elapsed_ms()))

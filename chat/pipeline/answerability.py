@@ -48,12 +48,12 @@ TYPO_SIMILARITY = 0.8  # difflib ratio from which a passage word counts as the t
 
 @dataclass
 class Answerability:
-    answerable: bool = True
-    specific: list[str] = field(default_factory=list)  # the question's specific terms
-    missing: list[str] = field(default_factory=list)  # those no passage to be cited holds
+    """What the check found (in an answer's retrieval figures, ``chat.pipeline.answers.RetrievalFigures``, each
+    field as the API sends it)."""
 
-    def as_dict(self) -> dict:
-        return {"answerable": self.answerable, "specific_terms": self.specific, "missing_terms": self.missing}
+    answerable: bool = True
+    specific_terms: list[str] = field(default_factory=list)  # the question's specific terms
+    missing_terms: list[str] = field(default_factory=list)  # those no passage to be cited holds
 
 
 def _fold(text: str) -> str:
@@ -110,13 +110,13 @@ def asked(question: str) -> str:
 def check_answerability(question: str, passages: list[str], *, selected_text: str = "") -> Answerability:
     """Whether ``passages`` (the texts to be cited, headings included) hold every specific term of what
     ``question`` asks (:func:`asked`)."""
-    result = Answerability(specific=specific_terms(asked(question)))
-    if not result.specific:
+    result = Answerability(specific_terms=specific_terms(asked(question)))
+    if not result.specific_terms:
         return result
     text = _fold(" ".join([*passages, selected_text]))
     words = sorted(set(re.findall(r"[^\W\d_]{4,}", text)))
-    result.missing = [t for t in result.specific if not _holds(text, words, t)]
-    result.answerable = not result.missing
+    result.missing_terms = [t for t in result.specific_terms if not _holds(text, words, t)]
+    result.answerable = not result.missing_terms
     return result
 
 

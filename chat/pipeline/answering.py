@@ -3,13 +3,15 @@
 - ``prepare``: book → conversation → retrieve → check scope. It may refuse the request (unknown book or
   chapter, out of time) before any byte of the answer is sent.
 - ``answer_steps``: compose → ground → assess confidence → respond → remember, each a function below with a typed
-  input and output (``Prepared`` → ``Draft`` → ``GroundingReport`` → ``Verdict`` → the response dict).
+  input and output (``Prepared`` → ``Draft`` → ``GroundingReport`` → ``Verdict`` → ``answers.Answer``).
 
 ``answer_events`` yields ``("token", {"text": …})`` events while the answer is written and one
-``("final", response)`` event, whose ``answer`` is authoritative (a streamed LLM answer that fails the grounding
+``("final", answer)`` event, whose ``answer`` is authoritative (a streamed LLM answer that fails the grounding
 check, or that falls back to the extractive generator, is replaced there); ``answer_question`` returns only the
-response. A failure that stops an answer is a ``bookchat.base.errors.BookchatError`` the channels render; how each
-question ended is an ``Outcome``, in the pipeline's words, which the audit trail maps to its own statuses.
+``Answer``. ``remember`` keeps it on the conversation's turn and tells the audit trail an
+``announcements.AuditRecord``. A failure that stops an answer is a ``bookchat.base.errors.BookchatError`` the
+channels render; how each question ended is an ``Outcome``, in the pipeline's words, which the audit trail maps to
+its own statuses.
 """
 
 from __future__ import annotations
@@ -19,12 +21,13 @@ import re
 import time
 import uuid
 from collections.abc import Generator, Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from bookchat.base.conf import setting
 from chat.pipeline import conversations
-from chat.pipeline.announcements import Outcome, audit_failures, audited_source, send_audit
+from chat.pipeline.announcements import AuditRecord, Outcome, audit_failures, audited_source, send_audit
 from chat.pipeline.answerability import Answerability, asked, check_retrieved
+from chat.pipeline.answers import Answer, RetrievalFigures
 from chat.pipeline.calibration import check_scope
 from chat.pipeline.confidence import LEVEL_NOTES, ConfidenceInput, assess
 from chat.pipeline.deadline import Deadline
@@ -119,7 +122,7 @@ class Verdict:
 class Answered:
     """A question's answer: the response the reader gets, and the verdict it came from."""
 
-    response: dict
+    response: Answer
     verdict: Verdict
 
 
@@ -150,17 +153,17 @@ def answer_steps(p: Prepared) -> Generator[tuple[str, dict], None, Answered]:
         checks_started = time.monotonic()
         grounding = ground(draft, p.retrieval.chunks)
         verdict = assess_confidence(p, draft, grounding)
-        response = respond(p, draft, verdict, checks_seconds=time.monotonic() - checks_started)
-        remember(p, draft, verdict, response)
+        answer = respond(p, draft, verdict, checks_seconds=time.monotonic() - checks_started)
+        remember(p, draft, verdict, answer)
         # An extractive answer or a refusal goes out in one piece, once it is known to be sent (confidence may
         # turn an answer into a refusal); a language model's text already streamed is replaced by the final event.
         if draft.generator == ExtractiveGenerator.name or (verdict.refused and not draft.streamed):
-            yield "token", {"text": response["answer"]}
-        return Answered(response, verdict)
+            yield "token", {"text": answer.answer}
+        return Answered(answer, verdict)
 
 
-def answer_events(prepared: Prepared) -> Iterator[tuple[str, dict]]:
-    """A prepared question's token events, then one ``("final", response)`` event."""
+def answer_events(prepared: Prepared) -> Iterator[tuple[str, dict | Answer]]:
+    """A prepared question's token events, then one ``("final", answer)`` event."""
     answered = yield from answer_steps(prepared)
     yield "final", answered.response
 
@@ -175,8 +178,8 @@ def answer_prepared(prepared: Prepared) -> Answered:
             return done.value
 
 
-def answer_question(request: AskRequest, *, deadline: Deadline | None = None) -> dict:
-    """Answer one question; the response dict (``chat.channels.responses.AnswerSerializer`` documents it)."""
+def answer_question(request: AskRequest, *, deadline: Deadline | None = None) -> Answer:
+    """Answer one question (``chat.channels.responses.AnswerSerializer`` documents the response)."""
     return answer_prepared(prepare(request, deadline=deadline)).response
 
 
@@ -198,7 +201,7 @@ def compose(p: Prepared) -> Generator[tuple[str, dict], None, Draft]:
     if not p.in_scope:
         draft = Draft(_not_covered_message(p.book, p.request.question), "extractive", refused=NOT_COVERED)
     elif answerability is not None and not answerability.answerable:
-        draft = Draft(_unanswerable_message(p.book, p.request.question, answerability.missing), "extractive",
+        draft = Draft(_unanswerable_message(p.book, p.request.question, answerability.missing_terms), "extractive",
                       refused=UNANSWERABLE)
     else:
         draft = yield from _generate(p)
@@ -261,7 +264,7 @@ def assess_confidence(p: Prepared, draft: Draft, grounding: GroundingReport) -> 
         return Verdict(WITHHELD_MESSAGE, Outcome.WITHHELD, grounding)
     assessed = assess(ConfidenceInput(
         question=p.request.question, resolved_question=p.resolved_question, answer=draft.answer,
-        chunks=p.retrieval.chunks, cited=grounding.cited, scope_score=p.scope_score, threshold=p.threshold,
+        chunks=p.retrieval.chunks, cited=grounding.cited_sources, scope_score=p.scope_score, threshold=p.threshold,
         calibration=p.calibration, selected_overlap=p.retrieval.best_selected_overlap,
         selected_text=p.request.selected_text, previous_answer=p.turns[-1].answer if p.follows else ""))
     verdict = Verdict(draft.answer, Outcome.ANSWERED, grounding, confidence=assessed.probability,
@@ -279,66 +282,76 @@ def assess_confidence(p: Prepared, draft: Draft, grounding: GroundingReport) -> 
     return verdict
 
 
-def respond(p: Prepared, draft: Draft, verdict: Verdict, *, checks_seconds: float) -> dict:
-    """The response a reader gets (``chat.channels.responses.AnswerSerializer`` documents each key)."""
+def respond(p: Prepared, draft: Draft, verdict: Verdict, *, checks_seconds: float) -> Answer:
+    """The response a reader gets (``chat.channels.responses.AnswerSerializer`` documents each field)."""
     refused, flagged, chunks = verdict.refused, verdict.flagged, p.retrieval.chunks
     suggestions = nearest_sections(p.retrieval, by_rank=refused == UNSURE) if refused or flagged else []
-    cited = verdict.grounding.cited
+    cited = verdict.grounding.cited_sources
     sources = [] if refused else [source_card(n, c, verdict.answer, n in cited) for n, c in enumerate(chunks, 1)]
-    return {
-        "answer": verdict.answer,
-        "answer_html": render_answer(verdict.answer, sources),
-        "sources": sources,
-        "confidence": verdict.confidence,
-        "confidence_level": verdict.level,
-        "confidence_note": None if refused or flagged else LEVEL_NOTES[verdict.level],
-        "generator": draft.generator,
-        "session_id": str(p.conversation.id),
-        "response_time_ms": p.deadline.elapsed_ms(),
-        "answer_id": str(p.answer_id),
-        "book": p.book.root.slug,
-        "version": p.book.version,
-        "locale": p.book.locale,
-        "refused": bool(refused),
-        "refusal_reason": refused,
-        "suggestions": suggestions,
+    return Answer(
+        answer=verdict.answer,
+        answer_html=render_answer(verdict.answer, sources),
+        sources=sources,
+        confidence=verdict.confidence,
+        confidence_level=verdict.level,
+        confidence_note=None if refused or flagged else LEVEL_NOTES[verdict.level],
+        generator=draft.generator,
+        session_id=str(p.conversation.id),
+        response_time_ms=p.deadline.elapsed_ms(),
+        answer_id=str(p.answer_id),
+        book=p.book.root.slug,
+        version=p.book.version,
+        locale=p.book.locale,
+        refused=bool(refused),
+        refusal_reason=refused,
+        suggestions=suggestions,
         # The answer itself says an unsure answer is the closest passage; one below the floor, shown under
         # UNSURE_ANSWERS=answer, is said to be shakier still.
-        "disclaimer": LOW_CONFIDENCE_DISCLAIMER if verdict.below_floor else None,
-        "notice": draft.notice,
-        "flagged_for_review": flagged,
-        "grounding": verdict.grounding.as_dict() if not refused else None,
-        "resolved_question": p.resolved_question,
-        "retrieval": _retrieval_figures(p, draft, verdict),
-        "timings_ms": {"retrieval": round(p.retrieval.seconds * 1000, 2), **p.retrieval.timings_ms,
-                       "generation": round(draft.seconds * 1000, 2), "grounding": round(checks_seconds * 1000, 2)},
+        disclaimer=LOW_CONFIDENCE_DISCLAIMER if verdict.below_floor else None,
+        notice=draft.notice,
+        flagged_for_review=flagged,
+        grounding=verdict.grounding if not refused else None,
+        resolved_question=p.resolved_question,
+        retrieval=_retrieval_figures(p, draft, verdict),
+        timings_ms={"retrieval": round(p.retrieval.seconds * 1000, 2), **p.retrieval.timings_ms,
+                    "generation": round(draft.seconds * 1000, 2), "grounding": round(checks_seconds * 1000, 2)},
         # The language model's tokens, also when it failed and the extractive generator answered: they were spent.
-        "llm_usage": draft.usage.as_dict() if draft.usage else None,
-    }
+        llm_usage=draft.usage.totals() if draft.usage else None,
+    )
 
 
-def _retrieval_figures(p: Prepared, draft: Draft, verdict: Verdict) -> dict:
+def _retrieval_figures(p: Prepared, draft: Draft, verdict: Verdict) -> RetrievalFigures:
     r = p.retrieval
-    return {"best_cosine": round(r.best_cosine, 4), "scope_score": round(p.scope_score, 4),
-            "threshold": round(p.threshold, 4), "lexical_coverage": round(r.lexical_coverage, 3),
-            "candidates": r.candidates, "answerability": draft.answerability.as_dict() if draft.answerability else None,
-            "confidence_features": {k: round(v, 4) for k, v in verdict.features.items()}}
+    return RetrievalFigures(
+        best_cosine=round(r.best_cosine, 4), scope_score=round(p.scope_score, 4), threshold=round(p.threshold, 4),
+        lexical_coverage=round(r.lexical_coverage, 3), candidates=r.candidates, answerability=draft.answerability,
+        confidence_features={k: round(v, 4) for k, v in verdict.features.items()})
 
 
-def remember(p: Prepared, draft: Draft, verdict: Verdict, response: dict) -> None:
-    """Keep the turn in its conversation and tell the audit trail what happened (``announcements.send_audit``)."""
-    refused = bool(verdict.refused)
+def remember(p: Prepared, draft: Draft, verdict: Verdict, answer: Answer) -> None:
+    """Keep the turn in its conversation (the answer's fields as JSON, for the chat page) and tell the audit trail
+    what happened (``announcements.send_audit``)."""
     conversations.record_turn(p.conversation, question=p.request.question, resolved_question=p.resolved_question,
-                              answer=verdict.answer, answer_id=p.answer_id, refused=refused, response=response)
-    send_audit(p.request, answer_id=p.answer_id, book_slug=p.book.slug, session_id=p.conversation.id,
-               resolved_question=p.resolved_question, answer=verdict.answer, generator=draft.generator,
-               sources=[audited_source(s) for s in response["sources"]], suggestions=response["suggestions"],
-               confidence=verdict.confidence, confidence_level=verdict.level, outcome=verdict.outcome,
-               refused=refused, refusal_reason=verdict.refused, flagged=verdict.flagged,
-               draft_answer=verdict.draft_answer, grounding=response["grounding"], retrieval=response["retrieval"],
-               latency_ms=response["response_time_ms"], timings_ms=response["timings_ms"],
-               llm_usage=response["llm_usage"], generation_failure=draft.failure.reason if draft.failure else "",
-               generation_failure_message=draft.failure.message if draft.failure else "")
+                              answer=verdict.answer, answer_id=p.answer_id, refused=bool(verdict.refused),
+                              response=asdict(answer))
+    failure = draft.failure
+    send_audit(AuditRecord.of(
+        p.request, outcome=verdict.outcome, answer_id=p.answer_id, book_slug=p.book.slug,
+        session_id=p.conversation.id, resolved_question=p.resolved_question, answer=verdict.answer,
+        draft_answer=verdict.draft_answer, generator=draft.generator,
+        sources=[audited_source(asdict(s)) for s in answer.sources], suggestions=_plain(answer.suggestions),
+        confidence=verdict.confidence, confidence_level=verdict.level, refused=bool(verdict.refused),
+        refusal_reason=verdict.refused, flagged=verdict.flagged, grounding=_plain(answer.grounding),
+        retrieval=_plain(answer.retrieval), latency_ms=answer.response_time_ms, timings_ms=answer.timings_ms,
+        llm_usage=_plain(answer.llm_usage), generation_failure=failure.reason if failure else "",
+        generation_failure_message=failure.message if failure else ""))
+
+
+def _plain(value):
+    """A part of an answer as the JSON an audit row stores (a list of values, one value, or None)."""
+    if isinstance(value, list):
+        return [asdict(v) for v in value]
+    return None if value is None else asdict(value)
 
 
 def _unanswerable_message(book: Book, question: str, missing: list[str]) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import uuid
 from urllib.parse import quote
 
-from chat.pipeline.announcements import Outcome, audited_source, send_audit
+from chat.pipeline.announcements import AuditRecord, Outcome, audited_source, send_audit
 from chat.pipeline.calibration import check_scope
 from chat.pipeline.deadline import Deadline
 from chat.pipeline.editions import resolve_book
@@ -38,13 +38,13 @@ def search_passages(request: AskRequest) -> dict:
     passages = [passage(n, chunk, book) for n, chunk in enumerate(retrieval.chunks, 1)]
     result = {"book": book.root.slug, "version": book.version, "locale": book.locale, "query": request.question,
               "covered": covered, "passages": passages}
-    send_audit(request, answer_id=uuid.uuid4(), book_slug=book.slug, outcome=Outcome.SEARCHED,
-               resolved_question=retrieval.query,
-               sources=[audited_source({**p, "cited": False}) for p in passages],
-               retrieval={"best_cosine": round(retrieval.best_cosine, 4), "covered": covered,
-                          "candidates": retrieval.candidates},
-               latency_ms=deadline.elapsed_ms(), timings_ms={"retrieval": round(retrieval.seconds * 1000, 2),
-                                                             **retrieval.timings_ms})
+    send_audit(AuditRecord.of(
+        request, outcome=Outcome.SEARCHED, answer_id=uuid.uuid4(), book_slug=book.slug,
+        resolved_question=retrieval.query, sources=[audited_source({**p, "cited": False}) for p in passages],
+        retrieval={"best_cosine": round(retrieval.best_cosine, 4), "covered": covered,
+                   "candidates": retrieval.candidates},
+        latency_ms=deadline.elapsed_ms(), timings_ms={"retrieval": round(retrieval.seconds * 1000, 2),
+                                                      **retrieval.timings_ms}))
     return result
 
 

@@ -119,10 +119,22 @@ class Usage:
     completion_tokens: int = 0
     counted_by: str = "bookchat"
 
-    def as_dict(self) -> dict:
+    def totals(self) -> TokenUsage:
+        """The count as it stands, with its total (none without a prompt count)."""
         total = None if self.prompt_tokens is None else self.prompt_tokens + self.completion_tokens
-        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-                "total_tokens": total, "counted_by": self.counted_by}
+        return TokenUsage(prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens,
+                          total_tokens=total, counted_by=self.counted_by)
+
+
+@dataclass(frozen=True)
+class TokenUsage:
+    """An answer's ``llm_usage`` (``chat.pipeline.answers.Answer``): ``Usage`` once the answer is written, each
+    field as the API sends it."""
+
+    prompt_tokens: int | None
+    completion_tokens: int
+    total_tokens: int | None
+    counted_by: str
 
 
 class Generator(ABC):

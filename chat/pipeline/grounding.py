@@ -30,24 +30,21 @@ _LINK_TARGETS = re.compile(r"\]\(\s*<?([^\s()<>]+)|<([a-zA-Z][a-zA-Z0-9+.-]*:[^\
 
 @dataclass
 class GroundingReport:
+    """What the check found; an answer's ``grounding`` (``chat.pipeline.answers.Answer``), each field as the API
+    sends it."""
+
+    passed: bool = True
+    reason: str = ""  # why it failed
     sentences: int = 0  # judged sentences and code blocks
     supported: int = 0
-    unsupported: list[str] = field(default_factory=list)
+    unsupported_sentences: list[str] = field(default_factory=list)
     invalid_citations: list[int] = field(default_factory=list)
     foreign_links: list[str] = field(default_factory=list)  # link targets that no source contains
-    cited: list[int] = field(default_factory=list)  # distinct valid source numbers, in order of first use
-    passed: bool = True
-    reason: str = ""
+    cited_sources: list[int] = field(default_factory=list)  # distinct valid source numbers, in order of first use
 
     @property
     def supported_share(self) -> float:
         return self.supported / self.sentences if self.sentences else 1.0
-
-    def as_dict(self) -> dict:
-        return {"passed": self.passed, "reason": self.reason, "sentences": self.sentences,
-                "supported": self.supported, "unsupported_sentences": self.unsupported,
-                "invalid_citations": self.invalid_citations, "foreign_links": self.foreign_links,
-                "cited_sources": self.cited}
 
 
 def answer_segments(answer: str) -> list[tuple[str, str]]:
@@ -84,8 +81,8 @@ def check_grounding(answer: str, sources: list[str]) -> GroundingReport:
             if not 1 <= n <= len(sources):
                 if n not in report.invalid_citations:
                     report.invalid_citations.append(n)
-            elif n not in report.cited:
-                report.cited.append(n)
+            elif n not in report.cited_sources:
+                report.cited_sources.append(n)
         valid = [n for n in cited if 1 <= n <= len(sources)]
         candidates = valid or range(1, len(sources) + 1)
         if kind == "code":
@@ -97,7 +94,7 @@ def check_grounding(answer: str, sources: list[str]) -> GroundingReport:
             if body and any(body in squashed_sources[n - 1] for n in candidates):
                 report.supported += 1
             else:
-                report.unsupported.append(segment.strip())
+                report.unsupported_sentences.append(segment.strip())
             continue
         terms = set(content_terms(strip_citations(segment)))
         if len(terms) < MIN_TERMS:
@@ -107,13 +104,13 @@ def check_grounding(answer: str, sources: list[str]) -> GroundingReport:
         if best >= min_support:
             report.supported += 1
         else:
-            report.unsupported.append(strip_citations(segment).strip())
+            report.unsupported_sentences.append(strip_citations(segment).strip())
     report.foreign_links = foreign_links(answer, sources)
     if report.invalid_citations:
         report.passed, report.reason = False, "cites a source that was not retrieved"
     elif report.foreign_links:
         report.passed, report.reason = False, "links to an address that the sources don't contain"
-    elif not report.cited:
+    elif not report.cited_sources:
         report.passed, report.reason = False, "cites no source"
     elif report.sentences and 1 - report.supported_share > setting("GROUNDING_MAX_UNSUPPORTED"):
         report.passed, report.reason = False, "most sentences are not supported by their sources"

@@ -35,6 +35,7 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 
+from chat.pipeline.source_cards import Source
 from chat.pipeline.terms import MATH
 from ingestion.reading.fences import closes, opening
 
@@ -60,8 +61,8 @@ def safe_url(url: str) -> bool:
     return url.startswith(("https://", "http://", "/", "#")) and not url.startswith("//")
 
 
-def render_answer(answer: str, sources: list[dict], href=None) -> str:
-    """The answer as sanitised HTML with citation links (``sources`` as in the response: ``n``, ``url``…).
+def render_answer(answer: str, sources: list[Source], href=None) -> str:
+    """The answer as sanitised HTML with citation links to its ``sources``.
 
     A marker links to its source's ``url`` in the book, or to ``href(source)`` when given (the chat page
     links markers to the source cards below the answer)."""
@@ -78,16 +79,18 @@ def render_answer(answer: str, sources: list[dict], href=None) -> str:
     rendered = _HEADING.sub(r"<\1h4", rendered)  # an answer's headings never outrank the page's
     clean = nh3.clean(rendered, tags=ALLOWED_TAGS, attributes=ALLOWED_ATTRIBUTES,
                       url_schemes={"http", "https", "mailto"}, link_rel="noopener noreferrer")
-    by_number = {s["n"]: s for s in sources}
+    by_number = {s.n: s for s in sources}
 
     def link(match: re.Match) -> str:
         source = by_number.get(int(match.group(1)))
-        target = href(source) if source is not None and href else (source or {}).get("url") or ""
-        if source is None or not safe_url(target):
+        if source is None:
             return match.group(0)
-        title = " › ".join(p for p in (source.get("chapter"), source.get("section")) if p)
+        target = (href(source) if href else source.url) or ""
+        if not safe_url(target):
+            return match.group(0)
+        title = " › ".join(p for p in (source.chapter, source.section) if p)
         return (f'<a class="bookchat-cite" href="{html.escape(target, quote=True)}" '
-                f'data-n="{source["n"]}" title="{html.escape(title, quote=True)}">[{source["n"]}]</a>')
+                f'data-n="{source.n}" title="{html.escape(title, quote=True)}">[{source.n}]</a>')
 
     parts = _CODE.split(clean)
     return "".join(part if i % 2 else _MARKER.sub(link, part) for i, part in enumerate(parts))

@@ -386,8 +386,18 @@ def _ranked(candidates: list[RetrievedChunk], lexical: LexicalResult, *, questio
     return fused_top, resort(candidates, vector, embedder_name=embedder_name)
 
 
-def nearest_sections(retrieval: Retrieval, count: int | None = None, *, by_rank: bool = False) -> list[dict]:
-    """The closest distinct sections of a retrieval, as ``{title, heading_path, url}`` suggestions: by cosine
+@dataclass(frozen=True)
+class Suggestion:
+    """A section offered instead of an answer (``chat.pipeline.answers.Answer.suggestions``): a link, not a
+    citation."""
+
+    title: str
+    heading_path: str
+    url: str
+
+
+def nearest_sections(retrieval: Retrieval, count: int | None = None, *, by_rank: bool = False) -> list[Suggestion]:
+    """The closest distinct sections of a retrieval, as suggestions: by cosine
     (a question the book doesn't cover: what is nearest in meaning), or ``by_rank``, in the answer's order (a
     question it may answer: the passages it would have been answered from come first)."""
     count = setting("SCOPE_SUGGESTIONS") if count is None else count
@@ -402,7 +412,7 @@ def nearest_sections(retrieval: Retrieval, count: int | None = None, *, by_rank:
         if key in seen:
             continue
         seen.add(key)
-        out.append({"title": chunk.section, "heading_path": chunk.heading_path, "url": chunk.url})
+        out.append(Suggestion(title=chunk.section, heading_path=chunk.heading_path, url=chunk.url))
         if len(out) == count:
             break
     return out

@@ -1,4 +1,5 @@
-"""A response's sources: each passage as the reader sees it, with an excerpt and a link that highlights it.
+"""A response's sources: each passage as the reader sees it (a ``Source``), with an excerpt and a link that
+highlights it.
 
 The excerpt starts at the sentence the answer quotes (when it quotes one) and runs about
 ``EXCERPT_CHARS`` of plain text; the link adds a text fragment (``#:~:text=``) so the browser
@@ -7,6 +8,7 @@ scrolls to and highlights the excerpt's first words on the book's page.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from urllib.parse import quote
 
 from chat.pipeline.retrieval import RetrievedChunk
@@ -15,12 +17,28 @@ from chat.pipeline.terms import plain_text, split_sentences, strip_citations
 EXCERPT_CHARS = 300
 
 
-def source_card(n: int, chunk: RetrievedChunk, answer: str, cited: bool) -> dict:
+@dataclass(frozen=True)
+class Source:
+    """One source of an answer (``chat.pipeline.answers.Answer.sources``), each field as the API sends it."""
+
+    n: int  # the number the answer's ``[n]`` markers refer to
+    chapter: str
+    section: str
+    heading_path: str
+    url: str  # with a text fragment that highlights the excerpt
+    excerpt: str
+    score: float
+    chunk_id: str
+    cited: bool
+    document: str  # the page's path in the book
+
+
+def source_card(n: int, chunk: RetrievedChunk, answer: str, cited: bool) -> Source:
     """Source ``n`` of a response: where it is, the excerpt to show, whether the answer cites it."""
     excerpt = excerpt_for(chunk, answer)
-    return {"n": n, "chapter": chunk.chapter, "section": chunk.section, "heading_path": chunk.heading_path,
-            "url": fragment_url(chunk.url, excerpt), "excerpt": excerpt, "score": round(chunk.score, 4),
-            "chunk_id": chunk.id, "cited": cited, "document": chunk.document_path}
+    return Source(n=n, chapter=chunk.chapter, section=chunk.section, heading_path=chunk.heading_path,
+                  url=fragment_url(chunk.url, excerpt), excerpt=excerpt, score=round(chunk.score, 4),
+                  chunk_id=chunk.id, cited=cited, document=chunk.document_path)
 
 
 def excerpt_for(chunk: RetrievedChunk, answer: str) -> str:

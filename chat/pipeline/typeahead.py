@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from django.db import connection
 
-from chat.pipeline.announcements import Outcome, audited_source, send_audit
+from chat.pipeline.announcements import AuditRecord, Outcome, audited_source, send_audit
 from chat.pipeline.calibration import check_scope
 from chat.pipeline.deadline import Deadline
 from chat.pipeline.editions import resolve_book
@@ -191,10 +191,11 @@ def find_sections(request: AskRequest) -> dict:
               "matched": matched, "covered": covered, "pages": pages, "search_id": search_id}
     sources = [audited_source({**s, "document": page["document"], "chapter": page["chapter"], "section": s["title"],
                                "cited": False}) for page in pages for s in page["sections"]]
-    send_audit(request, answer_id=search_id, book_slug=book.slug, outcome=Outcome.SEARCHED,
-               resolved_question=typed.lexical, sources=sources,
-               retrieval={"best_cosine": round(retrieval.best_cosine, 4), "covered": covered, "matched": matched,
-                          "candidates": retrieval.candidates, "reports_opens": request.report_opens},
-               latency_ms=deadline.elapsed_ms(), timings_ms={"retrieval": round(retrieval.seconds * 1000, 2),
-                                                             **retrieval.timings_ms})
+    send_audit(AuditRecord.of(
+        request, outcome=Outcome.SEARCHED, answer_id=search_id, book_slug=book.slug,
+        resolved_question=typed.lexical, sources=sources,
+        retrieval={"best_cosine": round(retrieval.best_cosine, 4), "covered": covered, "matched": matched,
+                   "candidates": retrieval.candidates, "reports_opens": request.report_opens},
+        latency_ms=deadline.elapsed_ms(), timings_ms={"retrieval": round(retrieval.seconds * 1000, 2),
+                                                      **retrieval.timings_ms}))
     return result

@@ -142,7 +142,7 @@ def evaluate_question(q: Question, *, book: str, top_k: int, answer_all: bool = 
         session = None
         if q.kind == "follow_up" and q.previous:
             first = prepare(validate_ask({"question": q.previous, "book": book}, channel="evaluate"))
-            session = answer_prepared(first).response["session_id"]
+            session = answer_prepared(first).response.session_id
         data = {"question": q.question, "book": book, "max_results": max(RANKED, top_k)}
         if q.selected_text:
             data["selected_text"] = q.selected_text
@@ -162,25 +162,25 @@ def evaluate_question(q: Question, *, book: str, top_k: int, answer_all: bool = 
         return record
     latency = int((time.monotonic() - started) * 1000)
     texts = {c.id: c.text for c in ranked}
-    cited = [s["chunk_id"] for s in response["sources"] if s["cited"]]
+    cited = [s.chunk_id for s in response.sources if s.cited]
     record.update(
         retrieved=[{"chunk_id": c.id, "heading_path": c.heading_path, "score": round(c.score, 4)} for c in ranked],
         hit_rank=_hit_rank([c.text for c in ranked], q.evidence) if q.evidence else None,
-        answer=response["answer"], refused=response["refused"], refusal_reason=response["refusal_reason"],
-        withheld=response["flagged_for_review"],
-        confidence=response["confidence"], confidence_level=response["confidence_level"],
-        right=answer_right(q, response["answer"], refused=response["refused"] or response["flagged_for_review"]),
+        answer=response.answer, refused=response.refused, refusal_reason=response.refusal_reason,
+        withheld=response.flagged_for_review,
+        confidence=response.confidence, confidence_level=response.confidence_level,
+        right=answer_right(q, response.answer, refused=response.refused or response.flagged_for_review),
         draft_right=answer_right(q, verdict.draft_answer, refused=False) if verdict.draft_answer else None,
         in_scope=in_scope, features=verdict.features,
-        scope_score=response["retrieval"]["scope_score"], generator=response["generator"],
+        scope_score=response.retrieval.scope_score, generator=response.generator,
         cited=cited,
         cited_hits=sum(_hit_rank([texts[c]], q.evidence) is not None for c in cited) if q.evidence else None,
-        answer_contains=(any(normalise(a) in normalise(response["answer"]) for a in q.answers)
+        answer_contains=(any(normalise(a) in normalise(response.answer) for a in q.answers)
                          if q.answers else None),
         latency_ms=latency,
     )
     if q.kind == "code":
-        record["code_as_code"] = not response["refused"] and code_in_one_block(response["answer_html"], q.code)
+        record["code_as_code"] = not response.refused and code_in_one_block(response.answer_html, q.code)
     if answer_all:  # what the answerability check says of these passages, even where it is off (fitting reads it)
         record["answerable"] = check_retrieved(prepared.resolved_question, prepared.retrieval.chunks,
                                                selected_text=q.selected_text).answerable

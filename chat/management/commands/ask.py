@@ -17,6 +17,7 @@ from chat.channels.error_responses import error_reply
 from chat.channels.responses import answer_data
 from chat.channels.serializers import validate_ask
 from chat.pipeline.answering import answer_question
+from chat.pipeline.answers import Answer
 
 
 class Command(BaseCommand):
@@ -46,7 +47,7 @@ class Command(BaseCommand):
                 if options.get(key) not in (None, "")}
         data["question"] = options["question"]
         try:
-            response = answer_data(answer_question(validate_ask(data, channel="cli")))
+            answer = answer_question(validate_ask(data, channel="cli"))
         except BookchatError as exc:
             if options["json"]:
                 self.stdout.write(json.dumps(error_reply(exc).body, ensure_ascii=False))
@@ -54,29 +55,29 @@ class Command(BaseCommand):
                 self.stderr.write(f"ask: {exc.message}")
             sys.exit(2)
         if options["json"]:
-            self.stdout.write(json.dumps(response, ensure_ascii=False))
+            self.stdout.write(json.dumps(answer_data(answer), ensure_ascii=False))
         else:
-            self.stdout.write(render_answer(response))
-        if response["flagged_for_review"]:
+            self.stdout.write(render_answer(answer))
+        if answer.flagged_for_review:
             sys.exit(1)
 
 
-def render_answer(r: dict) -> str:
-    lines = [r["answer"], ""]
-    if r["notice"]:
-        lines += [f"Note: {r['notice']}", ""]
-    if r["disclaimer"]:
-        lines += [r["disclaimer"], ""]
-    if r["refused"] or r["flagged_for_review"]:
+def render_answer(a: Answer) -> str:
+    lines = [a.answer, ""]
+    if a.notice:
+        lines += [f"Note: {a.notice}", ""]
+    if a.disclaimer:
+        lines += [a.disclaimer, ""]
+    if a.refused or a.flagged_for_review:
         lines.append("Closest sections:")
-        lines += [f"  - {s['heading_path']}  {s['url']}" for s in r["suggestions"]]
+        lines += [f"  - {s.heading_path}  {s.url}" for s in a.suggestions]
     else:
         lines.append("Sources:")
-        for s in r["sources"]:
-            mark = "*" if s["cited"] else " "
-            lines.append(f" {mark}[{s['n']}] {s['heading_path']} (score {s['score']:.2f})\n       {s['url']}")
-    if r["confidence_note"]:
-        lines += ["", r["confidence_note"]]
-    lines += ["", f"Confidence: {r['confidence']:.2f} ({r['confidence_level']}) · generator: {r['generator']} · "
-              f"{r['response_time_ms']} ms · session {r['session_id']}"]
+        for s in a.sources:
+            mark = "*" if s.cited else " "
+            lines.append(f" {mark}[{s.n}] {s.heading_path} (score {s.score:.2f})\n       {s.url}")
+    if a.confidence_note:
+        lines += ["", a.confidence_note]
+    lines += ["", f"Confidence: {a.confidence:.2f} ({a.confidence_level}) · generator: {a.generator} · "
+              f"{a.response_time_ms} ms · session {a.session_id}"]
     return "\n".join(lines)
