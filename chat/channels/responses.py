@@ -43,7 +43,6 @@ def states(value: type):
 
 
 @states(Source)
-
 class SourceSerializer(serializers.Serializer):
     n = serializers.IntegerField(help_text="The number the answer's `[n]` markers refer to.")
     chapter = serializers.CharField()
