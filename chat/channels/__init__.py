@@ -6,7 +6,8 @@
   ``feedback`` (thumbs up or down).
 - ``parsers`` (the one JSON body reader, DRF's parser hook); the contract: ``serializers`` (requests
   validated), ``responses`` (what comes back), ``openapi`` (what the schema says beyond the serializers),
-  ``errors`` (a failure mapped to a status and a JSON body).
+  ``error_responses`` (a failure mapped to a status and the one JSON body; the body's schema,
+  ``bookchat.base.api``, is every app's).
 - who may call: ``access`` (keys, CORS, the page's session), ``keys`` (creating and revoking API keys),
   ``throttling`` (rate limits).
 

@@ -27,6 +27,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from bookchat.base.api import ERRORS
 from bookchat.base.conf import setting
 from bookchat.base.errors import NotFound
 from chat.channels.access import ALLOWED_HEADERS, Client, client_of
@@ -34,7 +35,7 @@ from chat.channels.asking import ClientRequests
 from chat.channels.books import book_list
 from chat.channels.error_responses import error_reply
 from chat.channels.feedback import record_feedback, record_opened
-from chat.channels.openapi import ERRORS, STREAM_EVENT
+from chat.channels.openapi import STREAM_EVENT
 from chat.channels.parsers import json_body, refuse_a_large_body
 from chat.channels.responses import (
     AnswerSerializer,

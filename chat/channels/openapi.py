@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 
-from bookchat.base.api import ERRORS as ERRORS  # chat's views (``api``) state their error responses from here
 from bookchat.base.conf import setting
 from bookchat.base.errors import DATABASE_ERRORS
 from chat.channels.access import bound_book

@@ -243,12 +243,6 @@ class SearchResultSerializer(serializers.Serializer):
                                       "opens one of its sections.")
 
 
-class ErrorSerializer(serializers.Serializer):
-    error = serializers.CharField(help_text="A stable code (the manual's REST API page lists them).")
-    message = serializers.CharField()
-    field = serializers.CharField(allow_null=True)
-
-
 def answer_data(answer: Answer | dict) -> dict:
     """An answer as the contract shows it (each field as declared: the ids as text…); also the JSON a turn kept of
     one (``chat.channels.page``)."""
