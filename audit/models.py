@@ -10,6 +10,8 @@ the review fields.
 
 from __future__ import annotations
 
+import secrets
+
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
@@ -145,3 +147,62 @@ class TopicRun(models.Model):
     def newest_done(cls, book_slug: str) -> TopicRun | None:
         """The newest done run of the book's topics, if any."""
         return cls.objects.filter(book_slug=book_slug, status=cls.Status.DONE).first()
+
+
+def handoff_token() -> str:
+    """The secret of a hand-off's status URL: the student's way back to the reply, without a login."""
+    return secrets.token_urlsafe(32)
+
+
+class Handoff(models.Model):
+    """A student's question handed to the course staff from an answer (``audit.handoffs``): a copy of the
+    conversation up to that answer (conversations expire; this stays for ``AUDIT_RETENTION_DAYS``), the student's
+    note, and the staff's reply, decline or "the book should cover this". No identity beyond the conversation: the
+    learner's pseudonym where an LMS launched the page, an e-mail address only where the deployment asks for one
+    (``BOOKCHAT_HANDOFF_CONTACT_EMAIL``)."""
+
+    NOTE_MAX = 2000
+
+    class Status(models.TextChoices):
+        OPEN = "open", "open"
+        ANSWERED = "answered", "answered"
+        DECLINED = "declined", "declined"
+        COVERAGE = "coverage", "the book should cover this"
+
+    answer_id = models.UUIDField(unique=True, help_text="The answer handed off (its audit row's answer id).")
+    token = models.CharField(max_length=64, unique=True, default=handoff_token, editable=False)
+    book_slug = models.CharField("book", max_length=64, db_index=True, help_text="The book (its root's slug).")
+    session_id = models.UUIDField(null=True, blank=True, help_text="The conversation it came from.")
+    channel = models.CharField(max_length=16, help_text="page, widget or api")
+    learner = models.CharField(max_length=64, blank=True, help_text="The learner's pseudonym (an LMS launch).")
+    contact_email = models.EmailField(blank=True)
+    note = models.TextField(blank=True, help_text="What the student added (at most 2,000 characters).")
+    conversation = models.JSONField(default=list, blank=True, help_text="The turns up to the answer handed off, "
+                                    "oldest first: question, selected text, answer, sources, level.")
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.OPEN, db_index=True)
+    reply = models.TextField(blank=True, help_text="The staff's answer, in Markdown (`[n]` cites citation n).")
+    citations = models.JSONField(default=list, blank=True, help_text="The sections the reply cites.")
+    declined_reason = models.TextField(blank=True, help_text="Why the staff declined, as the student reads it.")
+    replied_at = models.DateTimeField(null=True, blank=True)
+    replied_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    staff_answer = models.ForeignKey("chat.StaffAnswer", null=True, blank=True, on_delete=models.SET_NULL,
+                                     related_name="handoffs", help_text="The reply, kept to answer the same "
+                                     "question again.")
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    notified_at = models.DateTimeField(null=True, blank=True, help_text="When the book's reviewers were e-mailed.")
+
+    class Meta:
+        ordering = ["created_at"]
+        verbose_name = "hand-off to the staff"
+        verbose_name_plural = "hand-offs to the staff"
+        indexes = [models.Index(fields=["book_slug", "status", "created_at"], name="handoff_book_status")]
+
+    def __str__(self) -> str:
+        question = self.conversation[-1].get("question", "") if self.conversation else ""
+        return f"{self.book_slug}: {question[:60]}"
+
+    @property
+    def question(self) -> str:
+        """The question whose answer was handed off."""
+        return self.conversation[-1].get("question", "") if self.conversation else ""

@@ -199,3 +199,15 @@ LOGGING = {
                                            "filters": ["without_traceback"]},
     },
 }
+
+# E-mail to staff (new hand-offs, audit.handoff_mail): SMTP when BOOKCHAT_EMAIL_HOST is set, else Django's console
+# backend, which writes each message to the log (development, and a deployment that has no mail server yet).
+EMAIL_BACKEND = ("django.core.mail.backends.smtp.EmailBackend" if BOOKCHAT["EMAIL_HOST"]
+                 else "django.core.mail.backends.console.EmailBackend")
+EMAIL_HOST = BOOKCHAT["EMAIL_HOST"] or "localhost"
+EMAIL_PORT = BOOKCHAT["EMAIL_PORT"]
+EMAIL_HOST_USER = BOOKCHAT["EMAIL_USER"]
+EMAIL_HOST_PASSWORD = BOOKCHAT["EMAIL_PASSWORD"]
+EMAIL_USE_TLS = BOOKCHAT["EMAIL_TLS"]
+EMAIL_TIMEOUT = 10
+DEFAULT_FROM_EMAIL = SERVER_EMAIL = BOOKCHAT["EMAIL_FROM"]

@@ -1,5 +1,6 @@
-"""Conversations and their turns, scope calibrations, API keys for the widget and servers, feedback, and the
-sentence vectors of each passage (``chat.pipeline.sentences``).
+"""Conversations and their turns, scope calibrations, API keys for the widget and servers, feedback, the
+sentence vectors of each passage (``chat.pipeline.sentences``), and the course staff's answers
+(``StaffAnswer``).
 
 A ``Turn`` keeps the whole response it gave (sources, confidence…), so the chat page can
 show a conversation again and feedback can be checked against the session that got the
@@ -14,9 +15,11 @@ import secrets
 import uuid
 from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
+from pgvector.django import VectorField
 
 from ingestion.models import Book, book_slug_validator
 
@@ -215,3 +218,43 @@ class SentenceVectors(models.Model):
 
     def __str__(self) -> str:
         return f"{self.count} sentence vectors of {self.chunk_id}"
+
+
+class StaffAnswer(models.Model):
+    """An answer the course staff wrote for a question the book falls short on (a hand-off's reply kept, or
+    ``manage.py staffanswers add``), served to a later question that asks the same thing
+    (``chat.pipeline.staff_answers``) unless the book's own answer is high.
+
+    It cites sections of the book (``citations``: each as a source card shows it, with the section's text as it was
+    when cited); when indexing removes a cited section or changes its text beyond a small edit, the answer waits
+    for review (``NEEDS_REVIEW``) and is not served until staff confirm or edit it."""
+
+    class Status(models.TextChoices):
+        ACTIVE = "active", "served"
+        NEEDS_REVIEW = "needs_review", "needs review (not served)"
+        RETIRED = "retired", "retired (not served)"
+
+    book = models.ForeignKey(Book, on_delete=models.CASCADE, related_name="staff_answers",
+                             help_text="The book (its root, for a book with versions or locales).")
+    question = models.TextField(help_text="The question as a student asked it; later questions are matched to it.")
+    answer = models.TextField(help_text="Markdown; `[n]` cites the n-th citation.")
+    citations = models.JSONField(default=list, blank=True,
+                                 help_text="The sections cited, each as a source card shows it, with its text then.")
+    question_vector = VectorField(null=True, blank=True, help_text="The question's embedding, for matching.")
+    embedder = models.CharField(max_length=200, blank=True, help_text="Who made the vector (a new one re-embeds).")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE, db_index=True)
+    review_reason = models.TextField(blank=True, help_text="Why it waits for review (a cited section changed…).")
+    answered_at = models.DateTimeField(default=timezone.now, help_text="The date a student is shown.")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    updated_at = models.DateTimeField(auto_now=True)
+    served = models.PositiveIntegerField(default=0, help_text="How many questions it answered.")
+    thumbs_up = models.PositiveIntegerField(default=0)
+    thumbs_down = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["book", "-answered_at"]
+        indexes = [models.Index(fields=["book", "status"], name="staffanswer_book_status")]
+
+    def __str__(self) -> str:
+        return self.question[:80]

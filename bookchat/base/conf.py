@@ -210,6 +210,21 @@ SETTINGS: list[Setting] = [
             "anyway).", float),
     Setting("STRUGGLE_MIN_SESSIONS", 5, "Where students struggle: a section or topic asked about in fewer distinct "
             "conversations than this shows its counts only, never a question as an example.", int, minimum=1),
+    # The course staff: hand-offs and staff answers (the manual, "When the book falls short")
+    Setting("HANDOFF_CONTACT_EMAIL", False, "The hand-off form asks for an e-mail address the staff may write to; "
+            "off: a hand-off carries no identity beyond its conversation.", bool),
+    Setting("RATE_HANDOFF", "5/hour", "Hand-offs to the course staff per conversation.", rate=True),
+    Setting("HANDOFF_EMAIL_MINUTES", 15, "How often the reviewers of a book get one e-mail listing its new "
+            "hand-offs (0: no e-mail).", int, minimum=0),
+    Setting("STAFF_ANSWERS", True, "A staff reply is kept, by default, as a staff answer served to later students "
+            "who ask the same thing (off: replies reach only the student who asked).", bool),
+    Setting("EMAIL_HOST", "", "SMTP server for e-mail to staff; empty: e-mails are written to the log (Django's "
+            "console backend), as in development."),
+    Setting("EMAIL_PORT", 587, "Its port.", int),
+    Setting("EMAIL_USER", "", "Its login."),
+    Setting("EMAIL_PASSWORD", "", "Its password."),
+    Setting("EMAIL_TLS", True, "STARTTLS to the SMTP server.", bool),
+    Setting("EMAIL_FROM", "bookchat@localhost", "The sender of bookchat's e-mail."),
     # Uploads and background indexing
     Setting("UPLOAD_MAX_BYTES", 50_000_000, "Largest file staff may upload in the admin (a `.md`, `.mdx` or "
             "`.zip`).", int),
@@ -244,6 +259,7 @@ SECTIONS = {"DEBUG": "Running", "HTTPS": "Serving over HTTPS and behind a proxy"
             "TOP_K": "Answering: retrieval", "LLM_BASE_URL": "Answering: generation, grounding, confidence",
             "HISTORY_TURNS": "Conversations and time", "RATE_ANONYMOUS": "Rate limits",
             "ADMIN_2FA": "Staff logins", "METRICS_TOKEN": "Metrics", "AUDIT_RETENTION_DAYS": "Audit trail",
+            "HANDOFF_CONTACT_EMAIL": "The course staff: hand-offs and staff answers",
             "UPLOAD_MAX_BYTES": "Uploads and background indexing", "PUBLISH_MAX_BYTES": "Publishing from CI",
             "QDRANT_URL": "Qdrant mirror"}
 UNPREFIXED = [("DATABASE_URL", "", "PostgreSQL with pgvector 0.8 or later (`postgresql://user:password@host:5432/db`); "

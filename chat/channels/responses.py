@@ -18,7 +18,7 @@ from django.core.exceptions import ImproperlyConfigured
 from rest_framework import serializers
 
 from chat.pipeline.answerability import Answerability
-from chat.pipeline.answers import Answer, RetrievalFigures
+from chat.pipeline.answers import Answer, RetrievalFigures, StaffAnswerRef
 from chat.pipeline.generation import TokenUsage
 from chat.pipeline.grounding import GroundingReport
 from chat.pipeline.retrieval import Suggestion
@@ -106,6 +106,12 @@ class UsageSerializer(serializers.Serializer):
                                          "counted, one token each.")
 
 
+@states(StaffAnswerRef)
+class StaffAnswerRefSerializer(serializers.Serializer):
+    id = serializers.IntegerField(help_text="The staff answer's id.")
+    answered_at = serializers.DateTimeField(help_text="When the course staff wrote it.")
+
+
 @states(Answer)
 class AnswerSerializer(serializers.Serializer):
     """The response to a question (ask, the stream's ``final`` event, ``ask --json``, the chat page)."""
@@ -145,6 +151,8 @@ class AnswerSerializer(serializers.Serializer):
     timings_ms = serializers.DictField(child=serializers.FloatField())
     llm_usage = UsageSerializer(allow_null=True, help_text="The language model's tokens for this answer, also when "
                                 "it failed and the extractive generator answered; null when no model was asked.")
+    staff_answer = StaffAnswerRefSerializer(allow_null=True, help_text="The course staff's answer this is "
+                                            "(`confidence_level` `staff`); null for the book's own answer.")
 
 
 class FeedbackSerializer(serializers.Serializer):

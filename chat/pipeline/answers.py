@@ -43,6 +43,14 @@ class RetrievalFigures:
 
 
 @dataclass(frozen=True)
+class StaffAnswerRef:
+    """The course staff's answer an answer is (``chat.pipeline.staff_answers``): which one, and when it was written."""
+
+    id: int
+    answered_at: str  # ISO 8601
+
+
+@dataclass(frozen=True)
 class Answer:
     """The response to a question: what ``answering.answer_question`` returns and the stream's ``final`` event
     carries."""
@@ -71,3 +79,4 @@ class Answer:
     retrieval: RetrievalFigures
     timings_ms: dict[str, float]
     llm_usage: TokenUsage | None  # None when no language model was asked
+    staff_answer: StaffAnswerRef | None = None  # the course staff's answer this is (level ``staff``), if it is one
