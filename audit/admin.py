@@ -4,7 +4,8 @@ a dashboard with charts, coverage gaps, and CSV export.
 Nobody adds or deletes audit rows here: they are written by answering and removed only by
 retention (``audit_purge``). Reviewers (the "Reviewers" group) may view rows and change
 the review status and note; every other field is read-only for everyone. A reviewer restricted to
-some books (``ingestion.roles``) sees, marks, exports and charts only those books' rows.
+some books (``ingestion.roles``) sees, marks, exports and charts only those books' rows. The course staff's inbox
+of hand-offs and the staff answers have modules of their own (``audit.handoff_admin``, ``audit.staff_answer_admin``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
+from audit import handoff_admin, staff_answer_admin  # noqa: F401 (registers the course staff's pages)
 from audit.dashboard import dashboard, review_queue_filter
 from audit.gaps import coverage_gaps, gaps_markdown
 from audit.models import AuditLog, ReviewQueueItem

@@ -1,5 +1,6 @@
 """What the admin dashboard shows: answers per day, the confidence-level mix, refusal rate, thumbs (and the count
-of assistants' searches, which are audited but are not answers)."""
+of assistants' searches, which are audited but are not answers), and each book's open hand-offs to the course staff
+with how long the oldest has waited."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from audit import charts
+from audit.handoffs import open_by_book
 from audit.models import AuditLog
 from bookchat.base.conf import setting
 from chat.pipeline.confidence import thresholds
@@ -33,6 +35,15 @@ def review_queue_filter() -> Q:
 def mix_label(status: str, level: str) -> str:
     return {S.NOT_COVERED: "not covered", S.UNSURE: "unsure", S.WITHHELD: "withheld", S.TIMEOUT: "failed",
             S.ERROR: "failed"}.get(status, level or "low")
+
+
+def open_handoffs(*, within: list[str] | None = None, book: str | None = None) -> list[dict]:
+    """Each book's open hand-offs and how long the oldest has waited (``waited``, a timedelta), books in order;
+    ``book``: that book's (a hand-off names its root book: an edition's slug names none)."""
+    now = timezone.now()
+    found = open_by_book(within)
+    return [{"book": slug, "open": row["open"], "oldest": row["oldest"], "waited": now - row["oldest"]}
+            for slug, row in sorted(found.items()) if not book or slug == book]
 
 
 def dashboard(*, days: int = 30, book: str | None = None, within: list[str] | None = None) -> dict:
@@ -67,6 +78,7 @@ def dashboard(*, days: int = 30, book: str | None = None, within: list[str] | No
         "refusal_rate": round(100 * refused / total, 1) if total else 0.0, "up": up, "down": down,
         "searches": searches,
         "queue": everything.filter(review_queue_filter()).count(),
+        "handoffs": open_handoffs(within=within, book=book),
         "charts": {
             "answers": charts.stacked_bars(f"Answers per day, last {days} days", labels,
                                            {"answers": [d["total"] for d in daily]}),

@@ -8,6 +8,8 @@ JavaScript: ``reports_opens`` on the row), sections were shown and the reader op
 once the reader has had ``TYPING_SECONDS`` to choose). A search box searches on every keystroke, so of one
 reader's searches in a row only the last is kept: a search is dropped when the same client searched a longer text
 that begins with it within ``TYPING_SECONDS`` after it ("kuber" before "kubernetes"), whatever either found.
+And the questions the course staff marked "the book should cover this" on a hand-off (``audit.handoffs``), whatever
+bookchat answered: a gap counts them (``staff``), and one that holds any comes before the groups of its size.
 
 Each is embedded once (as a query, with the book's embedder; the vector is kept on
 its audit row) and grouped greedily: a question joins the group whose centre is closest if
@@ -28,7 +30,7 @@ import numpy as np
 from django.db.models import Q
 from django.utils import timezone
 
-from audit.models import AuditLog
+from audit.models import AuditLog, Handoff
 from ingestion.indexing.embedders import get_embedder
 
 S = AuditLog.Status
@@ -47,6 +49,7 @@ class Gap:
     refused: int = 0
     searched: int = 0  # of ``count``, searches (that found nothing, or whose sections nobody opened)
     unopened: int = 0  # of ``searched``, those whose sections were shown and none was opened
+    staff: int = 0  # of ``count``, questions the course staff marked "the book should cover this"
     books: Counter = field(default_factory=Counter)
     examples: list[str] = field(default_factory=list)
     sections: Counter = field(default_factory=Counter)
@@ -120,11 +123,19 @@ def last_typed(rows: list[AuditLog]) -> list[AuditLog]:
     return kept
 
 
+def staff_marked(*, days: int, book: str | None = None, within: list[str] | None = None):
+    """The period's questions whose hand-off the course staff marked "the book should cover this" (their answers'
+    audit rows, whatever bookchat answered)."""
+    marked = Handoff.objects.filter(status=Handoff.Status.COVERAGE).values("answer_id")
+    return _period(days=days, book=book, within=within).filter(answer_id__in=marked)
+
+
 def coverage_gaps(*, days: int = 90, book: str | None = None, within: list[str] | None = None,
                   threshold: float = DEFAULT_THRESHOLD, limit: int = MAX_QUESTIONS) -> list[Gap]:
     searches = gap_searches(days=days, book=book, within=within)
+    marked = set(staff_marked(days=days, book=book, within=within).values_list("id", flat=True))
     rows = list(AuditLog.objects.filter(Q(id__in=gap_questions(days=days, book=book, within=within).values("id"))
-                                        | Q(id__in=searches)).order_by("-created_at")
+                                        | Q(id__in=searches) | Q(id__in=marked)).order_by("-created_at")
                 .only("id", "question", "resolved_question", "book_slug", "status", "channel", "suggestions",
                       "sources", "retrieval", "created_at", "question_vector")[:limit])
     if not rows:
@@ -147,9 +158,10 @@ def coverage_gaps(*, days: int = 90, book: str | None = None, within: list[str] 
             gaps.append(gap)
             centres.append(vector)
         _add(gap, row)
+        gap.staff += row.id in marked
     for gap in gaps:
         gap.examples = gap.examples[::-1][:EXAMPLES]  # most recent first
-    return sorted(gaps, key=lambda g: (-g.count, -(g.last_asked.timestamp() if g.last_asked else 0)))
+    return sorted(gaps, key=lambda g: (-g.count, -bool(g.staff), -(g.last_asked.timestamp() if g.last_asked else 0)))
 
 
 def _add(gap: Gap, row: AuditLog) -> None:
@@ -196,7 +208,8 @@ def gaps_markdown(gaps: list[Gap], *, book: str | None, days: int, limit: int = 
     questions = sum(gap.count for gap in gaps)
     scope = f"the book `{book}`" if book else "every book"
     lines = [f"## What readers asked that the book doesn't answer well ({scope}, last {days} days)", "",
-             f"bookchat's coverage gaps: {questions} questions refused, withheld or answered with low confidence, and "
+             f"bookchat's coverage gaps: {questions} questions refused, withheld or answered with low confidence, "
+             "handed to the course staff who said the book should cover them, and "
              f"searches that found nothing or whose results nobody opened, in {len(gaps)} "
              f"group{'s' if len(gaps) != 1 else ''} of similar questions. The biggest groups come first.", ""]
     if not gaps:
@@ -206,6 +219,8 @@ def gaps_markdown(gaps: list[Gap], *, book: str | None, days: int, limit: int = 
         details = [f"{gap.refused} refused"] if gap.refused else []
         if gap.searched:
             details.append(f"{gap.searched} searches")
+        if gap.staff:
+            details.append(f"{gap.staff} marked by the course staff: the book should cover this")
         when = f", last on {gap.last_asked:%Y-%m-%d}" if gap.last_asked else ""
         lines += [f"### {number}. {markdown_escape(gap.label)}", "",
                   f"- {asked}{' (' + ', '.join(details) + ')' if details else ''}{when}",

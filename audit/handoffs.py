@@ -21,7 +21,7 @@ import re
 import uuid
 
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import Count, Min, Q
 from django.utils import timezone
 
 from audit.models import AuditLog, Handoff
@@ -123,21 +123,36 @@ def book_of(handoff: Handoff) -> Book:
     return book
 
 
-@transaction.atomic
-def reply(handoff: Handoff, *, answer: str, citations: list[str], user=None, keep: bool | None = None) -> Handoff:
-    """Answer an open (or answered: the reply is edited) hand-off in Markdown citing sections of its book (each a
-    passage id or a section URL, ``staff_answers.cite``); with ``keep`` (default: ``BOOKCHAT_STAFF_ANSWERS``) the
-    reply becomes a staff answer of the book. The reply must cite only the sections it names."""
-    if handoff.status not in (Handoff.Status.OPEN, Handoff.Status.ANSWERED):
-        raise RequestError(f"this hand-off is {handoff.get_status_display()}; only open ones are answered",
-                           code="handoff_closed")
-    book = book_of(handoff)
-    cited = staff_answers.cite(book, citations)
+def cited_answer(book: Book, answer: str, refs: list[str]) -> tuple[str, list[dict]]:
+    """A staff answer's text and its citations (``staff_answers.cite``), or the refusal that says what is wrong:
+    an empty or over-long answer, a reference that is not a section of ``book``, a ``[n]`` beyond them."""
+    cited = staff_answers.cite(book, refs)
     text = staff_answers.check_answer(answer, cited)
     beyond = sorted({int(n) for n in _CITED.findall(text) if not 1 <= int(n) <= len(cited)})
     if beyond:
         raise RequestError(f"the answer cites [{beyond[0]}], but {len(cited)} section(s) are cited",
                            code="invalid_citation", field="answer")
+    return text, cited
+
+
+def _current_status(handoff: Handoff) -> str:
+    """The hand-off's status as the database has it now, its row locked until the transaction ends: two reviewers
+    acting on one hand-off at once act one after the other, and the second sees what the first did."""
+    handoff.status, handoff.staff_answer_id = Handoff.objects.select_for_update().values_list(
+        "status", "staff_answer_id").get(pk=handoff.pk)
+    return handoff.status
+
+
+@transaction.atomic
+def reply(handoff: Handoff, *, answer: str, citations: list[str], user=None, keep: bool | None = None) -> Handoff:
+    """Answer an open (or answered: the reply is edited) hand-off in Markdown citing sections of its book (each a
+    passage id or a section URL, ``staff_answers.cite``); with ``keep`` (default: ``BOOKCHAT_STAFF_ANSWERS``) the
+    reply becomes a staff answer of the book. The reply must cite only the sections it names."""
+    if _current_status(handoff) not in (Handoff.Status.OPEN, Handoff.Status.ANSWERED):
+        raise RequestError(f"this hand-off is {handoff.get_status_display()}; only open ones are answered",
+                           code="handoff_closed")
+    book = book_of(handoff)
+    text, cited = cited_answer(book, answer, citations)
     keep = setting("STAFF_ANSWERS") if keep is None else keep
     if keep and handoff.staff_answer is None:
         handoff.staff_answer = staff_answers.keep(book=book, question=handoff.question, answer=text,
@@ -169,8 +184,9 @@ def note_coverage(handoff: Handoff, *, user=None) -> Handoff:
     return _close(handoff, Handoff.Status.COVERAGE, user)
 
 
+@transaction.atomic
 def _close(handoff: Handoff, status: str, user, **fields) -> Handoff:
-    if handoff.status != Handoff.Status.OPEN:
+    if _current_status(handoff) != Handoff.Status.OPEN:
         raise RequestError(f"this hand-off is {handoff.get_status_display()} already", code="handoff_closed")
     for name, value in fields.items():
         setattr(handoff, name, value)
@@ -201,3 +217,26 @@ def open_handoffs(book_slugs: list[str] | None = None):
     if book_slugs is not None:
         rows = rows.filter(Q(book_slug__in=book_slugs))
     return rows.order_by("created_at")
+
+
+def open_by_book(book_slugs: list[str] | None = None) -> dict[str, dict]:
+    """Each book's open hand-offs: ``{slug: {"open": count, "oldest": when the oldest was handed off}}``, books
+    without one left out (of ``book_slugs`` when given: a reviewer's books)."""
+    rows = open_handoffs(book_slugs).order_by().values("book_slug").annotate(open=Count("pk"),
+                                                                            oldest=Min("created_at"))
+    return {row["book_slug"]: {"open": row["open"], "oldest": row["oldest"]} for row in rows}
+
+
+def summary(handoff: Handoff) -> dict:
+    """A hand-off as staff read it in a script (``manage.py handoffs --json``): its question and note, what came
+    of it, and the conversation it copied."""
+    return {
+        "id": handoff.pk, "book": handoff.book_slug, "status": handoff.status, "asked_at": handoff.created_at,
+        "channel": handoff.channel, "question": handoff.question, "note": handoff.note,
+        "contact_email": handoff.contact_email or None, "learner": handoff.learner or None,
+        "conversation": handoff.conversation,
+        "reply": handoff.reply or None, "citations": [c.get("url") or c.get("chunk_id") for c in handoff.citations],
+        "declined_reason": handoff.declined_reason or None, "closed_at": handoff.replied_at,
+        "replied_by": handoff.replied_by.get_username() if handoff.replied_by else None,
+        "staff_answer": handoff.staff_answer_id, "notified_at": handoff.notified_at,
+    }

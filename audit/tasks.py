@@ -1,7 +1,8 @@
-"""django-q2 tasks of the audit app (scheduled daily by migrations)."""
+"""django-q2 tasks of the audit app (scheduled by migrations: daily, and the hand-offs' e-mail every minute)."""
 
 from __future__ import annotations
 
+from audit.handoff_mail import email_new_handoffs as email_books_new_handoffs
 from audit.models import TopicRun
 from audit.retention import purge_old_records
 from audit.topics import queue_every_book, run_topics
@@ -21,3 +22,9 @@ def compute_book_topics(run_id: int) -> dict:
 def recompute_all_topics() -> dict:
     """The daily schedule: a run of the last 30 days' topics queued for every book asked a question in them."""
     return {"queued": [run.pk for run in queue_every_book()]}
+
+
+def email_new_handoffs() -> dict:
+    """Every minute: each book's reviewers e-mailed its new hand-offs, at most once per
+    ``HANDOFF_EMAIL_MINUTES`` (``audit.handoff_mail``)."""
+    return email_books_new_handoffs()

@@ -9,6 +9,7 @@ that `BOOKCHAT_Q_BROKER` is `postgres` or a Redis URL.
 from __future__ import annotations
 
 import importlib.util
+import re
 
 from django.core.checks import Error, register
 
@@ -18,6 +19,7 @@ from bookchat.base.errors import ConfigurationError
 from bookchat.base.subpath import url_prefix
 
 TAG = "bookchat"
+SERVER_URL = re.compile(r"https?://[A-Za-z0-9.-]+(:\d{1,5})?|https?://\[[0-9A-Fa-f:.]+\](:\d{1,5})?")
 
 
 @register(TAG)
@@ -55,7 +57,7 @@ OPTIONAL_PACKAGES = [
 
 
 def _check_needs() -> list[Error]:
-    errors = _check_broker() + _check_metrics_allow() + _check_url_prefix()
+    errors = _check_broker() + _check_metrics_allow() + _check_url_prefix() + _check_server_url()
     if setting("VECTOR_STORE") == "qdrant" and not (setting("QDRANT_URL") or setting("QDRANT_PATH")):
         errors.append(Error("BOOKCHAT_VECTOR_STORE='qdrant' needs BOOKCHAT_QDRANT_URL (a Qdrant server) or "
                             "BOOKCHAT_QDRANT_PATH (local mode).", id="bookchat.E004"))
@@ -89,6 +91,15 @@ def _check_url_prefix() -> list[Error]:
     except ConfigurationError as exc:
         return [Error(f"{exc.message}.", id="bookchat.E008",
                       hint="The path your proxy serves bookchat under, e.g. /chat, or empty for the root.")]
+    return []
+
+
+def _check_server_url() -> list[Error]:
+    value = str(setting("SERVER_URL")).strip()
+    if value and not SERVER_URL.fullmatch(value.rstrip("/")):
+        return [Error(f"BOOKCHAT_SERVER_URL={value!r} is not an address like https://chat.example.org.",
+                      id="bookchat.E009", hint="The scheme and host (and port) staff open bookchat at, without a "
+                      "path (BOOKCHAT_URL_PREFIX adds it), or empty.")]
     return []
 
 

@@ -1,6 +1,6 @@
 """``/metrics``: what ``bookchat.base.metrics`` counted, plus what is read when Prometheus scrapes (the task queue and
-the task workers' heartbeats, the books' passages, index runs and jobs, the web workers' memory), in Prometheus'
-text format.
+the task workers' heartbeats, the books' passages, index runs and jobs, the hand-offs waiting for the course staff,
+the web workers' memory), in Prometheus' text format.
 
 Off unless ``METRICS_TOKEN`` is set (404); then a scrape must send it as a bearer token (401 otherwise, compared
 in constant time) and, with ``METRICS_ALLOW``, come from a listed address (403). Under gunicorn the counts are
@@ -26,6 +26,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.multiprocess import MultiProcessCollector
 
+from audit.handoffs import open_by_book
 from bookchat import task_workers
 from bookchat.base import metrics
 from bookchat.base.broker import queue_in_database
@@ -154,6 +155,23 @@ def database_metrics() -> Iterator[Metric]:
                               .annotate(n=Count("pk"))):
         jobs.add_metric([source, status], n)
     yield from (passages, pages, runs, jobs)
+    yield from handoff_metrics()
+
+
+def handoff_metrics(now=None) -> Iterator[Metric]:
+    """Each book's open hand-offs to the course staff and the age of the oldest: every book students read (a root
+    book; 0 when none waits, so that an alert has a series), and any other slug a hand-off still names."""
+    now = now or timezone.now()
+    waiting = GaugeMetricFamily("bookchat_handoffs_open", "Hand-offs to the course staff not yet answered, declined "
+                                "or marked for the book, per book.", labels=["book"])
+    oldest = GaugeMetricFamily("bookchat_handoff_oldest_open_seconds", "How long the oldest open hand-off of each "
+                               "book has waited (0: none waits).", labels=["book"])
+    found = open_by_book()
+    for slug in sorted(set(Book.objects.roots().values_list("slug", flat=True)) | set(found)):
+        row = found.get(slug)
+        waiting.add_metric([slug], row["open"] if row else 0)
+        oldest.add_metric([slug], max((now - row["oldest"]).total_seconds(), 0.0) if row else 0.0)
+    yield from (waiting, oldest)
 
 
 def queue_metrics() -> Iterator[Metric]:

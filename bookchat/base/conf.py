@@ -225,6 +225,9 @@ SETTINGS: list[Setting] = [
     Setting("EMAIL_PASSWORD", "", "Its password."),
     Setting("EMAIL_TLS", True, "STARTTLS to the SMTP server.", bool),
     Setting("EMAIL_FROM", "bookchat@localhost", "The sender of bookchat's e-mail."),
+    Setting("SERVER_URL", "", "bookchat's address as staff open it, scheme and host only (`https://chat.example.org`; "
+            "`BOOKCHAT_URL_PREFIX` adds its path), for the links in e-mail to staff; empty: `http://` the first of "
+            "`BOOKCHAT_ALLOWED_HOSTS` on `PORT`, as `make run` serves it."),
     # Uploads and background indexing
     Setting("UPLOAD_MAX_BYTES", 50_000_000, "Largest file staff may upload in the admin (a `.md`, `.mdx` or "
             "`.zip`).", int),

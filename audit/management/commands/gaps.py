@@ -41,7 +41,8 @@ class Command(BaseCommand):
             self.stdout.write(gaps_markdown(gaps, book=book, days=days), ending="")
         elif options["json"]:
             self.stdout.write(json.dumps({"book": book, "days": days, "gaps": [
-                {"count": gap.count, "refused": gap.refused, "searched": gap.searched, "examples": gap.examples,
+                {"count": gap.count, "refused": gap.refused, "searched": gap.searched, "staff": gap.staff,
+                 "examples": gap.examples,
                  "sections": [{"heading_path": name, "url": gap.links.get(name)} for name in gap.nearest_sections],
                  "books": gap.book_list, "last_asked": gap.last_asked.isoformat() if gap.last_asked else None}
                 for gap in gaps]}, ensure_ascii=False))
