@@ -36,6 +36,8 @@ from ingestion.models import Book
 CONVERSATION_TURNS = 10
 MAX_REASON_CHARS = 2000
 _CITED = re.compile(r"\[(\d+)\]")
+_SAID = {Handoff.Status.ANSWERED: "answered", Handoff.Status.DECLINED: "declined",
+         Handoff.Status.COVERAGE: "marked “the book should cover this”"}  # "this hand-off is … already"
 
 
 def _not_on_record() -> NotFound:
@@ -149,8 +151,8 @@ def reply(handoff: Handoff, *, answer: str, citations: list[str], user=None, kee
     passage id or a section URL, ``staff_answers.cite``); with ``keep`` (default: ``BOOKCHAT_STAFF_ANSWERS``) the
     reply becomes a staff answer of the book. The reply must cite only the sections it names."""
     if _current_status(handoff) not in (Handoff.Status.OPEN, Handoff.Status.ANSWERED):
-        raise RequestError(f"this hand-off is {handoff.get_status_display()}; only open ones are answered",
-                           code="handoff_closed")
+        raise RequestError(f"this hand-off is {_SAID[handoff.status]} already: only an open hand-off, or an "
+                           "answered one, takes a reply", code="handoff_closed")
     book = book_of(handoff)
     text, cited = cited_answer(book, answer, citations)
     keep = setting("STAFF_ANSWERS") if keep is None else keep
@@ -187,7 +189,7 @@ def note_coverage(handoff: Handoff, *, user=None) -> Handoff:
 @transaction.atomic
 def _close(handoff: Handoff, status: str, user, **fields) -> Handoff:
     if _current_status(handoff) != Handoff.Status.OPEN:
-        raise RequestError(f"this hand-off is {handoff.get_status_display()} already", code="handoff_closed")
+        raise RequestError(f"this hand-off is {_SAID[handoff.status]} already", code="handoff_closed")
     for name, value in fields.items():
         setattr(handoff, name, value)
     handoff.status, handoff.replied_at = status, timezone.now()

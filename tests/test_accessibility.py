@@ -5,8 +5,9 @@
   the chat page empty, answering, answered (a code block, a refusal, a low-confidence answer), light and dark; the
   widget closed, open, searching, with "Ask about this" on a selection, and answered, light and dark, on a page of
   another origin (axe reads the widget's open shadow root; the host page is the site's, not ours); the admin
-  pages reviewers and staff use, light and dark. Any violation fails the test with its rule, impact, element and
-  summary; no rule is disabled.
+  pages reviewers and staff use, the course staff's inbox, hand-offs and staff answers among them (the section
+  search open, a preview, a refused reply), light and dark. Any violation fails the test with its rule, impact,
+  element and summary; no rule is disabled.
 - What axe can't judge: the answer is announced once, when it is final, not token by token (a recorder on the
   live regions while an LLM streams); focus moves in document order and every stop shows a ring; 320 px and
   200 % zoom show everything without sideways scrolling; prefers-reduced-motion stops every animation.
@@ -214,6 +215,77 @@ def test_admin_pages_reviewers_and_staff_use_meet_wcag_21_aa(servers, open_page,
     finally:
         committed(lambda: (AuditLog.objects.filter(pk__in=rows).delete(),
                            IngestionJob.objects.filter(pk=job).delete()))
+
+
+def staff_rows() -> tuple[int, int, int]:
+    """An open hand-off with its conversation, an answered one citing a section of the manual, and a staff answer
+    waiting for review: what the course staff's inbox, pages and forms show."""
+    from audit.models import Handoff
+    from chat.models import StaffAnswer
+    from chat.pipeline.staff_answers import cite
+    from ingestion.models import Book, Chunk
+
+    book = Book.objects.get(slug=BOOK)
+    cited = cite(book, [Chunk.objects.filter(book=book, document__path="using/01-ingest.md", anchor__gt="")
+                        .order_by("ordinal").first().id])
+    conversation = [{"question": "How do I ingest a folder?", "selected_text": "Point ingest at the folder.",
+                     "answer": "Run `manage.py ingest PATH` [1].", "confidence_level": "high", "status": "answered",
+                     "sources": [{"n": 1, "heading_path": "Ingest a book > Ingest a folder", "cited": True,
+                                  "url": "https://docs.example.org/ingest"}]},
+                    {"question": "Can I import pages from Notion?", "answer": "The book doesn't mention Notion.",
+                     "confidence_level": "low", "status": "not_covered", "sources": []}]
+    waiting = Handoff.objects.create(answer_id=uuid.uuid4(), book_slug=BOOK, channel="widget", note="I tried twice.",
+                                     contact_email="student@example.edu", conversation=conversation)
+    answered = Handoff.objects.create(answer_id=uuid.uuid4(), book_slug=BOOK, channel="page", status="answered",
+                                      conversation=conversation, reply="Export them as **Markdown** first [1].",
+                                      citations=cited)
+    kept = StaffAnswer.objects.create(book=book, question="Can I import pages from Notion?", citations=cited,
+                                      answer="Export them as Markdown first [1].", status="needs_review",
+                                      review_reason="the section “Ingest a folder” changed", served=3)
+    return waiting.pk, answered.pk, kept.pk
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_the_course_staffs_pages_meet_wcag_21_aa(servers, open_page, admin_user, theme):
+    """The inbox, a hand-off (open, answered), the section search open on its results, a preview, a refused reply,
+    and the staff answers' list and page."""
+    from audit.models import Handoff
+    from chat.models import StaffAnswer
+
+    bookchat, _ = servers
+    base = f"{bookchat.url}/admin"
+    waiting, answered, kept = committed(staff_rows)
+    try:
+        admin_user("ruth", groups=["Reviewers"])
+        page, errors = open_page(f"{base}/login/", color_scheme=theme)
+        log_in(page, bookchat.url, "ruth")
+        found = {}
+        for path, state in (("/audit/handoff/", "the inbox"), (f"/audit/handoff/{answered}/change/", "a reply"),
+                            ("/chat/staffanswer/", "the staff answers"),
+                            (f"/chat/staffanswer/{kept}/change/", "a staff answer waiting for review"),
+                            (f"/audit/handoff/{waiting}/change/", "an open hand-off")):
+            page.goto(base + path)
+            found[state] = wcag_violations(page)
+        page.fill("#id_citations_search", "ingest fol")
+        page.locator("#id_citations_results [role=option]").first.wait_for()
+        page.keyboard.press("ArrowDown")
+        found["the section search's results"] = wcag_violations(page)
+        page.keyboard.press("Enter")
+        assert page.input_value("#id_citations").strip(), "the section chosen is cited"
+        assert "Cited as [1]" in page.text_content(".bookchat-picker-status")
+        page.fill("#id_answer", "Export them as **Markdown** first [1].")
+        page.click(".bookchat-preview-button")
+        page.locator(".bookchat-preview-body strong").wait_for()
+        found["a preview"] = wcag_violations(page)
+        page.fill("#id_citations", "https://elsewhere.example/not-the-book")
+        page.click("button[value=reply]")
+        page.locator(".errorlist").first.wait_for()
+        found["a refused reply"] = wcag_violations(page)
+        assert_none_found(found)
+        assert errors == []
+    finally:
+        committed(lambda: (Handoff.objects.filter(pk__in=[waiting, answered]).delete(),
+                           StaffAnswer.objects.filter(pk=kept).delete()))
 
 
 # -- what axe can't see: the answer announced once, when it is final ---------------------------------------------
