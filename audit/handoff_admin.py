@@ -186,7 +186,7 @@ class HandoffAdmin(CitingAdmin, BookScopedAdmin, admin.ModelAdmin):
                 if self._decline(request, handoff, decline_form):
                     return self._done(request, handoff)
             elif action == "coverage":
-                if self._coverage(request, handoff, decline_form):
+                if self._coverage(request, handoff):
                     return self._done(request, handoff)
             else:
                 return HttpResponseBadRequest("unknown action")
@@ -226,11 +226,11 @@ class HandoffAdmin(CitingAdmin, BookScopedAdmin, admin.ModelAdmin):
         messages.success(request, "Declined: the student reads your reason.")
         return True
 
-    def _coverage(self, request, handoff: Handoff, form: DeclineForm) -> bool:
+    def _coverage(self, request, handoff: Handoff) -> bool:
         try:
             handoffs.note_coverage(handoff, user=request.user)
-        except RequestError as exc:
-            form.add_error(None, exc.message)
+        except RequestError as exc:  # (a button, no field: the page says why above it)
+            messages.error(request, exc.message)
             return False
         self.log_change(request, handoff, "Marked: the book should cover this.")
         messages.success(request, "Marked: it joins the book's coverage gaps, and the student is told.")

@@ -72,7 +72,7 @@ class StaffAnswerAdmin(BookScopedAdmin, admin.ModelAdmin):
                 if action == "save" and self._save(request, found, form):
                     return HttpResponseRedirect(reverse("admin:chat_staffanswer_changelist"))
             elif action in ACTS:
-                if self._act(request, found, form, *ACTS[action]):
+                if self._act(request, found, *ACTS[action]):
                     return HttpResponseRedirect(reverse("admin:chat_staffanswer_change", args=[found.pk]))
             else:
                 return HttpResponseBadRequest("unknown action")
@@ -92,11 +92,11 @@ class StaffAnswerAdmin(BookScopedAdmin, admin.ModelAdmin):
         messages.success(request, "Saved: later students who ask the same thing get it as it is now.")
         return True
 
-    def _act(self, request, found: StaffAnswer, form: StaffAnswerForm, act, logged: str, said: str) -> bool:
+    def _act(self, request, found: StaffAnswer, act, logged: str, said: str) -> bool:
         try:
             act(found)
-        except RequestError as exc:
-            form.add_error(None, exc.message)
+        except RequestError as exc:  # (a button, no field: the page says why above it)
+            messages.error(request, exc.message)
             return False
         self.log_change(request, found, logged)
         messages.success(request, said)

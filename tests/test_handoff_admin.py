@@ -193,7 +193,10 @@ def test_markup_and_script_in_a_reply_are_sanitised_where_it_is_shown(rita, manu
               "**Export** them [1].")
     assert rita.post(change(h), reply_data(manual, answer=sneaky)).status_code == 302
     h.refresh_from_db()
-    for html in (status(h)["reply"]["answer_html"], rita.get(change(h)).content.decode()):
+    page = rita.get(change(h)).content.decode()
+    shown = page.split('class="bookchat-answer bookchat-reply">')[1].split("</div>")[0]
+    assert "javascript:alert(3)" in page.split("</textarea>")[0], "the form holds the Markdown as written, as text"
+    for html in (status(h)["reply"]["answer_html"], shown):
         assert "<strong>Export</strong>" in html
         assert "<script>alert" not in html and "<img" not in html and "javascript:alert(3)" not in html
         assert "&lt;script&gt;" in html
