@@ -469,3 +469,32 @@ def test_the_dashboard_shows_each_books_open_hand_offs_and_the_oldest_ones_wait(
     assert [(r["book"], r["open"]) for r in rows] == [(BOOK, 2)]
     assert timedelta(hours=5) <= rows[0]["waited"] < timedelta(hours=6)
     assert 'id="dashboard-handoffs"' in page.content.decode() and b"beta" not in page.content
+
+
+def test_every_form_of_the_course_staff_refuses_a_post_without_its_csrf_token(manual):
+    from django.test import Client
+
+    reviewer = staff("cora", books=[manual])
+    h, found = handoff(), kept_answer(manual)
+    posts = [(change(h), {"_action": "coverage"}), (change(h), {"_action": "decline", "reason": "no"}),
+             (change(h), reply_data(manual)), (staff_change(found), {"_action": "retire"}),
+             (reverse("admin:audit_answer_preview", args=[BOOK]), {"answer": "x"})]
+    strict = Client(enforce_csrf_checks=True)
+    strict.force_login(reviewer)
+    for path, fields in posts:
+        response = strict.post(path, fields)
+        assert response.status_code == 403 and b"CSRF" in response.content, path
+    assert Handoff.objects.get(pk=h.pk).status == H.OPEN
+    assert StaffAnswer.objects.get(pk=found.pk).status == StaffAnswer.Status.ACTIVE
+
+
+def test_the_staff_pages_script_inserts_only_the_servers_sanitised_preview():
+    """Book text and search results go on the page as text; the one HTML it inserts is the preview the server
+    rendered through the answers' sanitiser (``preview``'s ``html``)."""
+    import re
+    from pathlib import Path
+
+    source = (Path(__file__).resolve().parent.parent / "static" / "bookchat" / "staff-reply.js").read_text()
+    assert re.findall(r"innerHTML\s*=\s*([\w.]+)", source) == ["data.html"]
+    for other in ("outerHTML", "insertAdjacentHTML", "document.write", "createContextualFragment", "eval("):
+        assert other not in source, other
