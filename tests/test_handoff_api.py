@@ -182,7 +182,7 @@ def test_a_declined_hand_off_reads_the_staffs_reason(client):
 @pytest.mark.parametrize("accept", ["application/json", "text/html"])
 def test_a_wrong_token_is_404_as_json_and_as_a_page(client, accept):
     handoffs.hand_off(uuid.UUID(recorded_answer()), channel="page")
-    for token in ("not-a-token", "x" * 43, "%00", "a" * 300):
+    for token in ("not-a-token", "x" * 43, "%00", "a" * 300, "x?format=xml", "x?format=html"):
         response = status_of(client, f"/api/v1/handoffs/{token}", Accept=accept)
         assert response.status_code == 404, token
         if accept == "application/json":
@@ -396,6 +396,7 @@ def test_the_schema_states_both_operations_and_the_strict_body(client, settings)
     assert request["properties"]["note"]["maxLength"] == 2000 and "contact_email" not in request["properties"]
     status = schema["paths"]["/api/v1/handoffs/{token}"]["get"]
     assert set(status["responses"]["200"]["content"]) == {"application/json", "text/html"}
+    assert [p["name"] for p in status["parameters"]] == ["token"], "the Accept header chooses, not ?format="
     assert status["responses"]["404"]["content"]["application/json"]["schema"]["$ref"].endswith("/Error")
     assert schema["paths"]["/api/v1/handoff-form"]["get"]["operationId"] == "handoff_form"
     settings.BOOKCHAT = {**settings.BOOKCHAT, "HANDOFF_CONTACT_EMAIL": True}

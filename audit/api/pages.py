@@ -21,7 +21,6 @@ from django.urls import reverse
 from django.utils.dateparse import parse_datetime
 from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
-from rest_framework.renderers import BaseRenderer
 
 from audit.api.contract import HandoffRequestSerializer, form_facts
 from audit.api.limits import hand_off_within_limit
@@ -67,11 +66,14 @@ def status_page_html(request, data: dict, *, status: int = 200) -> str:
     return render_to_string("bookchat/handoff.html", context, request=request)
 
 
-class StatusPageRenderer(BaseRenderer):
-    """DRF's renderer of the status URL for a browser (``Accept: text/html``): the page, or the error page."""
+class StatusPageRenderer:
+    """DRF's renderer of the status URL for a browser (``Accept: text/html``): the page, or the error page.
+
+    It has no ``format``: the representation is chosen by the Accept header alone (``views.ByAcceptHeader``), so
+    ``?format=`` is no parameter of the URL, and the schema (drf-spectacular adds the parameter for renderers with
+    a format) states none."""
 
     media_type = "text/html"
-    format = "html"
     charset = "utf-8"
 
     def render(self, data, accepted_media_type=None, renderer_context=None) -> str:

@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import re
 import uuid
+from types import SimpleNamespace
 
 from django.urls import reverse
 from django.utils.cache import patch_vary_headers
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
@@ -111,9 +113,17 @@ class HoldsTheToken(HasClient):
         return True
 
 
+class ByAcceptHeader(DefaultContentNegotiation):
+    """The status URL's representation by the Accept header alone: DRF's ``?format=`` override is off (it would
+    answer an unknown format with a bare ``Http404``, which the project's exception handler reads as a bug)."""
+
+    settings = SimpleNamespace(URL_FORMAT_OVERRIDE=None)
+
+
 class HandoffStatusView(ClientView):
     permission_classes = [HoldsTheToken]
     renderer_classes = [JSONRenderer, StatusPageRenderer]
+    content_negotiation_class = ByAcceptHeader
 
     @extend_schema(
         operation_id="handoff_status", parameters=[TOKEN],

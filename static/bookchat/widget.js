@@ -611,7 +611,7 @@
     'border-left:3px solid var(--bc-high);border-radius:8px;overflow-wrap:anywhere;}',
     '.bc-handoff-status[data-status="open"]{border-left-color:var(--bc-accent);}',
     '.bc-handoff-status[data-status="declined"]{border-left-color:var(--bc-muted);}',
-    '.bc-handoff-status p{margin:0;}',
+    '.bc-handoff-status>p{margin:0;}',
     '.bc-handoff-title{font-weight:650;font-size:13.5px;}',
     '.bc-handoff-label{display:block;font-size:11.5px;font-weight:600;color:var(--bc-muted);text-transform:uppercase;',
     'letter-spacing:.04em;}',
