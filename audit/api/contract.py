@@ -107,7 +107,7 @@ class StaffReplySerializer(serializers.Serializer):
 
 
 class HandoffStatusSerializer(serializers.Serializer):
-    """What a hand-off's status URL reads (``audit.handoffs.status``)."""
+    """What a hand-off's status URL reads: where it stands, and the course staff's reply or reason."""
 
     handoff = serializers.IntegerField()
     book = serializers.CharField(help_text="The book's slug.")
