@@ -97,6 +97,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "audit.api.pages.handoff_form_context",  # the chat page's "Ask the course staff" form (audit's)
             ],
         },
     },
@@ -158,7 +159,8 @@ SPECTACULAR_SETTINGS = {
     "OAS_VERSION": "3.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_AUTHENTICATION": [],  # the schema and docs are public: a key sent along is not even looked at
-    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "chat.channels.openapi.finish_schema"],
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "chat.channels.openapi.finish_schema",
+                             "audit.api.contract.finish_schema"],
     "SWAGGER_UI_DIST": "SIDECAR",  # bundled: no CDN
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",

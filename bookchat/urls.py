@@ -8,6 +8,8 @@ from django.urls import include, path, re_path, reverse_lazy
 from django.views.decorators.csrf import csrf_exempt
 from django.views.generic import RedirectView
 
+from audit.api.urls import api_routes as handoff_api_routes
+from audit.api.urls import page_routes as handoff_page_routes
 from bookchat.readiness import ReadyView
 from bookchat.scraping import metrics_view
 from bookchat.twofactor import setup_pages
@@ -31,8 +33,10 @@ urlpatterns = [
     path("new", page.new_conversation, name="chat-new"),
     path("answers/<uuid:answer_id>", page.answer_fragment, name="chat-answer"),
     path("answers/<uuid:answer_id>/feedback", page.feedback, name="chat-feedback"),
+    path("", include(handoff_page_routes)),  # "Ask the course staff" without JavaScript (audit's)
     path("api/v1/ready", ReadyView.as_view(), name="api-ready"),  # the deployment's, not an app's
     path("api/v1/", include("chat.urls")),
+    path("api/v1/", include(handoff_api_routes)),  # hand-offs to the course staff (audit's)
     # Publishing is ingestion's; its callers are chat's keys: a secret key in a header (nothing else), publishes
     # limited per key.
     path("api/v1/", include(publishing_routes(authentication=SecretKeyAuthentication, throttle=PublishThrottle))),

@@ -4,7 +4,9 @@
   with the rules tagged wcag2a, wcag2aa, wcag21a and wcag21aa against every state a reader or a reviewer meets:
   the chat page empty, answering, answered (a code block, a refusal, a low-confidence answer), light and dark; the
   widget closed, open, searching, with "Ask about this" on a selection, and answered, light and dark, on a page of
-  another origin (axe reads the widget's open shadow root; the host page is the site's, not ours); the admin
+  another origin (axe reads the widget's open shadow root; the host page is the site's, not ours); "Ask the course
+  staff" on the page and in the widget (the form, a hand-off sent, the staff's reply under its answer and in "Your
+  questions to the course staff") and the status page (a reply, and a wrong link), light and dark; the admin
   pages reviewers and staff use, the course staff's inbox, hand-offs and staff answers among them (the section
   search open, a preview, a refused reply), light and dark. Any violation fails the test with its rule, impact,
   element and summary; no rule is disabled.
@@ -40,6 +42,7 @@ from tests.test_browser import (  # noqa: F401 (the real-browser fixtures)
     servers,
     widget_key,
 )
+from tests.test_handoffs_browser import handoffs_removed, reply_to  # noqa: F401 (a fixture, and the staff's reply)
 
 pytestmark = [pytest.mark.slow, pytest.mark.needs("browser")]
 
@@ -155,6 +158,55 @@ def test_widget_meets_wcag_21_aa_closed_open_searching_selecting_and_answered(se
     page.locator(".bc-answer[data-state=done][data-refused=true]").wait_for()
     assert_accessible(page, f"the widget answered: code, a refusal ({theme})", WIDGET)
     assert errors == []
+
+
+# -- "Ask the course staff": the form, a hand-off sent, the reply; the status page ----------------------------------
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_ask_the_course_staff_meets_wcag_21_aa_on_the_page_the_status_page_and_the_widget(
+        servers, open_page, widget_key, handoffs_removed, theme):
+    bookchat, docs = servers
+    page, errors = open_page(f"{bookchat.url}/?book={BOOK}", color_scheme=theme)
+    ask_on_page(page, NOT_COVERED)
+    turn = page.locator("article.turn").last
+    answer_id = turn.get_attribute("data-answer-id")
+    turn.locator("details.handoff summary").click()
+    turn.locator("textarea[name=note]").fill("For week 3")
+    found = {"the page's hand-off form": wcag_violations(page)}
+    turn.locator(".handoff-form button[type=submit]").click()
+    turn.locator(".handoff-status[data-status=open]").wait_for()
+    found["a hand-off sent, on the page"] = wcag_violations(page)
+    reply_to(answer_id)
+    page.reload()
+    page.locator(".handoff-status[data-status=answered]").wait_for()
+    found["the staff's reply under its answer"] = wcag_violations(page)
+    status_url = page.locator(".handoff-status .handoff-link a").get_attribute("href")
+    page.click(".new-conversation button")
+    page.locator("#staff-questions .handoff-status").wait_for()
+    found["your questions to the course staff"] = wcag_violations(page)
+    page.goto(f"{bookchat.url}{status_url}")
+    found["the status page"] = wcag_violations(page)
+    page.goto(f"{bookchat.url}/api/v1/handoffs/not-a-token")
+    found["the status page of a wrong link"] = wcag_violations(page)
+
+    widget, more_errors = open_docs(open_page, docs, widget_key(docs.origin), color_scheme=theme)
+    widget.evaluate("(theme) => document.documentElement.setAttribute('data-theme', theme)", theme)
+    widget.locator(".bc-launcher").click()
+    ask_widget(widget, NOT_COVERED)
+    answer = widget.locator(".bc-answer[data-state=done][data-refused=true]").last
+    answer.wait_for()
+    answer.locator(".bc-handoff-open").click()
+    answer.locator(".bc-handoff-note").fill("For week 3")
+    found["the widget's hand-off form"] = wcag_violations(widget, WIDGET)
+    answer.locator(".bc-handoff-send").click()
+    answer.locator(".bc-handoff-status[data-status=open]").wait_for()
+    found["a hand-off sent, in the widget"] = wcag_violations(widget, WIDGET)
+    reply_to(answer.get_attribute("data-answer-id"))
+    widget.reload()
+    widget.locator(".bc-launcher").click()
+    widget.locator(".bc-staff .bc-handoff-status[data-status=answered]").wait_for()
+    found["the staff's replies in the widget"] = wcag_violations(widget, WIDGET)
+    assert_none_found({f"{state} ({theme})": lines for state, lines in found.items()})
+    assert all("404" in error for error in errors) and more_errors == [], (errors, more_errors)
 
 
 # -- the admin: what reviewers and staff use -----------------------------------------------------------------

@@ -32,7 +32,7 @@ from django.core.management.base import SystemCheckError
 from django.test import Client, override_settings
 from django.urls import reverse
 
-from audit.models import AuditLog
+from audit.models import AuditLog, Handoff
 from audit.recording import hash_ip, write
 from bookchat.base.conf import SETTINGS
 from bookchat.base.security import CONTENT_SECURITY_POLICY, INLINE_STYLES_POLICY, https_settings
@@ -222,11 +222,13 @@ def test_strict_grounding_withholds_partial_obedience_too(attack, llm, settings)
 
 def test_the_page_and_widget_insert_only_the_servers_sanitised_html():
     # Streamed tokens may hold anything the model wrote: the scripts show them as text and replace them with
-    # the final event's answer_html (sanitised by the server), the only HTML they insert besides their own icons.
+    # the final event's answer_html (sanitised by the server), the only HTML they insert besides their own icons
+    # and, in the widget, a course staff's reply's answer_html (sanitised by the same renderer).
     for script in ("chat.js", "widget.js"):
         source = (REPO / "static" / "bookchat" / script).read_text()
         inserted = re.findall(r"innerHTML\s*=\s*(?![\w.]*innerHTML)([\w.]+)", source)  # a = b.innerHTML = X: X
-        assert inserted and set(inserted) <= {"final.answer_html", "CHAT_ICON", "THUMB_ICON"}, (script, inserted)
+        assert inserted and set(inserted) <= {"final.answer_html", "reply.answer_html", "CHAT_ICON", "THUMB_ICON"}, \
+            (script, inserted)
         for other in ("outerHTML", "insertAdjacentHTML", "document.write", "createContextualFragment"):
             assert other not in source, (script, other)
 
@@ -283,7 +285,8 @@ def test_every_refused_widget_request_gets_its_4xx_and_no_cors_on_every_endpoint
         ("no key", {"origin": SITE}, 401, "key_required"),
     ]
     endpoints = [("POST", "/api/v1/ask"), ("POST", "/api/v1/ask/stream"), ("GET", "/api/v1/books"),
-                 ("POST", f"/api/v1/answers/{uuid.uuid4()}/feedback")]
+                 ("POST", f"/api/v1/answers/{uuid.uuid4()}/feedback"),
+                 ("POST", f"/api/v1/answers/{uuid.uuid4()}/handoff"), ("GET", "/api/v1/handoff-form")]
     for what, options, status, error in refusals:
         for method, path in endpoints:
             for preflight in (False, True):
@@ -412,6 +415,7 @@ def test_every_form_refuses_a_post_without_its_csrf_token(reviewer, settings, ma
         (None, reverse("chat"), {"question": "How do I ingest a folder?", "book": BOOK}),
         (None, reverse("chat-new"), {"book": BOOK}),
         (None, reverse("chat-feedback", args=[voted]), {"rating": "down"}),
+        (None, reverse("chat-handoff", args=[voted]), {"note": "please"}),
         (superuser, reverse("admin:ingestion_ingestionjob_add"), {"new_book_slug": "drill", "folder": ""}),
         (reviewer, reverse("admin:audit_auditlog_change", args=[row.pk]), {"review_status": "wrong"}),
         (reviewer, reverse("admin:audit_auditlog_changelist"), {"action": "mark_wrong", "_selected_action": [row.pk]}),
@@ -431,6 +435,7 @@ def test_every_form_refuses_a_post_without_its_csrf_token(reviewer, settings, ma
     # Only this test's rows: other tests' jobs and votes may be stored already.
     assert not IngestionJob.objects.filter(book_slug="drill").exists()
     assert not ApiKey.objects.filter(name="csrf").exists() and not Feedback.objects.filter(answer_id=voted).exists()
+    assert not Handoff.objects.filter(answer_id=voted).exists()
 
     strict = Client(enforce_csrf_checks=True)
     strict.get(reverse("admin:login"))

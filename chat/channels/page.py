@@ -8,6 +8,11 @@ it, ``static/bookchat/chat.js`` streams the answer from ``/api/v1/ask/stream`` (
 page's own session and CSRF token, no key) and then swaps in the answer's server-rendered
 HTML from ``answers/<id>``, so both paths show the same markup. The conversation of each
 book lives in the Django session; "New conversation" forgets it.
+
+Under every answer, "Ask the course staff" (standing out under a refused, withheld, unsure or voted-down answer)
+posts to audit's hand-off form (``chat-handoff``), which the page reaches by its URL name only: chat imports nothing
+of audit, and the form's facts come from audit's context processor. An answer of the course staff (level
+``staff``) is labelled "Answered by the course staff" with its date, and shows no confidence note.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 from django.http import Http404, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.dateparse import parse_datetime
 from django.utils.http import url_has_allowed_host_and_scheme, urlencode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -35,7 +41,8 @@ from chat.pipeline.source_cards import Source
 from ingestion.models import Book, DefaultBook, IngestionJob
 from ingestion.reading.outline import book_outline
 
-LEVEL_LABELS = {"high": "High confidence", "medium": "Medium confidence", "unsure": "Not sure", "low": "Low confidence"}
+LEVEL_LABELS = {"high": "High confidence", "medium": "Medium confidence", "unsure": "Not sure", "low": "Low confidence",
+                "staff": "Answered by the course staff"}
 REFUSAL_LABELS = {"unsure": "Not answered directly"}  # any other refusal: "Not covered"
 
 
@@ -56,24 +63,31 @@ def turn_context(turn: Turn, feedback: str | None) -> dict:
     answer's JSON that the turn kept, as the contract shows it."""
     response = answer_data(turn.response) if turn.response else {}
     sources = [Source(**source) for source in response.get("sources", [])]
+    refused, flagged, level = response.get("refused", turn.refused), response.get("flagged_for_review", False), \
+        response.get("confidence_level")
+    staff = response.get("staff_answer")  # the course staff's answer, served again: labelled with its date
     return {
         "answer_id": str(turn.answer_id),
         "question": turn.question,
         # On the page a citation marker jumps to its source card, which opens the book.
         "answer_html": render_answer(turn.answer, sources, href=lambda s: f"#answer-{turn.answer_id}-source-{s.n}"),
         "sources": sources,
-        "refused": response.get("refused", turn.refused),
+        "refused": refused,
         "suggestions": response.get("suggestions", []),
-        "level": response.get("confidence_level"),
-        "level_label": LEVEL_LABELS.get(response.get("confidence_level"), ""),
+        "level": level,
+        "level_label": LEVEL_LABELS.get(level, ""),
         "level_note": response.get("confidence_note"),
         "refusal_label": REFUSAL_LABELS.get(response.get("refusal_reason"), "Not covered"),
         "confidence": response.get("confidence"),
         "disclaimer": response.get("disclaimer"),
         "notice": response.get("notice"),
-        "flagged": response.get("flagged_for_review", False),
+        "flagged": flagged,
         "generator": response.get("generator"),
         "feedback": feedback,
+        "staff": level == "staff" or staff is not None,
+        "staff_answered_at": parse_datetime(staff["answered_at"]) if staff and staff.get("answered_at") else None,
+        # "Ask the course staff" stands out where the book fell short: refused, withheld, unsure, or voted down.
+        "handoff_prominent": bool(refused or flagged or level in ("unsure", "low") or feedback == "down"),
     }
 
 

@@ -10,6 +10,11 @@
  * result tells /api/v1/search/<id>/opened which one (the coverage gaps count searches nothing was opened from).
  * Those paths are relative to the page's root, which the page names (<body data-root>: "/", or "/chat/" when
  * bookchat is served under a sub-path).
+ * "Ask the course staff" under an answer posts to /api/v1/answers/<id>/handoff instead of its form's page route;
+ * the hand-off's token is kept in localStorage (per book, beyond the conversation and the session), and each kept
+ * hand-off's status (the status URL's own page block, /api/v1/handoffs/<token> as HTML, so it looks as without
+ * this file) is shown under its answer when the answer is on the page, else in "Your questions to the course
+ * staff": on load, when the reader comes back to the tab, and every few minutes while one waits.
  */
 (function () {
   "use strict";
@@ -101,9 +106,10 @@
     return turn;
   }
 
-  async function errorMessage(response) {
+  async function errorMessage(response, what) {
     var retry = response.headers.get("Retry-After");
-    if (response.status === 429 && retry) return "Too many questions; try again in " + retry + " seconds.";
+    if (response.status === 429 && retry) return "Too many " + (what || "questions") + "; try again in " + retry +
+      " seconds.";
     try {
       var data = await response.json();
       if (data && data.message) return data.message.charAt(0).toUpperCase() + data.message.slice(1) + ".";
@@ -255,10 +261,174 @@
         thumb.setAttribute("aria-pressed", String(thumb.value === rating));
       });
       status.textContent = "Thanks for your feedback.";
+      if (rating === "down") offerHandoff(feedback.closest("article.turn"));
     } catch (error) {
       status.textContent = error instanceof AskError ? error.message : "Couldn't send your feedback; try again.";
     }
   });
+
+  // ---- "Ask the course staff": hand-offs, and the staff's replies
+
+  var HANDOFFS = "bookchat:handoffs:" + book;
+  var HANDOFFS_KEPT = 20;  // the newest; each is one status request per visit
+  var RECHECK_MS = 120000;  // while a hand-off waits and the page is open
+  var TOKEN = /^[A-Za-z0-9_-]{16,64}$/;
+  var recheck = null;
+  var lastStatus = {};
+
+  function storedHandoffs() {
+    try {
+      var list = JSON.parse(window.localStorage.getItem(HANDOFFS) || "[]");
+      return Array.isArray(list) ? list.filter(function (entry) {
+        return entry && TOKEN.test(entry.token) && typeof entry.answer_id === "string";
+      }) : [];
+    } catch (ignored) {
+      return [];  // storage off or unreadable: nothing kept, the status links still work
+    }
+  }
+
+  function storeHandoffs(list) {
+    try { window.localStorage.setItem(HANDOFFS, JSON.stringify(list.slice(-HANDOFFS_KEPT))); } catch (ignored) { /* off */ }
+  }
+
+  function keepHandoff(token, answerId) {
+    var list = storedHandoffs().filter(function (entry) { return entry.token !== token; });
+    list.push({ token: token, answer_id: answerId, at: new Date().toISOString() });
+    storeHandoffs(list);
+  }
+
+  function forgetHandoff(token) {
+    storeHandoffs(storedHandoffs().filter(function (entry) { return entry.token !== token; }));
+  }
+
+  /* The status URL's page block for `token`, "gone" when there is no such hand-off (any more), null on failure. */
+  async function handoffStatus(token) {
+    var response = await fetch(root + "api/v1/handoffs/" + encodeURIComponent(token),
+                               { credentials: "same-origin", headers: { Accept: "text/html" } });
+    if (response.status === 404) return "gone";
+    if (!response.ok) return null;
+    var doc = new DOMParser().parseFromString(await response.text(), "text/html");
+    var block = doc.querySelector("section.handoff-status");
+    return block ? document.importNode(block, true) : null;
+  }
+
+  function staffList() {
+    var section = document.getElementById("staff-questions");
+    if (!section) {
+      section = element("section", "staff-questions");
+      section.id = "staff-questions";
+      section.setAttribute("aria-labelledby", "staff-questions-title");
+      var title = element("h2", "", "Your questions to the course staff");
+      title.id = "staff-questions-title";
+      section.appendChild(title);
+      section.appendChild(element("ol"));
+      conversation.parentNode.insertBefore(section, conversation);
+    }
+    return section.querySelector("ol");
+  }
+
+  /* Show a hand-off's status block: in place of an earlier one, else under its answer (in place of the form),
+   * else in the list of the reader's questions to the staff. */
+  function showStatus(entry, block) {
+    block.dataset.token = entry.token;
+    var earlier = Array.prototype.find.call(document.querySelectorAll(".handoff-status"), function (node) {
+      return node.dataset.token === entry.token;
+    });
+    var turn = document.getElementById("answer-" + entry.answer_id);
+    if (earlier) {
+      earlier.replaceWith(block);
+    } else if (turn && conversation.contains(turn)) {
+      var form = turn.querySelector("details.handoff");
+      if (form) form.replaceWith(block);
+      else turn.querySelector(".answer").appendChild(block);
+    } else {
+      var item = element("li");
+      item.appendChild(block);
+      staffList().appendChild(item);
+    }
+    return block;
+  }
+
+  async function showHandoffs() {
+    var entries = storedHandoffs();
+    var blocks = await Promise.all(entries.map(function (entry) {
+      return handoffStatus(entry.token).catch(function () { return null; });
+    }));
+    var waiting = false;
+    entries.forEach(function (entry, i) {
+      var block = blocks[i];
+      if (block === "gone") return forgetHandoff(entry.token);  // removed with the audit trail's old records
+      if (!block) return;
+      showStatus(entry, block);
+      var now = block.dataset.status;
+      if (lastStatus[entry.token] === "open" && now !== "open") {
+        announce("The course staff replied to your question: " + block.querySelector(".handoff-title").textContent
+          .replace(/\s+/g, " ").trim() + ".");
+      }
+      lastStatus[entry.token] = now;
+      if (now === "open") waiting = true;
+    });
+    window.clearTimeout(recheck);
+    if (waiting) recheck = window.setTimeout(showHandoffs, RECHECK_MS);
+  }
+
+  /* A voted-down answer: "Ask the course staff" stands out, as under a refusal. */
+  function offerHandoff(turn) {
+    var details = turn && turn.querySelector("details.handoff");
+    if (!details || details.classList.contains("prominent")) return;
+    details.classList.add("prominent");
+    details.querySelector("summary").textContent = "Not what you needed? Ask the course staff";
+  }
+
+  conversation.addEventListener("input", function (event) {
+    var note = event.target;
+    if (!note.matches || !note.matches(".handoff-form textarea[name=note]")) return;
+    note.form.querySelector(".handoff-count").textContent =
+      note.value.length + " of " + note.dataset.max + " characters";
+  });
+
+  conversation.addEventListener("submit", async function (event) {
+    var form = event.target.closest("form.handoff-form");
+    if (!form) return;
+    event.preventDefault();
+    var answerId = form.closest("article.turn").dataset.answerId;
+    var status = form.querySelector(".handoff-form-status");
+    var send = form.querySelector("button[type=submit]");
+    var payload = { note: form.elements.note.value.trim() };
+    var email = form.elements.contact_email;
+    if (email && email.value.trim()) payload.contact_email = email.value.trim();
+    send.disabled = true;
+    status.textContent = "Sending…";
+    try {
+      var response = await fetch(root + "api/v1/answers/" + encodeURIComponent(answerId) + "/handoff", {
+        method: "POST", credentials: "same-origin", body: JSON.stringify(payload),
+        headers: { "Content-Type": "application/json", "X-CSRFToken": csrf },
+      });
+      if (!response.ok) throw new AskError(await errorMessage(response, "hand-offs"));
+      var token = String((await response.json()).status_url || "").split("?")[0].split("/").pop();
+      if (!TOKEN.test(token)) throw new AskError("The server's answer couldn't be read; please try again.");
+      keepHandoff(token, answerId);
+      lastStatus[token] = "open";
+      var block = await handoffStatus(token).catch(function () { return null; });
+      if (block && block !== "gone") {
+        var title = showStatus({ token: token, answer_id: answerId }, block).querySelector(".handoff-title");
+        title.tabIndex = -1;  // focus follows the form, which is gone
+        title.focus();
+      } else {
+        status.textContent = "Sent to the course staff. Their reply will show here.";
+      }
+      announce("Sent to the course staff. Their reply will show under this answer.");
+    } catch (error) {
+      status.textContent = error instanceof AskError ? error.message : "Couldn't send it; please try again.";
+    } finally {
+      send.disabled = false;
+    }
+  });
+
+  document.addEventListener("visibilitychange", function () {
+    if (document.visibilityState === "visible") showHandoffs();
+  });
+  if (storedHandoffs().length) showHandoffs();
 
   // "/" jumps to the search box, as on most documentation sites (not while typing in a field).
   var searchBox = document.getElementById("search-box");

@@ -25,6 +25,15 @@
  *   POST /api/v1/ask/stream                 Server-Sent Events: token…, then final (or error)
  *   POST /api/v1/ask                        the same answer as one JSON object (fallback without streams)
  *   POST /api/v1/answers/<id>/feedback      thumbs up/down and an optional comment
+ *   GET  /api/v1/handoff-form               what "Ask the course staff" asks for (the note's limit, an e-mail?)
+ *   POST /api/v1/answers/<id>/handoff       "Ask the course staff": the answer handed off, with a note
+ *   GET  /api/v1/handoffs/<token>           what the staff did with it: the reply and its citations, or why not
+ *
+ * The conversation lives in sessionStorage (it ends with the tab); the tokens of the reader's hand-offs live in
+ * localStorage, per book ("bookchat:handoffs:<book>"), so the staff's replies show after a reload and on the next
+ * visit: under the answer when it is in the panel, else in "Your questions to the course staff". They are read
+ * when the panel opens, when the reader comes back to the tab with it open, and every few minutes while one waits.
+ * An answer of the course staff (level "staff") is labelled "Answered by the course staff on DATE".
  *
  * Everything is rendered in a Shadow DOM on <div id="bookchat-widget">, so the host page's
  * CSS can't restyle or hide the widget and the widget's CSS can't leak into the page. The
@@ -51,6 +60,11 @@
   var REFUSALS = { not_covered: 'Not covered', unanswerable: 'Not covered', unsure: 'Not answered directly' };
   var SEARCH_HINT = 'Type a few words: the sections that use them appear as you type.';
   var SEARCH_DELAY = 150;  // ms after the last keystroke
+  var HANDOFFS_KEPT = 20;  // the newest hand-offs kept per book; each is one status request when the panel opens
+  var HANDOFF_RECHECK = 120000;  // ms between looks while a hand-off waits and the panel is open
+  var TOKEN = /^[A-Za-z0-9_-]{16,64}$/;
+  var HANDOFF_TITLES = { open: 'Sent to the course staff', answered: 'Answered by the course staff',
+    declined: 'Declined by the course staff', coverage: 'Noted by the course staff' };
 
   // ---------------------------------------------------------------- options
 
@@ -183,6 +197,27 @@
     return null;
   }
 
+  /** localStorage, for what outlives the conversation (the hand-offs' tokens). */
+  function lasting(action, key, value) {
+    try {
+      if (action === 'get') return window.localStorage.getItem(key);
+      if (action === 'set') window.localStorage.setItem(key, value);
+    } catch (e) { /* storage disabled or full: a hand-off's status link, shown once sent, still leads back */ }
+    return null;
+  }
+
+  /** A date (ISO 8601) as the reader's language writes it ("" when it isn't one). */
+  function formatDate(iso) {
+    var date = new Date(iso);
+    if (typeof iso !== 'string' || isNaN(date.getTime())) return '';
+    var style = { year: 'numeric', month: 'long', day: 'numeric' };
+    try {
+      return date.toLocaleDateString(pageLanguage() || undefined, style);
+    } catch (e) {
+      return date.toLocaleDateString(undefined, style);
+    }
+  }
+
   // ---------------------------------------------------------------- API client
 
   function createApi(options) {
@@ -279,7 +314,49 @@
       return response.json();
     }
 
-    return { ask: ask, feedback: feedback, books: books, search: search, opened: opened };
+    async function get(path) {
+      try {
+        return await fetch(endpoint(path), { mode: 'cors', credentials: 'omit' });
+      } catch (error) {
+        throw userError(MESSAGES.unreachable);
+      }
+    }
+
+    async function json(response) {
+      try { return await response.json(); } catch (e) { throw userError(MESSAGES.unreadable); }
+    }
+
+    /** Hand an answer to the course staff: resolves with {handoff, status_url}. */
+    async function handoff(answerId, body) {
+      var response = await post('/api/v1/answers/' + encodeURIComponent(answerId) + '/handoff', body);
+      if (!response.ok) throw await failure(response, 'hand-offs');
+      return json(response);
+    }
+
+    /** A hand-off's status; null when there is none with this token (any more: removed with old records). */
+    async function handoffStatus(token) {
+      var response = await get('/api/v1/handoffs/' + encodeURIComponent(token));
+      if (response.status === 404) return null;
+      if (!response.ok) throw await failure(response);
+      return json(response);
+    }
+
+    /** What the hand-off form asks for, once per page ({} when it can't be read: the server checks anyway). */
+    var formFacts = null;
+    function handoffForm() {
+      if (!formFacts) {
+        formFacts = get('/api/v1/handoff-form').then(function (response) {
+          return response.ok ? json(response) : {};
+        }).catch(function () {
+          formFacts = null;  // asked again next time
+          return {};
+        });
+      }
+      return formFacts;
+    }
+
+    return { ask: ask, feedback: feedback, books: books, search: search, opened: opened, handoff: handoff,
+      handoffStatus: handoffStatus, handoffForm: handoffForm };
   }
 
   // ---------------------------------------------------------------- the page's version and language
@@ -512,6 +589,38 @@
     '.bc-comment textarea{flex:1;min-height:36px;resize:vertical;}',
     '.bc-comment-send{padding:6px 10px;border-radius:8px;border:1px solid var(--bc-border);color:var(--bc-fg);',
     'font-size:12.5px;white-space:nowrap;}',
+    // "Ask the course staff" under an answer, and what the staff did with it
+    '.bc-badge[data-level="staff"]{color:var(--bc-high);background:var(--bc-high-bg);}',
+    '.bc-handoff{font-size:12.5px;}',
+    '.bc-handoff-prominent{padding:8px 10px;border:1px solid var(--bc-border);border-left:3px solid var(--bc-accent);',
+    'border-radius:8px;background:var(--bc-surface);}',
+    '.bc-handoff-open{color:var(--bc-link);text-decoration:underline;text-underline-offset:2px;text-align:left;}',
+    '.bc-handoff-prominent .bc-handoff-open{font-weight:600;font-size:13px;}',
+    '.bc-handoff-form{display:flex;flex-direction:column;gap:6px;margin-top:8px;}',
+    '.bc-handoff-form label{font-weight:600;}',
+    '.bc-handoff-about,.bc-handoff-count{margin:0;font-size:12px;color:var(--bc-muted);}',
+    '.bc-handoff-note{min-height:64px;resize:vertical;}',
+    '.bc-handoff-email{display:block;width:100%;border:1px solid var(--bc-border);border-radius:10px;padding:7px 11px;',
+    'background:var(--bc-bg);color:var(--bc-fg);font:inherit;}',
+    '.bc-handoff-email:focus-visible{outline:2px solid var(--bc-focus);outline-offset:0;border-color:transparent;}',
+    '.bc-handoff-send{align-self:flex-start;padding:6px 12px;border-radius:8px;background:var(--bc-accent);',
+    'color:var(--bc-on-accent);font-weight:600;}',
+    '.bc-handoff-send:disabled{opacity:.55;cursor:default;}',
+    '.bc-handoff-form-status{margin:0;}.bc-handoff-form-status:empty{display:none;}',
+    '.bc-handoff-status{display:flex;flex-direction:column;gap:8px;padding:10px 12px;border:1px solid var(--bc-border);',
+    'border-left:3px solid var(--bc-high);border-radius:8px;overflow-wrap:anywhere;}',
+    '.bc-handoff-status[data-status="open"]{border-left-color:var(--bc-accent);}',
+    '.bc-handoff-status[data-status="declined"]{border-left-color:var(--bc-muted);}',
+    '.bc-handoff-status>p{margin:0;}',
+    '.bc-handoff-title{font-weight:650;font-size:13.5px;}',
+    '.bc-handoff-label{display:block;font-size:11.5px;font-weight:600;color:var(--bc-muted);text-transform:uppercase;',
+    'letter-spacing:.04em;}',
+    '.bc-handoff-text{white-space:pre-wrap;}',
+    '.bc-answer .bc-handoff-question{display:none;}',
+    '.bc-handoff-link{font-size:12.5px;}',
+    '.bc-staff{display:flex;flex-direction:column;gap:8px;}',
+    '.bc-staff-title{margin:0;font-size:13px;font-weight:650;}',
+    '.bc-staff-list{list-style:none;margin:0;padding:0;display:flex;flex-direction:column;gap:8px;}',
     '.bc-error{margin:0;padding:10px 12px;border-radius:8px;color:var(--bc-low);background:var(--bc-low-bg);',
     'border:1px solid currentColor;font-size:13px;}',
     // form
@@ -577,6 +686,8 @@
     var api = createApi(options);
     var sessionKey = 'bookchat:session:' + options.book;
     var state = { sessionId: storage('get', sessionKey), selection: null, offered: null, accepted: null, request: null };
+    var handoffKey = 'bookchat:handoffs:' + options.book;
+    var handoffs = { last: {}, timer: null, busy: false };  // each hand-off's status as last seen
     var pageVersion = null;  // a promise of the version to ask (or ''), found once per page
 
     function versionToAsk() {
@@ -667,6 +778,7 @@
       root.classList.add('bc-open');
       launcher.setAttribute('aria-expanded', 'true');
       input.focus();
+      refreshHandoffs();
     }
 
     function close() {
@@ -715,6 +827,7 @@
       input.value = '';
       autoresize();
       input.focus();
+      refreshHandoffs();  // the answers are gone from the panel: their hand-offs are listed instead
     }
 
     // ---- asking
@@ -814,14 +927,19 @@
       addCopyButtons(view.text);
       var meta = el('div', 'bc-meta');
       var level = LEVELS[final.confidence_level] ? final.confidence_level : 'low';
+      // An answer of the course staff, served again: labelled with its date, and no confidence to speak of.
+      var staff = !final.refused && (final.confidence_level === 'staff' || Boolean(final.staff_answer));
+      var answeredOn = staff && final.staff_answer ? formatDate(final.staff_answer.answered_at) : '';
       var badge = final.refused
         ? el('span', 'bc-badge', REFUSALS[final.refusal_reason] || REFUSALS.not_covered, { 'data-level': 'none' })
+        : staff ? el('span', 'bc-badge', HANDOFF_TITLES.answered + (answeredOn ? ' on ' + answeredOn : ''),
+          { 'data-level': 'staff' })
         : el('span', 'bc-badge', LEVELS[level], { 'data-level': level });
-      if (typeof final.confidence === 'number' && !final.refused) {
+      if (typeof final.confidence === 'number' && !final.refused && !staff) {
         badge.title = 'Confidence ' + Math.round(final.confidence * 100) + '%';
       }
       meta.append(badge);
-      if (final.confidence_note && !final.refused) meta.append(el('span', 'bc-level-note', final.confidence_note));
+      if (final.confidence_note && !final.refused && !staff) meta.append(el('span', 'bc-level-note', final.confidence_note));
       node.append(meta);
       if (final.disclaimer) node.append(el('p', 'bc-disclaimer', final.disclaimer));
       if (final.notice) node.append(el('p', 'bc-notice', final.notice));
@@ -829,6 +947,9 @@
       if (final.refused && suggestions.length) node.append(renderSuggestions(suggestions));
       if (final.sources && final.sources.length) node.append(renderSources(final.sources));
       if (final.answer_id) node.append(renderFeedback(String(final.answer_id), final.session_id));
+      // "Ask the course staff" stands out where the book fell short: refused, withheld or unsure.
+      var fellShort = final.refused || final.flagged_for_review || level === 'unsure' || level === 'low';
+      if (final.answer_id) node.append(renderHandoff(String(final.answer_id), fellShort && !staff));
       scrollToAnswer(node);
       say(spoken);
     }
@@ -965,6 +1086,8 @@
         rating = value;
         up.setAttribute('aria-pressed', String(value === 'up'));
         down.setAttribute('aria-pressed', String(value === 'down'));
+        var handoff = value === 'down' && box.parentNode && box.parentNode.querySelector('.bc-handoff');
+        if (handoff) setProminent(handoff, true);  // voted down: "Ask the course staff" stands out
         if (comment.hidden) {
           comment.hidden = false;
           scrollToEnd(false);
@@ -980,6 +1103,236 @@
           'Thanks, your comment was sent.')) comment.hidden = true;
       });
       return box;
+    }
+
+    // ---- "Ask the course staff": hand-offs, and what the staff did with them
+
+    function storedHandoffs() {
+      try {
+        var list = JSON.parse(lasting('get', handoffKey) || '[]');
+        return Array.isArray(list) ? list.filter(function (entry) {
+          return entry && TOKEN.test(entry.token) && typeof entry.answer_id === 'string';
+        }) : [];
+      } catch (e) {
+        return [];
+      }
+    }
+
+    function storeHandoffs(list) {
+      lasting('set', handoffKey, JSON.stringify(list.slice(-HANDOFFS_KEPT)));
+    }
+
+    function keepHandoff(token, answerId) {
+      var list = storedHandoffs().filter(function (entry) { return entry.token !== token; });
+      list.push({ token: token, answer_id: answerId, at: new Date().toISOString() });
+      storeHandoffs(list);
+    }
+
+    function forgetHandoff(token) {
+      storeHandoffs(storedHandoffs().filter(function (entry) { return entry.token !== token; }));
+    }
+
+    function renderHandoff(answerId, prominent) {
+      var box = el('div', 'bc-handoff');
+      var ask = button('bc-handoff-open', null, null, { 'aria-expanded': 'false' });
+      box.append(ask);
+      setProminent(box, prominent);
+      ask.addEventListener('click', function () { toggleHandoffForm(box, ask, answerId); });
+      return box;
+    }
+
+    function setProminent(box, prominent) {
+      box.classList.toggle('bc-handoff-prominent', Boolean(prominent));
+      box.querySelector('.bc-handoff-open').textContent = prominent ? 'Not what you needed? Ask the course staff'
+        : 'Ask the course staff';
+    }
+
+    async function toggleHandoffForm(box, ask, answerId) {
+      var form = box.querySelector('.bc-handoff-form');
+      if (form) {
+        form.hidden = !form.hidden;
+      } else {
+        var facts = await api.handoffForm();
+        form = box.querySelector('.bc-handoff-form');  // a second click while the facts came
+        if (!form) {
+          form = renderHandoffForm(answerId, facts);
+          box.append(form);
+          ask.setAttribute('aria-controls', form.id);
+        }
+      }
+      ask.setAttribute('aria-expanded', String(!form.hidden));
+      if (!form.hidden) {
+        form.querySelector('textarea').focus();
+        scrollToEnd(false);
+      }
+    }
+
+    function renderHandoffForm(answerId, facts) {
+      var id = 'bc-handoff-' + answerId;
+      var max = Number(facts.note_max_chars) > 0 ? Number(facts.note_max_chars) : 0;
+      var form = el('form', 'bc-handoff-form', null, { id: id, novalidate: '' });
+      var note = el('textarea', 'bc-handoff-note', null,
+        { id: id + '-note', rows: '3', 'aria-describedby': id + '-about ' + id + '-count' });
+      if (max) note.maxLength = max;
+      var count = el('p', 'bc-handoff-count', max ? 'Up to ' + max + ' characters.' : '', { id: id + '-count' });
+      form.append(el('p', 'bc-handoff-about', 'The course staff get your question, this answer and the conversation ' +
+        'before it, and reply here.', { id: id + '-about' }),
+        el('label', null, 'A note for the course staff (optional)', { for: id + '-note' }), note, count);
+      var email = null;
+      if (facts.contact_email === true) {
+        email = el('input', 'bc-handoff-email', null,
+          { id: id + '-email', type: 'email', maxlength: '254', autocomplete: 'email' });
+        form.append(el('label', null, 'Your e-mail address (optional, if the staff may write to you)',
+          { for: id + '-email' }), email);
+      }
+      var send = el('button', 'bc-handoff-send', 'Send to the course staff', { type: 'submit' });
+      var status = el('p', 'bc-handoff-form-status', null, { role: 'status' });
+      form.append(send, status);
+      note.addEventListener('input', function () {
+        if (max) count.textContent = note.value.length + ' of ' + max + ' characters';
+      });
+      form.addEventListener('submit', function (event) {
+        event.preventDefault();
+        var body = { note: note.value.trim() };
+        if (email && email.value.trim()) body.contact_email = email.value.trim();
+        sendHandoff(answerId, body, send, status);
+      });
+      return form;
+    }
+
+    async function sendHandoff(answerId, body, send, status) {
+      send.disabled = true;
+      status.textContent = 'Sending…';
+      try {
+        var sent = await api.handoff(answerId, body);
+        var token = String((sent && sent.status_url) || '').split('?')[0].split('/').pop();
+        if (!TOKEN.test(token)) throw userError(MESSAGES.unreadable);
+        keepHandoff(token, answerId);
+        handoffs.last[token] = 'open';
+        var entry = { token: token, answer_id: answerId };
+        var data = await api.handoffStatus(token).catch(function () { return null; });
+        var node = placeHandoffStatus(entry, renderHandoffStatus(entry, data || { status: 'open' }));
+        var title = node.querySelector('.bc-handoff-title');
+        title.tabIndex = -1;  // focus follows the form, which is gone
+        title.focus();
+        say('Sent to the course staff. Their reply will show under this answer.');
+        scheduleHandoffCheck(true);
+      } catch (error) {
+        status.textContent = error.userMessage || MESSAGES.unreachable;
+      } finally {
+        send.disabled = false;
+      }
+    }
+
+    /** A hand-off's status as the reader sees it: the staff's reply (its HTML, sanitised by the server, and its
+     *  citations), their reason for declining, or that it waits; the reader's own question and note as text. */
+    function renderHandoffStatus(entry, data) {
+      var status = HANDOFF_TITLES[data.status] ? data.status : 'open';
+      var reply = status === 'answered' && data.reply && typeof data.reply === 'object' ? data.reply : null;
+      var when = formatDate(reply ? reply.answered_at : status === 'open' ? data.asked_at : data.closed_at);
+      var node = el('section', 'bc-handoff-status', null,
+        { 'data-status': status, 'data-token': entry.token, 'aria-label': 'Your question to the course staff' });
+      node.append(el('p', 'bc-handoff-title', HANDOFF_TITLES[status] + (when ? ' on ' + when : '')));
+      if (data.question) node.append(labelled('bc-handoff-question', 'Your question', data.question));
+      if (data.note) node.append(labelled('bc-handoff-note-shown', 'Your note', data.note));
+      if (reply) {
+        var text = el('div', 'bc-answer-text bc-staff-reply');
+        if (typeof reply.answer_html === 'string') {
+          text.innerHTML = reply.answer_html;  // sanitised by the server, as an answer's
+          fixLinks(text, reply.citations);
+        } else {
+          text.textContent = String(reply.answer || '');
+        }
+        node.append(text);
+        var citations = (Array.isArray(reply.citations) ? reply.citations : []).filter(function (c) { return c; });
+        if (citations.length) node.append(renderSources(citations));
+      } else if (status === 'declined') {
+        node.append(labelled('bc-handoff-reason', 'Their reason', data.declined_reason || ''));
+      } else if (status === 'coverage') {
+        node.append(el('p', null, 'The course staff think the book should cover this, and its authors were told.'));
+      } else {
+        node.append(el('p', null, 'Their reply will show here when it comes.'));
+      }
+      var link = makeLink(options.api + '/api/v1/handoffs/' + encodeURIComponent(entry.token), 'Link to this question');
+      var more = el('p', 'bc-handoff-link');
+      more.append(link, document.createTextNode(' (keep it to come back to the reply from any browser)'));
+      node.append(more);
+      return node;
+    }
+
+    function labelled(className, label, text) {
+      var node = el('p', className);
+      node.append(el('span', 'bc-handoff-label', label), el('span', 'bc-handoff-text', String(text)));
+      return node;
+    }
+
+    /** In place of the hand-off's earlier status, else under its answer (in place of the button), else in "Your
+     *  questions to the course staff" at the top of the panel. */
+    function placeHandoffStatus(entry, node) {
+      var find = function (selector, test) {
+        return Array.prototype.filter.call(log.querySelectorAll(selector), test)[0];
+      };
+      var earlier = find('.bc-handoff-status', function (n) { return n.dataset.token === entry.token; });
+      var answer = find('.bc-answer[data-answer-id]', function (n) { return n.dataset.answerId === entry.answer_id; });
+      if (earlier) {
+        earlier.replaceWith(node);
+      } else if (answer) {
+        var box = answer.querySelector('.bc-handoff');
+        if (box) box.replaceWith(node);
+        else answer.append(node);
+      } else {
+        var item = el('li');
+        item.append(node);
+        staffList().append(item);
+      }
+      return node;
+    }
+
+    function staffList() {
+      var box = log.querySelector('.bc-staff');
+      if (!box) {
+        box = el('section', 'bc-staff', null, { 'aria-labelledby': 'bc-staff-title' });
+        box.append(el('h3', 'bc-staff-title', 'Your questions to the course staff', { id: 'bc-staff-title' }),
+          el('ol', 'bc-staff-list'));
+        log.prepend(box);
+      }
+      return box.querySelector('ol');
+    }
+
+    /** Each kept hand-off's status, shown where it belongs; the reader is told when one waiting has its reply. */
+    async function refreshHandoffs() {
+      var entries = storedHandoffs();
+      if (!entries.length || handoffs.busy) return;
+      handoffs.busy = true;
+      try {
+        var found = await Promise.all(entries.map(function (entry) {
+          return api.handoffStatus(entry.token).then(function (data) { return { data: data }; },
+            function () { return null; });
+        }));
+        var waiting = false;
+        entries.forEach(function (entry, i) {
+          if (!found[i]) return;  // unreachable for now: shown next time
+          if (found[i].data === null) return forgetHandoff(entry.token);  // gone with the records kept that long
+          var data = found[i].data;
+          placeHandoffStatus(entry, renderHandoffStatus(entry, data));
+          if (handoffs.last[entry.token] === 'open' && data.status !== 'open') {
+            say('The course staff replied to your question: ' + truncate(String(data.question || ''), 80));
+          }
+          handoffs.last[entry.token] = data.status;
+          if (data.status === 'open') waiting = true;
+        });
+        scheduleHandoffCheck(waiting);
+      } finally {
+        handoffs.busy = false;
+      }
+    }
+
+    function scheduleHandoffCheck(waiting) {
+      clearTimeout(handoffs.timer);
+      // A closed panel or a hidden tab looks again when it opens or comes back (open, visibilitychange).
+      handoffs.timer = waiting ? setTimeout(function () {
+        if (isOpen() && document.visibilityState !== 'hidden') refreshHandoffs();
+      }, HANDOFF_RECHECK) : null;
     }
 
     // ---- searching: the mode, the combobox, the results
@@ -1235,6 +1588,9 @@
         openSearch();
       });
     }
+    document.addEventListener('visibilitychange', function () {
+      if (document.visibilityState === 'visible' && isOpen()) refreshHandoffs();  // back to the tab: any reply?
+    });
     bubble.addEventListener('mousedown', function (event) { event.preventDefault(); });  // keep the selection
     bubble.addEventListener('click', askAboutSelection);
 
