@@ -36,6 +36,7 @@ from ingestion.models import Book
 CONVERSATION_TURNS = 10
 MAX_REASON_CHARS = 2000
 _CITED = re.compile(r"\[(\d+)\]")
+_TOKEN = re.compile(r"[A-Za-z0-9_-]{16,64}")  # what ``handoff_token`` makes
 _SAID = {Handoff.Status.ANSWERED: "answered", Handoff.Status.DECLINED: "declined",
          Handoff.Status.COVERAGE: "marked “the book should cover this”"}  # "this hand-off is … already"
 
@@ -110,8 +111,10 @@ def _kept_turn(turn: Turn) -> dict:
 
 
 def by_token(token: str) -> Handoff:
-    """The hand-off whose status URL holds ``token``; NotFound for any other token."""
-    handoff = Handoff.objects.filter(token=str(token)[:64]).first() if token else None
+    """The hand-off whose status URL holds ``token``; NotFound for any other token (one that can't be a token at
+    all, a NUL byte in it say, is not even looked up)."""
+    token = str(token or "")
+    handoff = Handoff.objects.filter(token=token).first() if _TOKEN.fullmatch(token) else None
     if handoff is None:
         raise NotFound("there is no hand-off with this token", code="unknown_handoff")
     return handoff

@@ -71,3 +71,10 @@ def test_an_unexpected_error_is_logged_with_the_request_only_when_there_is_one(c
         assert not caplog.records
         error_reply(ValueError("boom"), request)
     assert [r.getMessage() for r in caplog.records] == ["unexpected error answering POST /api/v1/ask"]
+
+
+def test_djangos_404_under_a_drf_view_is_a_404_not_a_bug():
+    from django.http import Http404
+
+    reply = error_reply(Http404("no such thing"), RequestFactory().get("/api/v1/anything"))
+    assert (reply.status, reply.code) == (404, "not_found")

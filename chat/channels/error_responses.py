@@ -4,6 +4,7 @@ The API (DRF's exception handler), the stream's ``error`` event, the chat page's
 audit trail of failed questions all read it, so a failure is the same everywhere:
 
 - ``RequestError``: its own status and code (400 bad input, 403, 404, 504 out of time …);
+- Django's ``Http404`` under a DRF view: 404 ``not_found``;
 - DRF's own exceptions: their status, with our codes for the ones we raise (``RateLimited``
   429 with ``Retry-After``, 401 ``key_required`` or ``invalid_key`` with ``WWW-Authenticate``, 403 from a key
   check);
@@ -17,6 +18,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+from django.http import Http404
 from rest_framework import exceptions
 
 from bookchat.base.errors import DATABASE_ERRORS, error_body, failure
@@ -57,6 +59,8 @@ def _reply(exc: BaseException, request) -> ErrorReply:
         codes = exc.get_codes()
         return ErrorReply(401, error_body(codes if isinstance(codes, str) else "invalid_key", _detail(exc)),
                           {"WWW-Authenticate": 'Bearer realm="bookchat"'})
+    if isinstance(exc, Http404):  # Django's, raised under a DRF view (get_object_or_404, a format it can't render)
+        return ErrorReply(404, error_body("not_found", "there is nothing at this address"))
     if isinstance(exc, exceptions.APIException):
         codes = exc.get_codes()
         code = codes if isinstance(codes, str) else exc.default_code
