@@ -155,9 +155,9 @@ def figures(decided: list[dict]) -> dict:
 
 def choose(questions: list[dict], books: int, l2: float) -> tuple[np.ndarray, float, float]:
     """Weights fitted on ``questions``, and the lowest threshold from which they serve at most ``MAX_NEAR_MISSES``
-    of its near-misses (tried at each question's own score, rounded to 4 places)."""
+    of its near-misses (tried at each question's own score)."""
     weights, bias = _fit(questions, books, l2)
-    scores = sorted({round(d["score"], 4) for d in decide(questions, weights, bias, 0.0)})
+    scores = sorted({d["score"] for d in decide(questions, weights, bias, 0.0)})
     for threshold in scores:
         if figures(decide(questions, weights, bias, threshold))["near_misses_served"][0] <= MAX_NEAR_MISSES:
             return weights, bias, threshold
@@ -200,7 +200,7 @@ def fitting_report(sets: dict[str, list[dict]], l2: float) -> str:
     lines += [row(f"{spec.split(':')[0]}, fitted on the other book", figures(d)) for spec, d in across.items()]
     weights, bias, threshold = choose([q for rows in sets.values() for q in rows], len(sets), l2)
     lines += ["", "WEIGHTS = {" + ", ".join(f'"{n}": {w:.3f}' for n, w in zip(FEATURES, weights, strict=True))
-              + "}", f"BIAS = {bias:.3f}", f"THRESHOLD = {threshold:.4f}"]
+              + "}", f"BIAS = {bias:.3f}", f"THRESHOLD = {threshold:.6f}"]
     return "\n".join(lines)
 
 

@@ -14,8 +14,8 @@ from audit.models import AuditLog
 from audit.struggle import struggle_map
 from audit.struggle_admin import LEVEL_ROWS
 from audit.topics import levels
-from chat.channels.mcp_server import ASK_KEYS, BookTools, render_answer
 from chat.channels.access import AssistantClient
+from chat.channels.mcp_server import ASK_KEYS, BookTools, render_answer
 from chat.channels.page import turn_context
 from chat.models import StaffAnswer, Turn
 from chat.pipeline import staff_matching
@@ -268,3 +268,4 @@ def test_the_note_names_the_day_in_words():
     from datetime import datetime
 
     assert staff_matching.answered_note(datetime(2026, 3, 4, 12)) == "Answered by the course staff on 4 March 2026"
+
