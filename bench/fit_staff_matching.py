@@ -50,8 +50,9 @@ def load(path: str) -> list[dict]:
 
 
 def collect(book: str, path: str) -> list[dict]:
-    """Per question that isn't a staff question: its kind, its staff question's id, and its candidates (staff
-    question id → features)."""
+    """Per question that isn't a staff question (one asked again word for word is matched as such, without the
+    weights): its kind, its staff question's id, and its candidates (staff question id → features, the selected one
+    first)."""
     return cached("staff", book, path, lambda: _collect(book, path))
 
 
@@ -69,9 +70,10 @@ def _collect(book: str, path: str) -> list[dict]:
         for row in rows:
             if row["kind"] == "staff":
                 continue
+            staff = row["staff"]
             found = candidates(book=resolve(book), question=row["question"],
                                vector=embedder.embed_query(row["question"]))
-            out.append({"id": row["id"], "kind": row["kind"], "staff": row["staff"], "case": f"{book}:{row['staff']}",
+            out.append({"id": row["id"], "kind": row["kind"], "staff": staff, "case": f"{book}:{staff}",
                         "candidates": {by_pk[c.id]: c.features for c in found}})
         transaction.set_rollback(True)
     return out
@@ -282,7 +284,7 @@ def measuring_report(specs: list[str]) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--set", action="append", default=[], required=True, help="BOOK:FILE (repeat)")
-    parser.add_argument("--l2", type=float, default=1.0)
+    parser.add_argument("--l2", type=float, default=0.1)
     parser.add_argument("--measure", action="store_true", help="also ask every question through the pipeline")
     args = parser.parse_args(argv)
     _setup()

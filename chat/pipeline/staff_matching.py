@@ -19,7 +19,10 @@ the book's document frequency of every word on both sides (``_CANDIDATES_SQL``);
 The candidate is the staff answer with the highest ``cosine + answer`` (its question near, its answer relevant); it
 matches when the logistic of a weighted sum of its features (``WEIGHTS``, ``BIAS``) is at least ``THRESHOLD``,
 all three fitted on development sets by ``python -m bench.fit_staff_matching``, the threshold on held-out folds
-(BENCHMARKS.md has how and the figures). Decided:
+(BENCHMARKS.md has how and the figures). The weights weigh the question's likeness to the staff question *against*
+it (negative ``cosine`` and ``overlap``): in those sets a student's question worded like a staff question and
+answered less well by its answer was another question. A question worded exactly as a staff question (case,
+spacing and punctuation aside) is that question and matches whatever the weights say. Decided:
 
 - An answer's vector is made the first time the staff answer is compared with a question, and again once its
   answer is edited (``answer_key``): one passage embedded once, on that student's time (a few milliseconds).
@@ -57,14 +60,16 @@ LEVEL = "staff"  # an answer's ``confidence_level`` when the course staff wrote 
 CANDIDATES = 10  # staff questions nearest in vector, compared further
 FEATURES = ("cosine", "answer", "overlap", "unshared")
 # Fitted by ``python -m bench.fit_staff_matching`` (BENCHMARKS.md, "Staff answers"): paste its output here.
-WEIGHTS = {"cosine": -20.0, "answer": 40.0, "overlap": 0.0, "unshared": 0.0}
-BIAS = -17.0
-THRESHOLD = 0.5
+WEIGHTS = {"cosine": -3.358, "answer": 6.082, "overlap": -1.730, "unshared": 0.620}
+BIAS = -2.542
+THRESHOLD = 0.611726
 VOTES = {"up": "thumbs_up", "down": "thumbs_down"}
 
 _CANDIDATES_SQL = f"""
 WITH candidate AS (
     SELECT s.id, s.question, 1 - (s.question_vector <=> %(vector)s::vector) AS cosine,
+           regexp_replace(lower(s.question), '[^[:alnum:]]+', '', 'g')
+               = regexp_replace(lower(%(question)s), '[^[:alnum:]]+', '', 'g') AS same,
            CASE WHEN s.answer_key = md5(s.embedder || '|' || s.answer)
                  AND vector_dims(s.answer_vector) = %(dimensions)s
                 THEN 1 - (s.answer_vector <=> %(vector)s::vector) END AS answered
@@ -74,13 +79,13 @@ WITH candidate AS (
      ORDER BY s.question_vector <=> %(vector)s::vector, s.id
      LIMIT %(limit)s),
 word AS (
-    SELECT c.id, c.cosine, c.answered, w.lexeme
+    SELECT c.id, c.cosine, c.answered, c.same, w.lexeme
       FROM candidate c LEFT JOIN LATERAL unnest(to_tsvector({BOOK_SEARCH_CONFIG.replace('%s', '%(book)s')},
                                                             c.question)) w ON true
     UNION ALL
-    SELECT NULL, NULL, NULL, w.lexeme FROM unnest(to_tsvector({BOOK_SEARCH_CONFIG.replace('%s', '%(book)s')},
+    SELECT NULL, NULL, NULL, NULL, w.lexeme FROM unnest(to_tsvector({BOOK_SEARCH_CONFIG.replace('%s', '%(book)s')},
                                                                     %(question)s)) w)
-SELECT word.id, word.cosine, word.answered, word.lexeme, coalesce(n.chunks, 0),
+SELECT word.id, word.cosine, word.answered, word.same, word.lexeme, coalesce(n.chunks, 0),
        (SELECT chunks FROM ingestion_searchstats WHERE book_id = %(book)s)
   FROM word LEFT JOIN ingestion_lexemecount n ON n.book_id = %(book)s AND n.lexeme = word.lexeme
 """
@@ -93,6 +98,7 @@ class Candidate:
     id: int
     features: dict[str, float]
     score: float
+    same: bool = False  # worded as the question (case, spacing and punctuation aside): matched, score 1
 
 
 @dataclass(frozen=True)
@@ -132,6 +138,7 @@ class Compared:
     staff: dict[int, tuple[float, float, frozenset[str]]]
     idf: dict[str, float]
     most: float
+    same: frozenset[int] = frozenset()  # staff questions worded as this one (case, spacing and punctuation aside)
 
 
 def compare(*, book: Book, question: str, vector, limit: int = CANDIDATES) -> Compared:
@@ -147,24 +154,28 @@ def compare(*, book: Book, question: str, vector, limit: int = CANDIDATES) -> Co
         rows = cursor.fetchall()
     asked: set[str] = set()
     staff: dict[int, tuple[float, float | None, set[str]]] = {}
+    same: set[int] = set()
     df: dict[str, int] = {}
-    for staff_id, cosine, answer, lexeme, chunks, _ in rows:
+    for staff_id, cosine, answer, worded_alike, lexeme, chunks, _ in rows:
         if lexeme is not None:
             df[lexeme] = chunks
         if staff_id is None:
             asked.add(lexeme)
             continue
         words = staff.setdefault(staff_id, (float(cosine), answer, set()))[2]
+        if worded_alike:
+            same.add(staff_id)
         if lexeme is not None:
             words.add(lexeme)
     answers = _answer_cosines({k: a for k, (_, a, _) in staff.items()}, vector, embedder)
-    passages = rows[0][5] if rows else None
+    passages = rows[0][6] if rows else None
     if passages:
         idf = {word: math.log(1 + (passages - n + 0.5) / (n + 0.5)) for word, n in df.items()}
         most = math.log(1 + (passages + 0.5) / 0.5)
     else:  # a book never indexed to the end has no statistics: every word weighs the same
         idf, most = dict.fromkeys(df, 1.0), 1.0
-    return Compared(frozenset(asked), {k: (c, answers[k], frozenset(w)) for k, (c, _, w) in staff.items()}, idf, most)
+    return Compared(frozenset(asked), {k: (c, answers[k], frozenset(w)) for k, (c, _, w) in staff.items()}, idf, most,
+                    frozenset(same))
 
 
 def answer_key(embedder_name: str, answer: str) -> str:
@@ -200,8 +211,10 @@ def candidates(*, book: Book, question: str, vector, limit: int = CANDIDATES) ->
     for staff_id, (cosine, answer, words) in compared.staff.items():
         features = word_features(compared.asked, words, compared.idf, compared.most) | {"cosine": cosine,
                                                                                       "answer": answer}
-        found.append(Candidate(staff_id, features, score(features)))
-    return sorted(found, key=lambda c: (-(c.features["cosine"] + c.features["answer"]), c.id))
+        # The same question asked again is that question, whatever the weights say.
+        same = staff_id in compared.same
+        found.append(Candidate(staff_id, features, 1.0 if same else score(features), same))
+    return sorted(found, key=lambda c: (not c.same, -(c.features["cosine"] + c.features["answer"]), c.id))
 
 
 def word_features(asked: frozenset[str], staff: frozenset[str], weight: dict[str, float],
