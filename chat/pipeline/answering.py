@@ -154,8 +154,9 @@ def prepare(request: AskRequest, *, deadline: Deadline | None = None) -> Prepare
 
 
 def answer_steps(p: Prepared) -> Generator[tuple[str, dict], None, Answered]:
-    """The pipeline after ``prepare``: compose → ground → assess confidence → respond → remember. Yields the
-    answer's token events as it is written; returns the answer."""
+    """The pipeline after ``prepare``: compose → ground → assess confidence → respond (or a matched staff answer
+    takes over: ``take_over``) → remember. Yields the answer's token events as it is written; returns the
+    answer."""
     with audit_failures(p.request, p.deadline, book=p.book, session=p.conversation.id):
         draft = yield from compose(p)
         p.deadline.check("generation")
