@@ -272,7 +272,7 @@ def count(counts: dict, kind: str, served: int | None, mine: int | None, level: 
 
 
 def measuring_report(specs: list[str]) -> str:
-    lines = ["| set | staff questions served | paraphrases served | of them kept by the book's high answer | "
+    lines = ["| set | staff questions served | paraphrases served | matched, kept by the book's high answer | "
              "served another's | near-misses served | book's answer high | of them taken over |",
              "|---|---|---|---|---|---|---|---|"]
     for spec in specs:

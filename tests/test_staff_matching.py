@@ -91,9 +91,14 @@ def test_a_question_about_something_else_gets_the_books_answer(manual):
     assert StaffAnswer.objects.get().served == 0
 
 
+# Questions the manual answers in its own words; the test takes the first answered at high.
+ANSWERED_HIGH = ("What does the --prune option of ingest do?", "How do I create a secret API key?",
+                 "How do I ingest a folder?", "What is the default book?", "How do I back up bookchat?")
+
+
 def test_the_books_high_answer_wins_over_a_staff_answer(manual):
-    question = "How do I ingest a folder?"
-    assert ask(question).confidence_level == "high", "the manual answers this at high"
+    question = next((q for q in ANSWERED_HIGH if ask(q).confidence_level == "high"), None)
+    assert question, "one of the manual's questions is answered at high"
     staff_answer(manual, question=question, answer="Ask your teacher [1].")
     prepared = prepare(AskRequest(question=question, book=BOOK, channel="api"))
     assert prepared.staff is not None, "it matches"
@@ -175,12 +180,16 @@ def test_the_level_reaches_the_api_the_stream_the_page_and_mcp(manual, client):
     assert "staff_answer" in ASK_KEYS and result["staff_answer"]["id"] == kept.pk
     assert result["confidence_level"] == "staff" and result["sources"][0]["page"].startswith("bookchat://")
     assert "course staff's answer" in text and "Confidence:" not in text
-    assert StaffAnswer.objects.get().served == 4
+    assert StaffAnswer.objects.get().served == 3, "the API, the stream and MCP asked (the page showed a turn)"
 
 
 def test_the_schema_names_the_staff_level(client):
-    schema = json.loads(client.get("/api/v1/schema?format=json").content)["components"]["schemas"]
-    assert "staff" in schema["Answer"]["properties"]["confidence_level"]["enum"]
+    schemas = json.loads(client.get("/api/v1/schema?format=json").content)["components"]["schemas"]
+    level = schemas["Answer"]["properties"]["confidence_level"]
+    if "$ref" in level:
+        level = schemas[level["$ref"].rsplit("/", 1)[1]]
+    assert "staff" in level["enum"]
+    assert "staff_answer" in schemas["Answer"]["properties"]
 
 
 def test_mcps_text_of_a_book_answer_is_unchanged():
@@ -270,3 +279,13 @@ def test_the_note_names_the_day_in_words():
 
     assert staff_matching.answered_note(datetime(2026, 3, 4, 12)) == "Answered by the course staff on 4 March 2026"
 
+
+
+def test_the_audit_admin_shows_and_filters_the_staff_level(manual, admin_client):
+    staff_answer(manual)
+    ask(STAFF_QUESTION)
+    ask("How do I set the port bookchat serves on?")
+    listed = admin_client.get("/admin/audit/auditlog/", {"confidence_level": "staff"}).content.decode()
+    assert STAFF_QUESTION in listed and "set the port" not in listed
+    by_status = admin_client.get("/admin/audit/auditlog/", {"status__exact": "staff"}).content.decode()
+    assert STAFF_QUESTION in by_status and "answered by the course staff" in by_status
