@@ -11,7 +11,8 @@ from django.utils.safestring import SafeString, mark_safe
 
 WIDTH, HEIGHT, PAD_LEFT, PAD_BOTTOM, PAD_TOP = 640, 180, 36, 22, 10
 COLOURS = {"high": "#2e7d32", "medium": "#f9a825", "low": "#e65100", "unsure": "#8d6e63", "not covered": "#78909c",
-           "withheld": "#6a1b9a", "failed": "#c62828", "up": "#2e7d32", "down": "#c62828", "answers": "#1565c0"}
+           "withheld": "#6a1b9a", "staff": "#00838f", "failed": "#c62828", "up": "#2e7d32", "down": "#c62828",
+           "answers": "#1565c0"}
 
 
 def _frame(title: str, body: list[str], height: int = HEIGHT) -> SafeString:

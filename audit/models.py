@@ -29,6 +29,7 @@ class AuditLog(models.Model):
         TIMEOUT = "timeout", "timed out"
         ERROR = "error", "failed"
         SEARCHED = "searched", "searched (passages for an assistant, no answer)"
+        STAFF = "staff", "answered by the course staff (a staff answer to the same question)"
 
     class Review(models.TextChoices):
         NEW = "new", "new"

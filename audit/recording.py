@@ -36,7 +36,9 @@ _NOT_COPIED = frozenset({"outcome", "client_ip", "refusal_reason"})
 
 # A row's status for each of the pipeline's outcomes (``chat.pipeline.announcements.Outcome``): a reviewer sees one
 # "unsure" for an unsure answer shown and one held back, one "not covered" for every refusal of a question the book
-# doesn't answer.
+# doesn't answer. A question the course staff's answer took over has a status of its own ("staff", its level
+# "staff" too), so that "answered" still means the book's own answer wherever the rows are counted (the dashboard,
+# the review queue, coverage gaps, the map of where students struggle).
 STATUS_OF = {
     "answered": AuditLog.Status.ANSWERED,
     "unsure": AuditLog.Status.UNSURE,
@@ -47,6 +49,7 @@ STATUS_OF = {
     "timed_out": AuditLog.Status.TIMEOUT,
     "failed": AuditLog.Status.ERROR,
     "searched": AuditLog.Status.SEARCHED,
+    "staff": AuditLog.Status.STAFF,
 }
 
 

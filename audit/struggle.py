@@ -15,7 +15,9 @@ The rows are the audit trail's of exactly this book slug (an edition of a site i
   counts as its own);
 - ``high``, ``medium``: answered at that confidence level; ``unsure``: held back as unsure, shown as the closest
   passage, or answered below the medium level; ``refused``: not covered in the book; ``withheld``: by the grounding
-  check; each with its share of ``questions`` in ``shares`` (null when no question landed);
+  check; ``staff``: answered by the course staff's answer to the same question (the book's own answer was not high:
+  not struggle, since the student got an answer, but the section it landed on is where the book fell short); each
+  with its share of ``questions`` in ``shares`` (null when no question landed);
 - ``thumbs_down``: readers' votes; ``wrong``, ``needs_doc_fix``: reviewers' verdicts;
 - ``previous``: questions in the equal period just before ``since``; ``change``: ``questions - previous``.
 
@@ -55,7 +57,7 @@ from ingestion.reading.outline import book_outline
 S = AuditLog.Status
 R = AuditLog.Review
 DEFAULT_DAYS = 30
-LEVELS = ("high", "medium", "unsure", "refused", "withheld")  # the shares of a section's questions
+LEVELS = ("high", "medium", "unsure", "refused", "withheld", "staff")  # the shares of a section's questions
 COUNTS = ("questions", "sessions", *LEVELS, "thumbs_down", "wrong", "needs_doc_fix", "previous")
 STRUGGLE = ("unsure", "refused", "withheld", "thumbs_down", "wrong", "needs_doc_fix")
 
@@ -72,6 +74,7 @@ SELECT section_url, CASE WHEN GROUPING(week) = 0 THEN week END,
                                            OR status = %(answered)s AND confidence_level NOT IN ('high', 'medium'))),
        COUNT(*) FILTER (WHERE current AND status = %(not_covered)s),
        COUNT(*) FILTER (WHERE current AND status = %(withheld)s),
+       COUNT(*) FILTER (WHERE current AND status = %(staff)s),
        COUNT(*) FILTER (WHERE current AND feedback_rating = 'down'),
        COUNT(*) FILTER (WHERE current AND review_status = %(wrong)s),
        COUNT(*) FILTER (WHERE current AND review_status = %(needs_doc_fix)s),
@@ -186,7 +189,7 @@ def _counts(book_slug: str, since: datetime, until: datetime) -> tuple[dict[str,
     """The counts by section link (``COUNTS``), and the period's questions by section link and week."""
     params = {"book": book_slug, "since": since, "until": until, "before": _earlier(since, until - since),
               "searched": S.SEARCHED, "answered": S.ANSWERED, "unsure": S.UNSURE, "not_covered": S.NOT_COVERED,
-              "withheld": S.WITHHELD, "wrong": R.WRONG, "needs_doc_fix": R.NEEDS_DOC_FIX,
+              "withheld": S.WITHHELD, "staff": S.STAFF, "wrong": R.WRONG, "needs_doc_fix": R.NEEDS_DOC_FIX,
               "zone": timezone.get_current_timezone_name()}
     counted, weekly = {}, {}
     with connection.cursor() as cursor:

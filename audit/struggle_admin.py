@@ -38,6 +38,7 @@ LEVEL_ROWS = {  # the rows each level of the map counts (``audit.struggle``'s ``
     "unsure": Q(status=S.UNSURE) | (Q(status=S.ANSWERED) & ~Q(confidence_level__in=("high", "medium"))),
     "refused": Q(status=S.NOT_COVERED),
     "withheld": Q(status=S.WITHHELD),
+    "staff": Q(status=S.STAFF),
 }
 # The audit list's filter for each count of a section that has one.
 COUNT_FILTERS = {**{level: {"level": level} for level in LEVELS}, "thumbs_down": {"feedback": "down"},
@@ -49,7 +50,7 @@ SORTS = ("outline", *COUNT_COLUMNS)
 HEAT_TITLE = "Questions per chapter and week"
 TOPICS_TITLE = "Questions of each topic, by how they were answered"
 CHART_LEVELS = {"high": "high", "medium": "medium", "unsure": "unsure", "refused": "not covered",
-                "withheld": "withheld"}  # a topic's counts → the dashboard's colour names
+                "withheld": "withheld", "staff": "staff"}  # a topic's counts → the dashboard's colour names
 PENDING = (TopicRun.Status.QUEUED, TopicRun.Status.RUNNING)
 RUN_ID_DIGITS = 18  # a longer number is no run's (and would overflow the database's integer)
 ASKED = {"": "every section", "yes": "only asked", "no": "never asked"}
@@ -109,8 +110,8 @@ class ChapterFilter(_ShownWhenUsed):
 
 
 class LevelFilter(_ShownWhenUsed):
-    """How the map counts an answer: high, medium, unsure (held back, or answered below medium), refused or
-    withheld."""
+    """How the map counts an answer: high, medium, unsure (held back, or answered below medium), refused, withheld
+    or staff (the course staff's answer served)."""
 
     title = "level (as the map counts it)"
     parameter_name = "level"
@@ -235,7 +236,8 @@ def percent(share: float | None) -> int | None:
 
 
 def topics_chart(topics: list[dict]):
-    series = {name: [topic[level] for topic in topics] for level, name in CHART_LEVELS.items()}
+    # A run computed before staff answers has no staff count.
+    series = {name: [topic.get(level, 0) for topic in topics] for level, name in CHART_LEVELS.items()}
     return stacked_bars(TOPICS_TITLE, [f"{topic['n']}" for topic in topics], series)
 
 

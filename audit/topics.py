@@ -66,7 +66,7 @@ KEEP_RUNS = 30  # per book: the schedule deletes older finished runs
 STALE_AFTER = timedelta(days=1)  # a run queued this long ago and not finished never will be (its worker stopped)
 TASK = "audit.tasks.compute_book_topics"
 SCHEDULED = "schedule"  # ``requested_by`` of the schedule's runs
-LEVELS = ("high", "medium", "unsure", "refused", "withheld", "thumbs_down", "wrong", "needs_doc_fix")
+LEVELS = ("high", "medium", "unsure", "refused", "withheld", "staff", "thumbs_down", "wrong", "needs_doc_fix")
 SHARED = ("unsure", "refused")  # the levels whose share of a topic's questions it shows
 _FIELDS = ("id", "answer_id", "session_id", "question", "resolved_question", "question_vector", "status",
            "confidence_level", "feedback_rating", "review_status", "section_url", "created_at")
@@ -256,6 +256,7 @@ def levels(row: AuditLog) -> list[str]:
         ("unsure", row.status == S.UNSURE or below_medium),
         ("refused", row.status == S.NOT_COVERED),
         ("withheld", row.status == S.WITHHELD),
+        ("staff", row.status == S.STAFF),
         ("thumbs_down", row.feedback_rating == "down"),
         ("wrong", row.review_status == R.WRONG),
         ("needs_doc_fix", row.review_status == R.NEEDS_DOC_FIX),

@@ -242,6 +242,10 @@ class StaffAnswer(models.Model):
                                  help_text="The sections cited, each as a source card shows it, with its text then.")
     question_vector = VectorField(null=True, blank=True, help_text="The question's embedding, for matching.")
     embedder = models.CharField(max_length=200, blank=True, help_text="Who made the vector (a new one re-embeds).")
+    answer_vector = VectorField(null=True, blank=True, help_text="The answer's embedding as a passage, for matching "
+                                "(made when first compared, and again after an edit).")
+    answer_key = models.CharField(max_length=32, blank=True, help_text="What the answer's vector was made of: "
+                                  "the MD5 of the embedder's name and the answer.")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE, db_index=True)
     review_reason = models.TextField(blank=True, help_text="Why it waits for review (a cited section changed…).")
     answered_at = models.DateTimeField(default=timezone.now, help_text="The date a student is shown.")

@@ -1,8 +1,10 @@
 """Chat's answers to ``ingestion.signals.book_indexed``: they queue the work, ``chat.tasks`` does it. The book's
-sentence vectors (for the passages that lack current ones) and its scope calibration (when its passages changed; the
+sentence vectors (for the passages that lack current ones), its scope calibration (when its passages changed; the
 sentence vectors re-order the best five passages but never change which five they are, so they don't move the
-threshold). What each did, or the task it queued, goes in the indexing report's ``after`` ("sentence_vectors",
-"calibration"), which ``ingest`` prints.
+threshold), and its staff answers following it (when its passages changed, or its embedder: a staff answer whose
+cited section is gone or changed waits for review, ``chat.pipeline.staff_following``). What each did, or the task it
+queued, goes in the indexing report's ``after`` ("sentence_vectors", "calibration", "staff_answers"), which
+``ingest`` prints.
 
 The signal comes after the book's lock is released, once the new version is searchable. A run on the task worker (an
 upload, a publish, ``make run``'s books) queues the tasks behind it, so that the run is done as soon as its pages
@@ -17,9 +19,10 @@ from __future__ import annotations
 from django.dispatch import receiver
 from django_q.tasks import async_task, result
 
-from chat.models import ScopeCalibration
+from chat.models import ScopeCalibration, StaffAnswer
 from chat.pipeline.calibration import is_current
 from chat.pipeline.sentences import enabled
+from chat.pipeline.staff_following import stale
 from ingestion.signals import book_indexed
 from ingestion.uploads.sources import TRIGGERS
 
@@ -44,6 +47,14 @@ def queue_calibration(sender, *, book, report, changed: bool, trigger: str = "cl
                        here=current is None or trigger not in WORKER_TRIGGERS)
     if outcome is not None:
         report.after["calibration"] = outcome
+
+
+@receiver(book_indexed)
+def queue_staff_answers(sender, *, book, report, changed: bool, trigger: str = "cli", **kwargs) -> None:
+    active = StaffAnswer.objects.filter(book=book, status=StaffAnswer.Status.ACTIVE)
+    if (changed and active.exists()) or stale(book).exists():
+        report.after["staff_answers"] = run_task("chat.tasks.follow_staff_answers", book, label="staff-answers",
+                                                 here=trigger not in WORKER_TRIGGERS)
 
 
 def run_task(name: str, book, *, label: str, here: bool) -> dict | None:

@@ -1,5 +1,5 @@
 """django-q2 tasks of the chat app: purge what has expired (scheduled by a migration), and the work after a book was
-indexed (queued by ``chat.receivers``): its sentence vectors, its calibration."""
+indexed (queued by ``chat.receivers``): its sentence vectors, its calibration, its staff answers following it."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from chat.channels.throttling import purge_old_counters
 from chat.pipeline.calibration import calibrate_book
 from chat.pipeline.conversations import purge_expired_conversations
 from chat.pipeline.sentences import fill_book
+from chat.pipeline.staff_following import follow_book
 from ingestion.models import Book
 
 logger = logging.getLogger(__name__)
@@ -57,3 +58,17 @@ def calibrate(book_id: int) -> dict | None:
         logger.exception("calibrating book %s failed", book.slug)
         return None
     return {key: details[key] for key in CALIBRATION_SHOWN}
+
+
+def follow_staff_answers(book_id: int) -> dict:
+    """The book's staff answers whose cited sections are gone or changed, sent to review (``follow_book``); a book
+    deleted since: nothing. A failure is logged and reported, never raised: the answers stay as they were until
+    the next indexing run."""
+    book = Book.objects.filter(pk=book_id).first()
+    if book is None:
+        return {"book": None}
+    try:
+        return follow_book(book)
+    except Exception:
+        logger.exception("following the staff answers of book %s failed", book.slug)
+        return {"failed": True}

@@ -65,7 +65,9 @@ def test_the_figures_are_of_the_books_asked_for(books):
     assert [row["book"] for row in open_handoffs(within=None, book="quiet")] == ["quiet"]
     assert open_handoffs(within=[]) == []
     families = {family.name: family for family in handoff_metrics()}
-    assert {s.labels["book"] for s in families["bookchat_handoffs_open"].samples} == {"alpha", "quiet"}
+    counted = {s.labels["book"]: s.value for s in families["bookchat_handoffs_open"].samples}
+    assert set(counted) == set(Book.objects.roots().values_list("slug", flat=True)), "every book students read"
+    assert {slug for slug, value in counted.items() if value} == {"alpha", "quiet"}
 
 
 def test_a_hand_off_the_staff_marked_joins_the_coverage_gaps_whatever_bookchat_answered(books):

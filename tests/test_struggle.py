@@ -314,7 +314,7 @@ def test_score_weighs_the_trouble_per_question_by_students_and_ties_keep_the_out
     assert (by_url[c]["medium"], by_url[c]["thumbs_down"], by_url[c]["shares"]["medium"]) == (4, 1, 1.0)
     assert (by_url[d]["unsure"], by_url[d]["withheld"], by_url[d]["high"], by_url[d]["wrong"]) == (1, 1, 1, 1)
     assert by_url[d]["shares"] == {"high": 0.3333, "medium": 0.0, "unsure": 0.3333, "refused": 0.0,
-                                   "withheld": 0.3333}
+                                   "withheld": 0.3333, "staff": 0.0}
     assert {k: by_url[e][k] for k in ("questions", "sessions", "high", "previous", "needs_doc_fix", "change")} == {
         "questions": 1, "sessions": 1, "high": 1, "previous": 1, "needs_doc_fix": 0, "change": 0}
     assert result["totals"] == {"questions": 14, "previous": 1, "unplaced": 3, "unplaced_previous": 0}

@@ -160,13 +160,14 @@ def test_exports_are_exact(admin_client, traffic):
     export = {"book": "alpha", "days": 30, "export": "csv"}
     sections = table(admin_client.get(MAP, {**export, "table": "sections"}))
     assert sections[0] == ["chapter", "page", "section", "anchor", "url", "questions", "sessions", "high", "medium",
-                           "unsure", "refused", "withheld", "thumbs_down", "wrong", "needs_doc_fix", "previous",
-                           "change", "struggle", "score"]
+                           "unsure", "refused", "withheld", "staff", "thumbs_down", "wrong", "needs_doc_fix",
+                           "previous", "change", "struggle", "score"]
     linux = url_of("alpha", "guide/install.md", "linux")
-    assert sections[4] == ["guide", "Install", "On Linux", "linux", linux, "3", "2", "1", "0", "1", "1", "0", "1",
-                           "0", "0", "0", "3", "3", "2.0"]
+    assert sections[4] == ["guide", "Install", "On Linux", "linux", linux, "3", "2", "1", "0", "1", "1", "0", "0",
+                           "1", "0", "0", "0", "3", "3", "2.0"]
     assert sections[6] == ["guide", "Use", "Asking @team", "ask", url_of("alpha", "guide/use.md", "ask"), "0", "0",
-                           "0", "0", "0", "0", "0", "0", "0", "0", "1", "'-1", "0", "0.0"], "a formula never starts"
+                           "0", "0", "0", "0", "0", "0", "0", "0", "0", "1", "'-1", "0", "0.0"], \
+        "a formula never starts"
     assert len(sections) == 7
     ranking = table(admin_client.get(MAP, {**export, "table": "ranking"}))
     assert ranking == [["rank", "kind", "name", "chapter", "page", "url", "score", "struggle", "questions",

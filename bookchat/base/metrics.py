@@ -19,18 +19,19 @@ MULTIPROCESS_DIR = "PROMETHEUS_MULTIPROC_DIR"  # prometheus_client's own variabl
 
 # Label values come from the code, never from a request, so the series stay few; anything else is "other".
 CHANNELS = ("page", "widget", "api", "stream", "mcp", "cli", "publish", "bench")
-LEVELS = ("high", "medium", "unsure", "low")
+LEVELS = ("high", "medium", "unsure", "low", "staff")
 STAGES = ("retrieval", "embed", "dense", "lexical", "fusion", "generation", "grounding")
 REFUSAL_REASONS = ("not_covered", "unanswerable", "unsure", "withheld")
 # The pipeline's outcomes (``record.outcome``) of an answer that was given (a refusal is an answer too);
 # ``searched`` is a search, and a question that failed is counted where its error is rendered.
-ANSWER_OUTCOMES = ("answered", "unsure", "held_back", "not_covered", "unanswerable", "withheld")
+ANSWER_OUTCOMES = ("answered", "unsure", "held_back", "not_covered", "unanswerable", "withheld", "staff")
 # Why a language model gave no answer and the book's own sentences answered (``record.generation_failure``): the
 # reasons of ``chat.pipeline.generation.FAILURE_REASONS``, which this layer may not import.
 GENERATION_FAILURE_REASONS = ("timeout", "connection", "server_error", "malformed", "empty", "cut_off",
                               "repeated_instructions", "copied_prompt")
 
-ANSWERS = Counter("bookchat_answers", "Answers given, refusals included, by confidence level and channel.",
+ANSWERS = Counter("bookchat_answers", "Answers given, refusals included, by confidence level (`staff`: the course "
+                  "staff's answer to the same question) and channel.",
                   ["level", "channel"])
 REFUSALS = Counter("bookchat_refusals", "Answers that refused or were withheld, by reason: not_covered (outside "
                    "the book), unanswerable (the book lacks what the question names), unsure (confidence below the "

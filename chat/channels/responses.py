@@ -120,13 +120,17 @@ class AnswerSerializer(serializers.Serializer):
     answer_html = serializers.CharField(help_text="The answer rendered and sanitised, markers linked to sources.")
     sources = SourceSerializer(many=True)
     confidence = serializers.FloatField(help_text="The fitted probability that the answer is right (for a "
-                                        "refusal: that the best answer found would have been; 0 when none was).")
-    confidence_level = serializers.ChoiceField(["high", "medium", "unsure", "low"], help_text="`high`: ≥ 90 % "
-                                               "of such answers were right on held-out question sets; `medium`: "
-                                               "≥ 60 %; `unsure`: the closest passage, said plainly, and sent to "
-                                               "the review queue; a refusal is `low`.")
+                                        "refusal: that the best answer found would have been; 0 when none was; "
+                                        "for a staff answer: that its question asks what this one asks).")
+    confidence_level = serializers.ChoiceField(["high", "medium", "unsure", "low", "staff"], help_text="`high`: "
+                                               "≥ 90 % of such answers were right on held-out question sets; "
+                                               "`medium`: ≥ 60 %; `unsure`: the closest passage, said plainly, and "
+                                               "sent to the review queue; a refusal is `low`; `staff`: the course "
+                                               "staff's answer to the same question (`staff_answer`), served "
+                                               "instead of the book's own answer, which was not `high`.")
     confidence_note = serializers.CharField(allow_null=True, help_text="What the level means, in words to show "
-                                            "a reader (null for a refusal).")
+                                            "a reader (null for a refusal); for a staff answer \"Answered by the "
+                                            "course staff on DATE\".")
     generator = serializers.CharField()
     session_id = serializers.UUIDField()
     response_time_ms = serializers.IntegerField()

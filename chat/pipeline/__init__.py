@@ -25,6 +25,9 @@ The steps, in the order a question meets them:
   passage read as answer units).
 - check and present: ``grounding`` (every sentence supported), ``confidence`` (a probability and a level),
   ``source_cards`` (each source's excerpt and link), ``rendering`` (safe HTML).
+- the course staff's answers: ``staff_answers`` (kept, citing sections), ``staff_matching`` (a question matched to
+  one, served instead of the book's answer unless that is high), ``staff_following`` (sent to review when an
+  indexing run removes or rewrites a section one cites).
 - shared: ``terms`` (words that carry meaning), ``announcements`` (the signals chat sends, the ``AuditRecord``
   they carry, the ``Outcome`` names).
 

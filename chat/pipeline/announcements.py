@@ -42,6 +42,7 @@ class Outcome(StrEnum):
     NOT_COVERED = "not_covered"  # refused: outside the book's scope, or the language model said so
     UNANSWERABLE = "unanswerable"  # refused: the passages lack what the question names
     WITHHELD = "withheld"  # written, but not supported by the sources it cites
+    STAFF = "staff"  # the course staff's answer to the same question, instead of the book's (not high) answer
     TIMED_OUT = "timed_out"  # validated, then out of time
     FAILED = "failed"  # validated, then failed (a 5xx)
     SEARCHED = "searched"  # an assistant's search: passages, no answer

@@ -5,6 +5,10 @@
 - ``answer_steps``: compose → ground → assess confidence → respond → remember, each a function below with a typed
   input and output (``Prepared`` → ``Draft`` → ``GroundingReport`` → ``Verdict`` → ``answers.Answer``).
 
+A question that asks what a course staff's answer of the book answers (``staff_matching``, matched in ``prepare``
+from the question's vector and words) gets that answer instead of the book's (``take_over``, level ``staff``),
+unless the book's own answer is ``high``; a language model's text is then not streamed, since it is likely replaced.
+
 ``answer_events`` yields ``("token", {"text": …})`` events while the answer is written and one
 ``("final", answer)`` event, whose ``answer`` is authoritative (a streamed LLM answer that fails the grounding
 check, or that falls back to the extractive generator, is replaced there); ``answer_question`` returns only the
@@ -21,13 +25,13 @@ import re
 import time
 import uuid
 from collections.abc import Generator, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from bookchat.base.conf import setting
-from chat.pipeline import conversations
+from chat.pipeline import conversations, staff_matching
 from chat.pipeline.announcements import AuditRecord, Outcome, audit_failures, audited_source, send_audit
 from chat.pipeline.answerability import Answerability, asked, check_retrieved
-from chat.pipeline.answers import Answer, RetrievalFigures
+from chat.pipeline.answers import Answer, RetrievalFigures, StaffAnswerRef
 from chat.pipeline.calibration import check_scope
 from chat.pipeline.confidence import LEVEL_NOTES, ConfidenceInput, assess
 from chat.pipeline.deadline import Deadline
@@ -82,6 +86,7 @@ class Prepared:
     calibration: dict = field(default_factory=dict)
     follows: str = ""  # for a follow-up, the question it follows (``resolved_question`` holds both)
     answer_id: uuid.UUID = field(default_factory=uuid.uuid4)
+    staff: staff_matching.StaffMatch | None = None  # the course staff's answer that asks the same thing, if any
 
 
 @dataclass
@@ -140,13 +145,18 @@ def prepare(request: AskRequest, *, deadline: Deadline | None = None) -> Prepare
         retrieval = retrieve(book=book, question=resolved, selected_text=request.selected_text,
                              chapter=request.chapter, top_k=request.max_results, deadline=deadline)
         scope = check_scope(book, retrieval)
+        # A staff answer answers a question on its own: not a follow-up, nor a question about a selected passage.
+        staff = None if follows or request.selected_text else staff_matching.match(
+            book=book, question=request.question, vector=retrieval.vector)
         return Prepared(request, book, conversation, turns, resolved, retrieval, scope.threshold, scope.covered,
-                        deadline, scope_score=scope.score, calibration=scope.calibration, follows=follows)
+                        deadline, scope_score=scope.score, calibration=scope.calibration, follows=follows,
+                        staff=staff)
 
 
 def answer_steps(p: Prepared) -> Generator[tuple[str, dict], None, Answered]:
-    """The pipeline after ``prepare``: compose → ground → assess confidence → respond → remember. Yields the
-    answer's token events as it is written; returns the answer."""
+    """The pipeline after ``prepare``: compose → ground → assess confidence → respond (or a matched staff answer
+    takes over: ``take_over``) → remember. Yields the answer's token events as it is written; returns the
+    answer."""
     with audit_failures(p.request, p.deadline, book=p.book, session=p.conversation.id):
         draft = yield from compose(p)
         p.deadline.check("generation")
@@ -154,10 +164,13 @@ def answer_steps(p: Prepared) -> Generator[tuple[str, dict], None, Answered]:
         grounding = ground(draft, p.retrieval.chunks)
         verdict = assess_confidence(p, draft, grounding)
         answer = respond(p, draft, verdict, checks_seconds=time.monotonic() - checks_started)
+        verdict, answer = take_over(p, verdict, answer)
         remember(p, draft, verdict, answer)
         # An extractive answer or a refusal goes out in one piece, once it is known to be sent (confidence may
-        # turn an answer into a refusal); a language model's text already streamed is replaced by the final event.
-        if draft.generator == ExtractiveGenerator.name or (verdict.refused and not draft.streamed):
+        # turn an answer into a refusal), and so does any answer to a question a staff answer matched (its
+        # language model's text was held back); a language model's text already streamed is replaced by the final
+        # event.
+        if draft.generator == ExtractiveGenerator.name or (verdict.refused or p.staff) and not draft.streamed:
             yield "token", {"text": answer.answer}
         return Answered(answer, verdict)
 
@@ -226,7 +239,7 @@ def _generate(p: Prepared) -> Generator[tuple[str, dict], None, Draft]:
         budget = p.deadline.stage_budget(setting("GENERATION_SECONDS"))
         for piece in generator.stream(data, budget_seconds=budget, usage=draft.usage):
             pieces.append(piece)
-            if extractive:
+            if extractive or p.staff:  # a staff answer likely replaces it: held back, sent whole at the end
                 continue
             text = "".join(pieces).lstrip()
             if not draft.streamed and (len(text) > len(NOT_IN_BOOK) or not NOT_IN_BOOK.startswith(text)):
@@ -320,6 +333,26 @@ def respond(p: Prepared, draft: Draft, verdict: Verdict, *, checks_seconds: floa
     )
 
 
+def take_over(p: Prepared, verdict: Verdict, answer: Answer) -> tuple[Verdict, Answer]:
+    """The matched staff answer instead of the book's (``Outcome.STAFF``, level ``staff``), unless the book's own
+    answer is high or the staff answer stopped being served since it matched; a refusal, an unsure or a withheld
+    answer are replaced too. The book's answer is kept for reviewers (``draft_answer``)."""
+    if p.staff is None or (verdict.outcome == Outcome.ANSWERED and verdict.level == "high"):
+        return verdict, answer
+    reply = staff_matching.reply_for(p.staff)
+    if reply is None:
+        return verdict, answer
+    staff_matching.count_served(reply.id, channel=p.request.channel)
+    taken = Verdict(reply.answer, Outcome.STAFF, GroundingReport(), confidence=p.staff.score,
+                    level=staff_matching.LEVEL, features=verdict.features, draft_answer=verdict.answer)
+    return taken, replace(
+        answer, answer=reply.answer, answer_html=reply.answer_html, sources=reply.sources,
+        confidence=round(p.staff.score, 4), confidence_level=staff_matching.LEVEL, confidence_note=reply.note,
+        generator=staff_matching.LEVEL, refused=False, refusal_reason=None, suggestions=[], disclaimer=None,
+        notice=None, flagged_for_review=False, grounding=None,
+        staff_answer=StaffAnswerRef(id=reply.id, answered_at=reply.answered_at.isoformat()))
+
+
 def _retrieval_figures(p: Prepared, draft: Draft, verdict: Verdict) -> RetrievalFigures:
     r = p.retrieval
     return RetrievalFigures(
@@ -338,7 +371,7 @@ def remember(p: Prepared, draft: Draft, verdict: Verdict, answer: Answer) -> Non
     send_audit(AuditRecord.of(
         p.request, outcome=verdict.outcome, answer_id=p.answer_id, book_slug=p.book.slug,
         session_id=p.conversation.id, resolved_question=p.resolved_question, answer=verdict.answer,
-        draft_answer=verdict.draft_answer, generator=draft.generator,
+        draft_answer=verdict.draft_answer, generator=answer.generator,
         sources=[audited_source(asdict(s)) for s in answer.sources], suggestions=_plain(answer.suggestions),
         confidence=verdict.confidence, confidence_level=verdict.level, refused=bool(verdict.refused),
         refusal_reason=verdict.refused, flagged=verdict.flagged, grounding=_plain(answer.grounding),

@@ -59,7 +59,7 @@ class Answer:
     answer_html: str
     sources: list[Source]  # none for a refusal
     confidence: float
-    confidence_level: str  # high, medium, unsure or low (``confidence.LEVEL_NOTES``)
+    confidence_level: str  # high, medium, unsure or low (``confidence.LEVEL_NOTES``), or staff (``staff_matching``)
     confidence_note: str | None  # None for a refusal or a withheld answer
     generator: str
     session_id: str  # the conversation's UUID, as text

@@ -90,6 +90,7 @@ class Retrieval:
     timings_ms: dict[str, float] = field(default_factory=dict)  # embed, dense, lexical, fusion
     pool: list[RetrievedChunk] = field(default_factory=list)  # every fused candidate, best first
     lexical: LexicalResult = field(default_factory=LexicalResult)
+    vector: list[float] | None = None  # the query's embedding (staff answers are matched with it, not embedded again)
 
 
 def chapter_documents(book: Book, chapter: str) -> list[int]:
@@ -290,7 +291,7 @@ def retrieve(*, book: Book, question: str, selected_text: str = "", chapter: str
     return Retrieval(query=query, chunks=top, best_cosine=max(found.dense.values(), default=0.0),
                      lexical_coverage=found.lexical.coverage(fused_top), best_selected_overlap=best_overlap,
                      candidates=len(candidates), seconds=time.monotonic() - started, pool=candidates,
-                     timings_ms=clock.timings_ms, lexical=found.lexical)
+                     timings_ms=clock.timings_ms, lexical=found.lexical, vector=[float(x) for x in vector])
 
 
 OUT_OF_TIME = "bookchat ran out of time while searching the book; try again"
