@@ -1,8 +1,8 @@
 """Every real corpus in ../shared/data ingests cleanly, re-ingests for free, and chunks well.
 
 The corpora with questions (``EMBEDDED_CORPORA``) are ingested for real once per session and
-shared with the answering tests: squad2-dev whole, docusaurus-docs as the pages its questions cite
-(``session_corpus``). The embedder indexes only 4–6 passages a second here, so the rest of
+shared with the answering tests: part of each (``SESSION_PAGES``: two of squad2-dev's five articles,
+docusaurus-docs's pages its questions cite). The embedder indexes only 4–6 passages a second here, so the rest of
 docusaurus-docs and the two textbooks (1,900 more passages, ~6 minutes) are checked without
 embedding: a dry-run ingest (every file read, parsed, chunked and counted, nothing embedded) and
 the chunks the chunker makes of each page, measured with the embedder's own token counter."""

@@ -19,7 +19,7 @@ from ingestion.indexing.qdrant import OUT_OF_DATE, QdrantMirror, chunk_payload, 
 from ingestion.indexing.qdrant_sync import sync_mirror
 from ingestion.models import Book, Chunk
 from tests.conftest import EMBEDDED_CORPORA, run_command
-from tests.support.shared_data import shared_data
+from tests.support.shared_data import in_session, shared_data
 
 pytestmark = pytest.mark.django_db
 
@@ -338,7 +338,7 @@ def test_local_mode_folder_is_locked_by_its_process(qdrant, settings):
 # -- dense search on Qdrant -------------------------------------------------------------------------------
 def squad_questions(count: int) -> list[dict]:
     path = shared_data() / "squad2-dev" / "questions.jsonl"
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    rows = in_session("squad2-dev", [json.loads(line) for line in path.read_text().splitlines() if line.strip()])
     answerable = [r for r in rows if r["kind"] == "answerable"]
     return answerable[::max(1, len(answerable) // count)][:count]
 

@@ -289,3 +289,20 @@ def test_the_audit_admin_shows_and_filters_the_staff_level(manual, admin_client)
     assert STAFF_QUESTION in listed and "set the port" not in listed
     by_status = admin_client.get("/admin/audit/auditlog/", {"status__exact": "staff"}).content.decode()
     assert STAFF_QUESTION in by_status and "answered by the course staff" in by_status
+
+
+def test_a_near_copy_of_a_staff_question_is_served_and_a_swapped_rare_word_is_not(manual):
+    """A near copy (only a stop word more) is that question whatever the fitted weights say; the same words with
+    the one that names the thing asked about swapped are another question."""
+    kept = staff_answer(manual)
+    copy = ask("So, can I import my chapters straight from a Notion workspace?")
+    assert copy.confidence_level == "staff" and copy.staff_answer.id == kept.pk
+    other = ask("Can I import my chapters straight from a Confluence workspace?")
+    assert other.staff_answer is None
+
+
+def test_a_near_copy_needs_both_the_vector_and_only_common_words():
+    near = {"cosine": staff_matching.COPY_COSINE, "unshared": staff_matching.COPY_UNSHARED}
+    assert staff_matching.near_copy(near)
+    assert not staff_matching.near_copy(near | {"cosine": staff_matching.COPY_COSINE - 0.01})
+    assert not staff_matching.near_copy(near | {"unshared": 0.28}), "the development sets' closest near-miss"

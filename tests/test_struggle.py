@@ -27,7 +27,7 @@ from chat.quality.evaluation import load_questions
 from ingestion.models import Book, Chunk
 from ingestion.reading.outline import book_outline
 from tests.conftest import run_command
-from tests.support.shared_data import SHARED_DATA
+from tests.support.shared_data import SHARED_DATA, in_session
 
 pytestmark = pytest.mark.django_db
 
@@ -229,7 +229,10 @@ def test_a_shared_question_set_replayed_by_students_is_counted_exactly(ingest_co
     """The development question sets of two real books, asked three to a conversation, with thumbs down and
     reviewers' verdicts on some: every section's counts are what the replay made."""
     assert ingest_corpus(corpus).exit_code == 0
-    items = load_questions(SHARED_DATA / corpus / "questions.jsonl")
+    path = SHARED_DATA / corpus / "questions.jsonl"
+    embedded = {row["id"] for row in in_session(corpus, [json.loads(line) for line in path.read_text().splitlines()
+                                                         if line.strip()])}
+    items = [item for item in load_questions(path) if item.id in embedded]  # of the pages the session embeds
     bodies = []
     for n, item in enumerate(items[::max(1, len(items) // REPLAYED)][:REPLAYED]):
         following = {"session_id": bodies[-1]["session_id"]} if n % 3 else {}

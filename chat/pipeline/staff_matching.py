@@ -21,8 +21,13 @@ matches when the logistic of a weighted sum of its features (``WEIGHTS``, ``BIAS
 all three fitted on development sets by ``python -m bench.fit_staff_matching``, the threshold on held-out folds
 (BENCHMARKS.md has how and the figures). The weights weigh the question's likeness to the staff question *against*
 it (negative ``cosine`` and ``overlap``): in those sets a student's question worded like a staff question and
-answered less well by its answer was another question. A question worded exactly as a staff question (case,
-spacing and punctuation aside) is that question and matches whatever the weights say. Decided:
+answered less well by its answer was another question. So a question is also taken to be a staff question,
+whatever the weights say, when it is worded exactly as it (case, spacing and punctuation aside) or is a near copy
+of it: its cosine with the staff question at least ``COPY_COSINE`` and every word only one of them holds common in
+the book (``unshared`` at most ``COPY_UNSHARED``: "what's …" for "what is …", a stop word or a word most passages
+hold added or left out). Without it, the fitted weights would refuse a student who asks the staff question again
+in almost its words; no near-miss of the development sets is a near copy (the closest swaps a word of ``unshared``
+0.28: "title" for "URL"). Decided:
 
 - An answer's vector is made the first time the staff answer is compared with a question, and again once its
   answer is edited (``answer_key``): one passage embedded once, on that student's time (a few milliseconds).
@@ -63,6 +68,8 @@ FEATURES = ("cosine", "answer", "overlap", "unshared")
 WEIGHTS = {"cosine": -3.358, "answer": 6.082, "overlap": -1.730, "unshared": 0.620}
 BIAS = -2.542
 THRESHOLD = 0.611726
+COPY_COSINE = 0.95  # a near copy of a staff question (the module's docstring): chosen, not fitted
+COPY_UNSHARED = 0.2  # a word in about a fifth of the book's passages or more
 VOTES = {"up": "thumbs_up", "down": "thumbs_down"}
 
 _CANDIDATES_SQL = f"""
@@ -98,7 +105,7 @@ class Candidate:
     id: int
     features: dict[str, float]
     score: float
-    same: bool = False  # worded as the question (case, spacing and punctuation aside): matched, score 1
+    same: bool = False  # worded as the staff question or a near copy of it (``near_copy``): matched, score 1
 
 
 @dataclass(frozen=True)
@@ -212,9 +219,14 @@ def candidates(*, book: Book, question: str, vector, limit: int = CANDIDATES) ->
         features = word_features(compared.asked, words, compared.idf, compared.most) | {"cosine": cosine,
                                                                                       "answer": answer}
         # The same question asked again is that question, whatever the weights say.
-        same = staff_id in compared.same
+        same = staff_id in compared.same or near_copy(features)
         found.append(Candidate(staff_id, features, 1.0 if same else score(features), same))
     return sorted(found, key=lambda c: (not c.same, -(c.features["cosine"] + c.features["answer"]), c.id))
+
+
+def near_copy(features: dict[str, float]) -> bool:
+    """Whether a question is a near copy of a staff question: as near in vector, and only common words differ."""
+    return features["cosine"] >= COPY_COSINE and features["unshared"] <= COPY_UNSHARED
 
 
 def word_features(asked: frozenset[str], staff: frozenset[str], weight: dict[str, float],
