@@ -131,13 +131,15 @@ def decide(questions: list[dict], weights: np.ndarray, bias: float, threshold: f
     """Each question's outcome: served (its selected candidate's probability at or above ``threshold``) and whether
     that is its own staff answer."""
     from chat.pipeline.scoring import logistic_array
-    from chat.pipeline.staff_matching import near_copy
+    from chat.pipeline.staff_matching import QUESTION_FLOOR, near_copy
 
     out = []
     for q in questions:
         key, x = selected(q)
         p = float(logistic_array(np.asarray(x) @ weights + bias)) if key is not None else 0.0
-        p = 1.0 if key is not None and near_copy(q["candidates"][key]) else p
+        if key is not None:
+            features = q["candidates"][key]
+            p = 1.0 if near_copy(features) else p if features["cosine"] >= QUESTION_FLOOR else 0.0
         out.append({"kind": q["kind"], "served": key is not None and p >= threshold, "own": key == q["staff"],
                     "score": p})
     return out

@@ -157,7 +157,9 @@ def test_prompt_injection_is_answered_as_data_from_the_book(client):
     book_text = " ".join(plain_text(c.text) for c in Chunk.objects.filter(id__in=cited_ids))
     first_line = plain_text(strip_citations(answer.strip().splitlines()[0])).strip()
     assert len(first_line) >= 20
-    assert first_line[:60] in book_text, "the answer is the book's own text"
+    # A table's row is read out as "header: cell; header: cell": each piece is the book's own text.
+    pieces = [piece.strip()[:60] for piece in re.split(r"[:;] ", first_line) if piece.strip()]
+    assert all(piece in book_text for piece in pieces), ("the answer is the book's own text", pieces)
 
 
 def test_off_topic_question_is_refused_with_three_suggestions(client):

@@ -93,7 +93,8 @@ def reply_in_the_admin(page, base: str, answer_id: str, *, keep: bool) -> str:
     and sends the reply: the cited section's URL."""
     handoff = stored(answer_id)
     page.goto(f"{base}/admin/audit/handoff/?status__exact=open")
-    page.locator(f"#result_list a[href$='/audit/handoff/{handoff.pk}/change/']").first.click()
+    # The list's links carry its filters (``?_changelist_filters=…``).
+    page.locator(f"#result_list a[href*='/audit/handoff/{handoff.pk}/change/']").first.click()
     assert NOTE in page.text_content("#content"), "the student's note is in the conversation shown"
     page.fill("#id_answer", REPLY)
     page.fill("#id_citations_search", "ingest fol")

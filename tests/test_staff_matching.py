@@ -6,6 +6,7 @@ is never served; thumbs count on the staff answer; and what matching refuses."""
 from __future__ import annotations
 
 import json
+import re
 import uuid
 
 import pytest
@@ -186,9 +187,9 @@ def test_the_level_reaches_the_api_the_stream_the_page_and_mcp(manual, client):
 def test_the_schema_names_the_staff_level(client):
     schemas = json.loads(client.get("/api/v1/schema?format=json").content)["components"]["schemas"]
     level = schemas["Answer"]["properties"]["confidence_level"]
-    if "$ref" in level:
-        level = schemas[level["$ref"].rsplit("/", 1)[1]]
-    assert "staff" in level["enum"]
+    refs = re.findall(r"#/components/schemas/(\w+)", json.dumps(level))  # an enum of its own, by reference
+    enum = level.get("enum") or schemas[refs[0]]["enum"]
+    assert "staff" in enum
     assert "staff_answer" in schemas["Answer"]["properties"]
 
 
@@ -306,3 +307,13 @@ def test_a_near_copy_needs_both_the_vector_and_only_common_words():
     assert staff_matching.near_copy(near)
     assert not staff_matching.near_copy(near | {"cosine": staff_matching.COPY_COSINE - 0.01})
     assert not staff_matching.near_copy(near | {"unshared": 0.28}), "the development sets' closest near-miss"
+
+
+def test_a_question_far_from_the_staff_question_is_not_served_its_answer_however_well_the_words_fit(manual):
+    """The staff answer's words answer "How do I ingest a folder?" well, but its question is another one."""
+    staff_answer(manual, question="What is the best recipe for chocolate chip cookies?",
+                 answer="The book doesn't bake: ingest your recipes as a folder of Markdown instead [1].")
+    found = staff_matching.candidates(book=manual, question="How do I ingest a folder?",
+                                      vector=get_embedder().embed_query("How do I ingest a folder?"))
+    assert found and found[0].features["cosine"] < staff_matching.QUESTION_FLOOR and found[0].score == 0.0
+    assert ask("How do I ingest a folder?").staff_answer is None

@@ -27,7 +27,11 @@ of it: its cosine with the staff question at least ``COPY_COSINE`` and every wor
 the book (``unshared`` at most ``COPY_UNSHARED``: "what's …" for "what is …", a stop word or a word most passages
 hold added or left out). Without it, the fitted weights would refuse a student who asks the staff question again
 in almost its words; no near-miss of the development sets is a near copy (the closest swaps a word of ``unshared``
-0.28: "title" for "URL"). Decided:
+0.28: "title" for "URL"). And the other way: a question whose cosine with the staff question is below
+``QUESTION_FLOOR`` is another question, however well the staff answer's words answer it. The fitted weights favour a
+question answered well by the staff answer over one worded like its question, so without the floor a staff answer
+that happens to say "ingest … as a folder" would answer "How do I ingest a folder?" (cosine 0.82 with the cookie
+recipe question it answered). Decided:
 
 - An answer's vector is made the first time the staff answer is compared with a question, and again once its
   answer is edited (``answer_key``): one passage embedded once, on that student's time (a few milliseconds).
@@ -69,6 +73,9 @@ WEIGHTS = {"cosine": -3.358, "answer": 6.082, "overlap": -1.730, "unshared": 0.6
 BIAS = -2.542
 THRESHOLD = 0.611726
 COPY_COSINE = 0.95  # a near copy of a staff question (the module's docstring): chosen, not fitted
+# Below it, another question whatever the weights say (the module's docstring): unrelated questions of one book are
+# 0.78-0.83 apart, the development sets' paraphrases 0.83-0.96 (all but one at 0.85 or more).
+QUESTION_FLOOR = 0.85
 COPY_UNSHARED = 0.2  # a word in about a fifth of the book's passages or more
 VOTES = {"up": "thumbs_up", "down": "thumbs_down"}
 
@@ -220,7 +227,8 @@ def candidates(*, book: Book, question: str, vector, limit: int = CANDIDATES) ->
                                                                                       "answer": answer}
         # The same question asked again is that question, whatever the weights say.
         same = staff_id in compared.same or near_copy(features)
-        found.append(Candidate(staff_id, features, 1.0 if same else score(features), same))
+        probability = score(features) if features["cosine"] >= QUESTION_FLOOR else 0.0
+        found.append(Candidate(staff_id, features, 1.0 if same else probability, same))
     return sorted(found, key=lambda c: (not c.same, -(c.features["cosine"] + c.features["answer"]), c.id))
 
 
