@@ -45,18 +45,18 @@ run: $(VENV)/.installed
 
 test: $(VENV)/.installed-dev
 	$(COMPILE)
-	BOOKCHAT_FUZZ_SCALE=$${BOOKCHAT_FUZZ_SCALE:-0.5} $(BIN)/python -m pytest -m "not drill and not deploy and not llm" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not drill and not fuzz and not deploy and not llm" $(PYTEST_ARGS)
 
 test-fast: $(VENV)/.installed-dev
 	$(COMPILE)
 	$(BIN)/python -m pytest -m "not slow and not drill and not deploy and not llm" $(PYTEST_ARGS)
 
 # The drills that bring up whole deployments of their own (several nodes, an external Postgres, Redis), build the
-# wheel or crash the embedded server, and the fuzz drills' second half: a suite of their own, so that `make test`
-# stays under 10 minutes; .ci/run runs them after it.
+# wheel or crash the embedded server, the fuzz drills, axe-core over every page state and the checks of whole
+# corpora: a suite of their own, so that `make test` stays under 10 minutes; .ci/run runs them after it.
 drills: $(VENV)/.installed-dev
 	$(COMPILE)
-	BOOKCHAT_FUZZ_SCALE=$${BOOKCHAT_FUZZ_SCALE:-0.5} $(BIN)/python -m pytest -m "drill or fuzz" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "drill or fuzz" $(PYTEST_ARGS)
 
 # The deployments run for real (tests/test_deployed.py): the images built (deploy/image.sh --services: base images by
 # debootstrap, cached in ~/.cache/bookchat/images), then the Kubernetes manifests played by podman and compose.yaml brought up,

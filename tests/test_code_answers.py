@@ -339,12 +339,13 @@ def test_page_stream_api_and_mcp_show_the_same_answer(client, manual_book, no_ll
 @pytest.mark.django_db
 def test_every_answer_evaluate_gives_on_the_shared_sets_renders_each_fence_as_one_block(ingest_corpus, manual_book,
                                                                                           no_llm):
-    """Over every answer of the shared docusaurus-docs sets and the code sets: as many ``<pre>`` blocks as fences,
-    and no fence meta outside them."""
+    """Over every answer of the shared docusaurus-docs sets (the questions of the pages the session embeds) and the
+    code sets: as many ``<pre>`` blocks as fences, and no fence meta outside them."""
+    import json
     from pathlib import Path
 
     from chat.quality.evaluation import run_evaluation
-    from tests.support.shared_data import shared_corpus
+    from tests.support.shared_data import in_session, shared_corpus
 
     assert ingest_corpus("docusaurus-docs").exit_code == 0
     data = shared_corpus("docusaurus-docs").parent
@@ -353,7 +354,9 @@ def test_every_answer_evaluate_gives_on_the_shared_sets_renders_each_fence_as_on
             ("docusaurus-docs", folder / "code-docusaurus.jsonl"), (MANUAL, folder / "code-manual.jsonl")]
     fences = 0
     for book, path in runs:
-        _, records = run_evaluation(load_questions(path), book_slug=book)
+        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        embedded = {row["id"] for row in in_session(book, rows)}
+        _, records = run_evaluation([q for q in load_questions(path) if q.id in embedded], book_slug=book)
         for record in records:
             answer = record.get("answer") or ""
             blocks = split_code_blocks(answer)[1]

@@ -2,10 +2,10 @@
 
 The corpora with questions (``EMBEDDED_CORPORA``) are ingested for real once per session and
 shared with the answering tests: part of each (``SESSION_PAGES``: two of squad2-dev's five articles,
-docusaurus-docs's pages its questions cite). The embedder indexes only 4–6 passages a second here, so the rest of
-docusaurus-docs and the two textbooks (1,900 more passages, ~6 minutes) are checked without
-embedding: a dry-run ingest (every file read, parsed, chunked and counted, nothing embedded) and
-the chunks the chunker makes of each page, measured with the embedder's own token counter."""
+the docusaurus-docs pages its first questions cite). The embedder indexes only 4–6 passages a second here, so the
+corpora whole and the two textbooks (2,000 more passages, ~7 minutes) are checked without embedding, with the drills
+(`make drills`): a dry-run ingest (every file read, parsed, chunked and counted, nothing embedded) and the chunks the
+chunker makes of each page, measured with the embedder's own token counter."""
 
 from __future__ import annotations
 
@@ -46,15 +46,6 @@ def test_reingesting_a_corpus_embeds_nothing(ingest_corpus, name):
     assert report["files_unchanged"] == report["files_seen"] - report["files_skipped"]
 
 
-def corpus_chunks(name: str, ingest_corpus) -> list[tuple[str, str, int]]:
-    """(heading path, text, token count) of every chunk of a corpus: stored ones for the embedded
-    corpora, fresh from the chunker for the others."""
-    if name in EMBEDDED_CORPORA and name not in SESSION_PAGES:  # the session embeds part of the others
-        ingest_corpus(name)
-        return list(Chunk.objects.filter(book__slug=name).values_list("heading_path", "text", "token_count"))
-    return fresh_chunks(name)
-
-
 @functools.cache
 def fresh_chunks(name: str) -> list[tuple[str, str, int]]:
     """A corpus chunked without storing it: parsed and chunked once for the tests that read it."""
@@ -80,6 +71,9 @@ def fresh_chunks(name: str) -> list[tuple[str, str, int]]:
     return out
 
 
+# The checks of whole corpora, most of them never embedded (dry runs, every chunk the chunker makes: ~45 s): `make
+# drills`, so that make test stays under 10 minutes.
+@pytest.mark.drill
 @pytest.mark.parametrize("name", [c for c in CORPORA if c not in EMBEDDED_CORPORA or c in SESSION_PAGES])
 def test_dry_run_of_a_corpus_not_embedded_whole_reads_every_file_without_errors(name):
     # A book name of its own: the session may be ingesting part of the corpus as ``name`` meanwhile (its lock).
@@ -92,10 +86,11 @@ def test_dry_run_of_a_corpus_not_embedded_whole_reads_every_file_without_errors(
     assert 0 < report["chunks_embedded"] <= report["chunks_added"]  # what a real run would embed
 
 
+@pytest.mark.drill
 @pytest.mark.parametrize("name", CORPORA)
-def test_every_chunk_fits_the_embedders_window(ingest_corpus, name):
+def test_every_chunk_fits_the_embedders_window(name):
     embedder = get_embedder()
-    chunks = corpus_chunks(name, ingest_corpus)
+    chunks = fresh_chunks(name)
     assert chunks
     from ingestion.indexing.chunking import embedding_text
 
@@ -105,10 +100,11 @@ def test_every_chunk_fits_the_embedders_window(ingest_corpus, name):
             assert embedder.count_tokens(embedding_text(heading_path, text)) == tokens
 
 
+@pytest.mark.drill
 @pytest.mark.parametrize("name", CORPORA)
-def test_no_chunk_is_a_heading_alone(ingest_corpus, name):
+def test_no_chunk_is_a_heading_alone(name):
     embedder = get_embedder()
-    texts = [text for _, text, _ in corpus_chunks(name, ingest_corpus)]
+    texts = [text for _, text, _ in fresh_chunks(name)]
     base = embedder.count_tokens("")
     tiny = [t for t in texts if embedder.count_tokens(t) - base < 8]
     assert not [t for t in texts if not t.strip() or t.lstrip().startswith("#") and "\n" not in t.strip()]

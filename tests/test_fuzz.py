@@ -23,8 +23,8 @@ admin upload: truncated multipart bodies      80
 =========================================  =====
 
 ``BOOKCHAT_FUZZ_SCALE`` multiplies every count (``BOOKCHAT_FUZZ_SCALE=10`` for a long local
-drill). The drills are marked ``fuzz``: ``make test`` runs them at scale 0.5 and ``make drills`` again at 0.5, so
-that CI throws the 2,020 cases in two halves of fresh random examples and ``make test`` keeps to its ten minutes.
+drill). The drills are marked ``fuzz``: ``make drills`` runs them, whole, and ``make test`` leaves them out, so
+that it keeps to its ten minutes (CI runs both).
 Examples are random on each run and nothing is written to ``.hypothesis/``
 (``database=None``); a failure prints the falsifying example and a ``@reproduce_failure`` line.
 Inputs that reach the embedder (valid questions, ~20 ms each plus retrieval) are a minority by

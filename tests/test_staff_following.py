@@ -1,7 +1,8 @@
 """Staff answers follow the book (``chat.pipeline.staff_following``, run by ``chat.receivers`` → ``chat.tasks`` after
-an indexing run): a run that deletes a cited section sends its staff answer to review, naming the section, and the
-question is then answered by the book; a typo fix leaves it served; the measure of a section's change; re-embedding
-a question another embedder made."""
+an indexing run): a run that deletes a cited section (an ingest; a publish from CI, followed by the task queued
+behind its sync) sends its staff answer to review, naming the section, and the question is then answered by the
+book; a typo fix leaves it served; the measure of a section's change; re-embedding a question another embedder
+made."""
 
 from __future__ import annotations
 
@@ -150,3 +151,48 @@ def test_a_malformed_citation_reads_as_a_section_gone(book_dir, citations):
     book = index(book_dir, PAGE)
     assert "is no longer in the book" in review_reason(book, citations)
     assert Chunk.objects.filter(book=book).exists()
+
+
+def test_a_publish_that_deletes_a_cited_section_sends_its_staff_answer_to_review_behind_the_sync(client, settings,
+                                                                                                   tmp_path):
+    """Published from CI (``POST /api/v1/books/{slug}/sources``, the sync run as the worker runs it): the sync queues
+    the following of the book's staff answers behind it, and once the worker has run it the staff answer citing the
+    deleted page waits for review and the question gets the book's answer."""
+    from django_q.models import OrmQ
+
+    from chat import tasks
+    from tests.test_publishing import PAGES, publish_and_run
+
+    settings.DATA_DIR = tmp_path
+    slug, key = published_book_key()
+    assert publish_and_run(client, slug, key, PAGES)["status"] == "done"
+    book = Book.objects.get(slug=slug)
+    ferry = Chunk.objects.get(book=book, document__path="boats.md")
+    question = "Is there a night ferry to Gull Island?"
+    kept = keep(book=book, question=question, answer="No: only the nine o'clock ferry [1].",
+                citations=cite(book, [ferry.id]))
+    asked = answer_question(AskRequest(question=question, book=slug, channel="api"))
+    assert asked.staff_answer.id == kept.pk, "served while its page is there"
+
+    OrmQ.objects.all().delete()  # tasks queued by earlier tests that ran a worker are not ours
+    without_boats = {name: text for name, text in PAGES.items() if name != "docs/boats.md"}
+    assert publish_and_run(client, slug, key, without_boats)["status"] == "done"
+    queued = [package for package in OrmQ.objects.all() if package.func() == "chat.tasks.follow_staff_answers"]
+    assert [package.args() for package in queued] == [(book.pk,)], "queued behind the sync, for the worker"
+    tasks.follow_staff_answers(*queued[0].args())
+    kept.refresh_from_db()
+    assert kept.status == StaffAnswer.Status.NEEDS_REVIEW and "is no longer in the book" in kept.review_reason
+    asked = answer_question(AskRequest(question=question, book=slug, channel="api"))
+    assert asked.staff_answer is None and asked.confidence_level != "staff"
+
+
+def published_book_key() -> tuple[str, str]:
+    """A fresh slug and the secret key that publishes it (as test_publishing's ``book`` fixture makes them)."""
+    import uuid
+
+    from chat.channels.keys import api_key_create
+    from chat.models import ApiKey
+
+    slug = f"published-{uuid.uuid4().hex[:8]}"
+    _, raw = api_key_create(kind=ApiKey.SECRET, publish_book=slug)
+    return slug, raw
