@@ -24,8 +24,8 @@ it (negative ``cosine`` and ``overlap``): in those sets a student's question wor
 answered less well by its answer was another question. So a question is also taken to be a staff question,
 whatever the weights say, when it is worded exactly as it (case, spacing and punctuation aside) or is a near copy
 of it: its cosine with the staff question at least ``COPY_COSINE`` and every word only one of them holds common in
-the book (``unshared`` at most ``COPY_UNSHARED``: "what's …" for "what is …", a stop word or a word most passages
-hold added or left out). Without it, the fitted weights would refuse a student who asks the staff question again
+the book (``unshared`` at most ``COPY_UNSHARED``: "what's …" for "what is …", a stop word or a word a good share
+of the book's passages hold added or left out). Without it, the fitted weights would refuse a student who asks the staff question again
 in almost its words; no near-miss of the development sets is a near copy (the closest swaps a word of ``unshared``
 0.28: "title" for "URL"). And the other way: a question whose cosine with the staff question is below
 ``QUESTION_FLOOR`` is another question, however well the staff answer's words answer it. The fitted weights favour a
