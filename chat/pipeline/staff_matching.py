@@ -17,17 +17,17 @@ the book's document frequency of every word on both sides (``_CANDIDATES_SQL``);
 - ``unshared``: the IDF of the rarest word only one of the two holds, over the book's highest IDF.
 
 The candidate is the staff answer with the highest ``cosine + answer`` (its question near, its answer relevant); it
-matches when the logistic of a weighted sum of its features (``WEIGHTS``, ``BIAS``) is at least ``THRESHOLD``,
-all three fitted on development sets by ``python -m bench.fit_staff_matching``, the threshold on held-out folds
-(BENCHMARKS.md has how and the figures). The weights weigh the question's likeness to the staff question *against*
-it (negative ``cosine`` and ``overlap``): in those sets a student's question worded like a staff question and
-answered less well by its answer was another question. So a question is also taken to be a staff question,
-whatever the weights say, when it is worded exactly as it (case, spacing and punctuation aside) or is a near copy
-of it: its cosine with the staff question at least ``COPY_COSINE`` and every word only one of them holds common in
-the book (``unshared`` at most ``COPY_UNSHARED``: "what's …" for "what is …", a stop word or a word a good share
-of the book's passages hold added or left out). Without it, the fitted weights would refuse a student who asks the staff question again
-in almost its words; no near-miss of the development sets is a near copy (the closest swaps a word of ``unshared``
-0.28: "title" for "URL"). And the other way: a question whose cosine with the staff question is below
+matches when the logistic of a weighted sum of its features (``WEIGHTS``, ``BIAS``) is at least ``THRESHOLD``, all
+three fitted on development sets by ``python -m bench.fit_staff_matching``, the threshold on held-out folds
+(BENCHMARKS.md has how and the figures). The weights weigh the question's likeness to the staff question *against* it
+(negative ``cosine`` and ``overlap``): in those sets a student's question worded like a staff question and answered
+less well by its answer was another question. So a question is also taken to be a staff question, whatever the
+weights say, when it is worded exactly as it (case, spacing and punctuation aside) or is a near copy of it: its
+cosine with the staff question at least ``COPY_COSINE`` and every word only one of them holds common in the book
+(``unshared`` at most ``COPY_UNSHARED``: "what's …" for "what is …", a stop word or a word a good share of the book's
+passages hold added or left out). Without it, the fitted weights would refuse a student who asks the staff question
+again in almost its words; no near-miss of the development sets is a near copy (the closest swaps a word of
+``unshared`` 0.28: "title" for "URL"). And the other way: a question whose cosine with the staff question is below
 ``QUESTION_FLOOR`` is another question, however well the staff answer's words answer it. The fitted weights favour a
 question answered well by the staff answer over one worded like its question, so without the floor a staff answer
 that happens to say "ingest … as a folder" would answer "How do I ingest a folder?" (cosine 0.82 with the cookie
