@@ -1,16 +1,18 @@
-"""Rate limits: per client IP without a key, per key and per visitor on a publishable key, per page session;
-429 with Retry-After and the usual JSON error."""
+"""Rate limits: each student's own (a conversation, a page session), the key's and the address's as ceilings, per
+client IP without a key; only requests that do work count; 429 with Retry-After and the usual JSON error."""
 
 from __future__ import annotations
 
 import json
+import uuid
 
 import pytest
 from django.test import Client
 
 from bookchat.base.errors import ConfigurationError
 from chat.channels.throttling import Rate, RateLimited, count_request, parse_rate
-from chat.models import ApiKey
+from chat.models import ApiKey, RateCounter
+from ingestion.models import IngestionJob
 
 pytestmark = pytest.mark.django_db
 
@@ -23,11 +25,17 @@ BODY = json.dumps({"question": "How do I ingest a folder?", "book": BOOK})
 def limits(manual_book, settings):
     settings.BOOKCHAT = {**settings.BOOKCHAT, "LLM_BASE_URL": "", "LLM_API_KEY": "", "LLM_MODEL": "",
                          "DEADLINE_SECONDS": 60.0, "RETRIEVAL_SECONDS": 30.0, "RATE_ANONYMOUS": "2/minute",
-                         "RATE_KEY": "3/minute", "RATE_KEY_IP": "2/minute", "RATE_PAGE": "2/minute"}
+                         "RATE_CONVERSATION": "2/minute", "RATE_KEY": "8/minute", "RATE_KEY_IP": "5/minute",
+                         "RATE_PAGE": "2/minute", "RATE_ADDRESS": "3/minute", "RATE_SEARCH": "2/minute",
+                         "RATE_SEARCH_ADDRESS": "5/minute"}
 
 
-def ask(client, path="/api/v1/ask", **extra):
-    return client.post(path, data=BODY, content_type="application/json", **extra)
+def ask(client, path="/api/v1/ask", body=BODY, **extra):
+    return client.post(path, data=body, content_type="application/json", **extra)
+
+
+def in_conversation(session_id: str | None, question: str = "How do I ingest a folder?") -> str:
+    return json.dumps({"question": question, "book": BOOK, **({"session_id": session_id} if session_id else {})})
 
 
 def assert_limited(response) -> None:
@@ -35,6 +43,13 @@ def assert_limited(response) -> None:
     body = response.json()
     assert body["error"] == "rate_limited" and "try again in" in body["message"]
     assert 1 <= int(response["Retry-After"]) <= 60
+
+
+def widget_key() -> str:
+    key = ApiKey(name="widget", kind=ApiKey.PUBLISHABLE, allowed_origins=SITE)
+    raw = key.issue()
+    key.save()
+    return raw
 
 
 def test_anonymous_requests_are_limited_per_client_ip(client):
@@ -48,7 +63,7 @@ def test_anonymous_requests_are_limited_per_client_ip(client):
 
 
 def test_secret_key_is_limited_per_key_whatever_the_ip(client, settings):
-    settings.BOOKCHAT = {**settings.BOOKCHAT, "ANONYMOUS_API": "false"}
+    settings.BOOKCHAT = {**settings.BOOKCHAT, "ANONYMOUS_API": "false", "RATE_KEY": "3/minute"}
     key = ApiKey(name="server", kind=ApiKey.SECRET)
     raw = key.issue()
     key.save()
@@ -58,22 +73,43 @@ def test_secret_key_is_limited_per_key_whatever_the_ip(client, settings):
     assert_limited(ask(client, REMOTE_ADDR="192.0.2.4", **auth))
 
 
-def test_publishable_key_is_limited_per_visitor_and_per_key_with_cors_headers(client, settings):
+def test_a_class_behind_one_address_on_one_key_is_limited_per_conversation_not_as_one_client(client, settings):
+    """Three students (a conversation each) behind one address: each asks within their own limit and none is
+    throttled for the others; the one who asks past their conversation's limit is throttled alone, with CORS
+    headers the widget can read, and their refused questions use up none of the ceilings the class shares."""
     settings.BOOKCHAT = {**settings.BOOKCHAT, "ANONYMOUS_API": "false"}
-    key = ApiKey(name="widget", kind=ApiKey.PUBLISHABLE, allowed_origins=SITE)
-    raw = key.issue()
-    key.save()
+    raw = widget_key()
 
-    def widget(ip):
-        return ask(client, f"/api/v1/ask?key={raw}", REMOTE_ADDR=ip, HTTP_ORIGIN=SITE)
+    def widget(body, ip="203.0.113.1"):
+        return ask(client, f"/api/v1/ask?key={raw}", body, REMOTE_ADDR=ip, HTTP_ORIGIN=SITE)
 
-    assert widget("203.0.113.1").status_code == 200
-    assert widget("203.0.113.1").status_code == 200
-    limited = widget("203.0.113.1")
+    first = widget(in_conversation(None))  # a first question: only the ceilings count it
+    assert first.status_code == 200
+    eager = first.json()["session_id"]
+    assert widget(in_conversation(eager)).status_code == 200
+    assert widget(in_conversation(eager)).status_code == 200
+    limited = widget(in_conversation(eager))
     assert_limited(limited)
+    assert "2 per minute" in limited.json()["message"]
     assert limited["Access-Control-Allow-Origin"] == SITE, "the widget can read the 429"
     assert "Retry-After" in limited["Access-Control-Expose-Headers"]
-    assert widget("203.0.113.2").status_code == 429, "the key's own limit (3/minute) is used up too"
+    for _ in range(3):  # asking on while limited: refused, and counted nowhere
+        assert widget(in_conversation(eager)).status_code == 429
+    # The address's ceiling (5/minute) has counted three questions; two classmates ask within it.
+    for classmate in (str(uuid.uuid4()), str(uuid.uuid4())):
+        assert widget(in_conversation(classmate)).status_code == 200
+    ceiling = widget(in_conversation(str(uuid.uuid4())))
+    assert_limited(ceiling)
+    assert "5 per minute" in ceiling.json()["message"], "a sixth question from the address meets its ceiling"
+    assert widget(in_conversation(str(uuid.uuid4())), ip="203.0.113.2").status_code == 200, "another address"
+
+
+def test_a_client_opening_a_new_conversation_per_question_is_bounded_by_the_key_ceiling(client, settings):
+    settings.BOOKCHAT = {**settings.BOOKCHAT, "ANONYMOUS_API": "false", "RATE_KEY_IP": "100/minute"}
+    raw = widget_key()
+    statuses = [ask(client, f"/api/v1/ask?key={raw}", in_conversation(str(uuid.uuid4())), REMOTE_ADDR="203.0.113.7",
+                    HTTP_ORIGIN=SITE).status_code for _ in range(10)]
+    assert statuses == [200] * 8 + [429] * 2, "the key's ceiling (8/minute) bounds it"
 
 
 def test_the_page_has_a_per_session_limit_on_its_form_and_its_api_calls():
@@ -88,6 +124,54 @@ def test_the_page_has_a_per_session_limit_on_its_form_and_its_api_calls():
     other = Client()
     other.get(f"/?book={BOOK}")
     assert other.post("/", {"question": "How do I ingest a folder?", "book": BOOK}).status_code == 302
+    third = Client()
+    third.get(f"/?book={BOOK}")
+    ceiling = third.post("/", {"question": "How do I ingest a folder?", "book": BOOK})
+    assert ceiling.status_code == 429 and "3 per minute" in ceiling.content.decode(), "the address's ceiling"
+
+
+def test_refusals_that_did_no_work_count_nowhere(client):
+    """A bad body, an unknown book, a book still being indexed (503), a question over the limit: none of them uses up
+    the client's allowance (2/minute), so the next two real questions are answered."""
+    slug = f"built-{uuid.uuid4().hex[:8]}"
+    IngestionJob.objects.create(book_slug=slug, book_title="Harbour guide", source=IngestionJob.Source.LOCAL,
+                                local_path="/srv/harbour-guide", status=IngestionJob.Status.RUNNING,
+                                stage="embedding passages (12/40)")
+    ip = {"REMOTE_ADDR": "198.51.100.40"}
+    for _ in range(4):
+        assert ask(client, body=json.dumps({"question": "When?", "book": slug}), **ip).status_code == 503
+        assert ask(client, "/api/v1/ask/stream", json.dumps({"question": "When?", "book": slug}),
+                   **ip).status_code == 503
+        assert ask(client, body=json.dumps({"question": "", "book": BOOK}), **ip).status_code == 400
+        assert ask(client, body=json.dumps({"question": "When?", "book": "no-such-book"}), **ip).status_code == 404
+        assert ask(client, body="{not json", **ip).status_code == 400
+        assert client.get("/api/v1/search", {"q": "x" * 5000, "book": BOOK}, **ip).status_code == 400
+    assert ask(client, **ip).status_code == 200
+    assert ask(client, "/api/v1/ask/stream", **ip).status_code == 200
+    assert_limited(ask(client, **ip))
+
+
+def test_a_widgets_searches_count_per_conversation_under_the_addresss_ceiling(client, settings):
+    settings.BOOKCHAT = {**settings.BOOKCHAT, "ANONYMOUS_API": "false"}
+    raw = widget_key()
+
+    def search(session_id=None):
+        params = {"key": raw, "q": "ingest a fol", "book": BOOK, **({"session_id": session_id} if session_id else {})}
+        return client.get("/api/v1/search", params, REMOTE_ADDR="203.0.113.30", HTTP_ORIGIN=SITE)
+
+    reader = str(uuid.uuid4())
+    assert [search(reader).status_code for _ in range(3)] == [200, 200, 429], "the reader's own (2/minute)"
+    assert search(str(uuid.uuid4())).status_code == 200, "another reader behind the same address searches on"
+    assert search().status_code == 200, "a search before any conversation counts in the ceiling only"
+    assert search(str(uuid.uuid4())).status_code == 200, "the fifth search of the address (the refused one gave back)"
+    limited = search(str(uuid.uuid4()))
+    assert_limited(limited)
+    assert "too many searches" in limited.json()["message"] and "5 per minute" in limited.json()["message"]
+    assert ask(client, f"/api/v1/ask?key={raw}", REMOTE_ADDR="203.0.113.30", HTTP_ORIGIN=SITE).status_code == 200, \
+        "searches never use up questions"
+    bad = client.get("/api/v1/search", {"key": raw, "q": "ingest", "book": BOOK, "session_id": "me"},
+                     REMOTE_ADDR="203.0.113.30", HTTP_ORIGIN=SITE)
+    assert bad.status_code == 400 and bad.json()["field"] == "session_id"
 
 
 def test_feedback_is_not_limited(client):
@@ -111,6 +195,21 @@ def test_a_window_lasts_its_period_from_the_request_that_opened_it(opened):
         count_request(buckets, now=opened + 10)
     assert limited.value.retry_after == 50, "the window ends 60 s after the request that opened it"
     count_request(buckets, now=opened + 61)
+
+
+def test_a_request_over_one_limit_counts_in_none_and_a_give_back_spares_a_later_window():
+    tag = uuid.uuid4().hex[:8]
+    own, shared = (f"test:own-{tag}", Rate(1, 60)), (f"test:shared-{tag}", Rate(10, 60))
+    count_request([own, shared], now=1000.0)
+    for _ in range(3):
+        with pytest.raises(RateLimited):
+            count_request([own, shared], now=1001.0)
+    counts = dict(RateCounter.objects.filter(bucket__in=[own[0], shared[0]]).values_list("bucket", "count"))
+    assert counts == {own[0]: 1, shared[0]: 1}
+    counted = count_request([shared], now=1002.0)
+    count_request([shared], now=1070.0)  # the window ended: a new one opened at 1070
+    counted.give_back()
+    assert RateCounter.objects.get(bucket=shared[0]).count == 1, "the new window keeps its count"
 
 
 @pytest.mark.parametrize("value, rate", [("10/minute", Rate(10, 60)), ("100/hour", Rate(100, 3600)),

@@ -176,15 +176,23 @@ SETTINGS: list[Setting] = [
     Setting("GENERATION_SECONDS", 2.5, "Part of the budget for the LLM; past it the extractive generator "
             "answers instead.", float),
     # Rate limits ("N/second|minute|hour|day"; empty → no limit)
-    Setting("RATE_ANONYMOUS", "10/minute", "Questions per client IP for API requests without a key.", rate=True),
-    Setting("RATE_KEY", "120/minute", "Questions per API key (all its clients together).", rate=True),
-    Setting("RATE_KEY_IP", "30/minute", "Questions per client IP on one publishable key (one visitor of a site).",
-            rate=True),
+    Setting("RATE_CONVERSATION", "20/minute", "Questions per conversation on the API and the widget (the `session_id` "
+            "a question continues): one student's own limit.", rate=True),
     Setting("RATE_PAGE", "20/minute", "Questions per chat-page session (the page form and the page's own API "
-            "calls).", rate=True),
+            "calls): one student's own limit on the page.", rate=True),
+    Setting("RATE_KEY", "1200/minute", "Questions per API key, all its clients together: a ceiling against abuse, "
+            "sized for a lecture hall asking through one publishable key.", rate=True),
+    Setting("RATE_KEY_IP", "600/minute", "Questions per client address on one publishable key: a ceiling sized for a "
+            "class behind one campus address (first questions, before a conversation exists, count only in the "
+            "ceilings).", rate=True),
+    Setting("RATE_ADDRESS", "600/minute", "Questions per client address on the chat page, all its sessions together: "
+            "the page's ceiling, sized as `RATE_KEY_IP`.", rate=True),
+    Setting("RATE_ANONYMOUS", "10/minute", "Questions per client IP for API requests without a key.", rate=True),
     Setting("RATE_SEARCH", "240/minute", "Searches (`GET /api/v1/search`, the widget's and the page's search box) "
-            "per reader: per visitor of a publishable key, per secret key, per page session, per IP without a key. "
+            "per reader: per conversation (the widget sends its `session_id` with its searches) or page session. "
             "Sized for a search per keystroke.", rate=True),
+    Setting("RATE_SEARCH_ADDRESS", "6000/minute", "Searches per client address (per secret key for a server): the "
+            "ceiling over readers' own search limits, sized for a class typing at once.", rate=True),
     Setting("TRUSTED_PROXIES", 0, "Reverse proxies in front of bookchat: the client IP is taken that many hops "
             "from the right of `X-Forwarded-For` (0 → the socket address).", int, minimum=0),
     # Staff logins (the admin)
@@ -260,7 +268,7 @@ SECTIONS = {"DEBUG": "Running", "HTTPS": "Serving over HTTPS and behind a proxy"
             "BOOK_BASE_URL": "Books and ingestion",
             "EMBEDDING_BACKEND": "Embeddings", "DEFAULT_BOOK": "Answering: requests",
             "TOP_K": "Answering: retrieval", "LLM_BASE_URL": "Answering: generation, grounding, confidence",
-            "HISTORY_TURNS": "Conversations and time", "RATE_ANONYMOUS": "Rate limits",
+            "HISTORY_TURNS": "Conversations and time", "RATE_CONVERSATION": "Rate limits",
             "ADMIN_2FA": "Staff logins", "METRICS_TOKEN": "Metrics", "AUDIT_RETENTION_DAYS": "Audit trail",
             "HANDOFF_CONTACT_EMAIL": "The course staff: hand-offs and staff answers",
             "UPLOAD_MAX_BYTES": "Uploads and background indexing", "PUBLISH_MAX_BYTES": "Publishing from CI",

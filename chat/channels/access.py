@@ -86,17 +86,28 @@ class Client(ApiCaller):
     def remember(self, book_slug: str, session_id: str | None) -> None:
         """Note the conversation an answer went to (``None``: start afresh next time)."""
 
-    def rate_buckets(self, ip_tag: str) -> list[tuple[str, str]]:
-        """The limits this client's questions count against: (bucket, the setting that sizes it). ``ip_tag``: the
-        keyed hash of the client's IP (``chat.channels.throttling``)."""
+    def rate_buckets(self, ip_tag: str, conversation: str | None = None) -> list[tuple[str, str]]:
+        """The limits this client's questions count against, the student's own first, then the ceilings: (bucket, the
+        setting that sizes it). ``ip_tag``: the keyed hash of the client's IP (``chat.channels.throttling``);
+        ``conversation``: the one the question continues (``None`` for a first question: only the ceilings)."""
+        own = [(f"conversation:{self.key.pk if self.key else '-'}:{conversation}", "RATE_CONVERSATION")] \
+            if conversation else []
+        return [*own, *self.ceilings(ip_tag)]
+
+    def ceilings(self, ip_tag: str) -> list[tuple[str, str]]:
+        """The limits shared by everyone behind this client's key or address, narrowest last."""
         if self.key is None:
             return [(f"ip:{ip_tag}", "RATE_ANONYMOUS")]
         return [(f"key:{self.key.pk}", "RATE_KEY")]
 
-    def search_buckets(self, ip_tag: str) -> list[tuple[str, str]]:
-        """The limit this client's searches count against: one reader's (the narrowest of its question buckets),
-        sized for typing (``RATE_SEARCH``)."""
-        return [(f"search:{self.rate_buckets(ip_tag)[-1][0]}", "RATE_SEARCH")]
+    def search_buckets(self, ip_tag: str, conversation: str | None = None) -> list[tuple[str, str]]:
+        """The limits this client's searches count against: the reader's own (its conversation's, sized for a search
+        per keystroke: ``RATE_SEARCH``) and a ceiling on the narrowest of its question ceilings (its address, or a
+        secret key's whole traffic: ``RATE_SEARCH_ADDRESS``). A search before any conversation counts in the ceiling
+        only."""
+        own = [(f"search:{bucket}", "RATE_SEARCH") for bucket, name in self.rate_buckets(ip_tag, conversation)
+               if name in ("RATE_CONVERSATION", "RATE_PAGE")]
+        return [*own, (f"search:{self.ceilings(ip_tag)[-1][0]}", "RATE_SEARCH_ADDRESS")]
 
 
 @dataclass
@@ -112,13 +123,13 @@ class PublisherClient(Client):
 
 @dataclass
 class WidgetClient(Client):
-    """A docs site's widget: a publishable key from one of its origins. Its visitors share the key's limit, and
-    each also has a limit of their own, so that one visitor can't use up a site's questions."""
+    """A docs site's widget: a publishable key from one of its origins. Each conversation has its own limit; the key's
+    and each address's on the key are ceilings, sized for a class asking at once."""
 
     channel: str = "widget"
 
-    def rate_buckets(self, ip_tag: str) -> list[tuple[str, str]]:
-        return [*super().rate_buckets(ip_tag), (f"key:{self.key.pk}:ip:{ip_tag}", "RATE_KEY_IP")]
+    def ceilings(self, ip_tag: str) -> list[tuple[str, str]]:
+        return [*super().ceilings(ip_tag), (f"key:{self.key.pk}:ip:{ip_tag}", "RATE_KEY_IP")]
 
 
 @dataclass
@@ -156,9 +167,13 @@ class PageClient(Client):
         ids = (_uuid_or_none(value) for value in self.session.get(PAGE_CONVERSATIONS, {}).values())
         return [i for i in ids if i is not None]  # the session only holds ids we stored, but not worth a 500
 
-    def rate_buckets(self, ip_tag: str) -> list[tuple[str, str]]:
-        """One limit per page session (per IP before the session has a key)."""
-        return [(f"page:{self.session.session_key or f'ip:{ip_tag}'}", "RATE_PAGE")]
+    def rate_buckets(self, ip_tag: str, conversation: str | None = None) -> list[tuple[str, str]]:
+        """The page session's own limit (its conversations, one per book, share it), then its address's ceiling.
+        Before the session has a key, the address's own page bucket stands in for it."""
+        return [(f"page:{self.session.session_key or f'ip:{ip_tag}'}", "RATE_PAGE"), *self.ceilings(ip_tag)]
+
+    def ceilings(self, ip_tag: str) -> list[tuple[str, str]]:
+        return [(f"page-ip:{ip_tag}", "RATE_ADDRESS")]
 
     def remember(self, book_slug: str, session_id: str | None) -> None:
         conversations = dict(self.session.get(PAGE_CONVERSATIONS, {}))

@@ -53,7 +53,7 @@ from chat.channels.serializers import (
     SectionSearchSerializer,
     validate_feedback,
 )
-from chat.channels.throttling import QuestionThrottle, SearchThrottle
+from chat.channels.throttling import limited
 from chat.pipeline.announcements import health_requested
 from chat.pipeline.editions import resolve_book
 from chat.pipeline.generation import llm_configured
@@ -102,14 +102,16 @@ class ClientView(APIView):
 
 
 class AskView(ClientView):
-    throttle_classes = [QuestionThrottle]
 
     @extend_schema(operation_id="ask", request=AskRequestSerializer, responses={200: AnswerSerializer, **ERRORS},
                    examples=[OpenApiExample("question", request_only=True, value={
                        "question": "How do I ingest a folder?", "book": "bookchat-manual"})])
     def post(self, request):
-        asking = ClientRequests(client_of(request), request)
-        return Response(answer_data(asking.answer(asking.validate(json_body(request)))))
+        client = client_of(request)
+        asking = ClientRequests(client, request)
+        ask = asking.validate(json_body(request))
+        with limited(request, client, conversation=ask.session_id):
+            return Response(answer_data(asking.answer(ask)))
 
 
 def sse(event: str, payload: dict) -> bytes:
@@ -117,7 +119,6 @@ def sse(event: str, payload: dict) -> bytes:
 
 
 class AskStreamView(ClientView):
-    throttle_classes = [QuestionThrottle]
 
     @extend_schema(operation_id="ask_stream", request=AskRequestSerializer,
                    responses={(200, "text/event-stream"): OpenApiResponse(STREAM_EVENT, description=(
@@ -125,8 +126,11 @@ class AskStreamView(ClientView):
                        "answer is written, then one `final` event with the whole response (its `answer` is "
                        "authoritative), or one `error` event.")), **ERRORS})
     def post(self, request):
-        asking = ClientRequests(client_of(request), request)
-        events = asking.stream(asking.validate(json_body(request), streaming=True))
+        client = client_of(request)
+        asking = ClientRequests(client, request)
+        ask = asking.validate(json_body(request), streaming=True)
+        with limited(request, client, conversation=ask.session_id):
+            events = asking.stream(ask)  # prepared: an unknown book or one being indexed is refused here
         response = StreamingHttpResponse((sse(kind, payload) for kind, payload in events),
                                          content_type="text/event-stream; charset=utf-8")
         response["Cache-Control"] = "no-cache"
@@ -135,7 +139,6 @@ class AskStreamView(ClientView):
 
 
 class SearchView(ClientView):
-    throttle_classes = [SearchThrottle]
 
     @extend_schema(operation_id="search", parameters=[SectionSearchSerializer],
                    responses={200: SearchResultSerializer, **ERRORS}, description=(
@@ -144,13 +147,15 @@ class SearchView(ClientView):
                        "half-written (`ros2 lau`); when no word matches, the sections nearest in meaning come back "
                        "(`matched: meaning`)."))
     def get(self, request):
-        asking = ClientRequests(client_of(request), request)
+        client = client_of(request)
+        asking = ClientRequests(client, request)
         params = {name: request.query_params[name] for name in request.query_params if name != "key"}
-        return Response(asking.find(asking.validate_section_search(params)))
+        ask = asking.validate_section_search(params)
+        with limited(request, client, conversation=ask.session_id, searching=True):
+            return Response(asking.find(ask))
 
 
 class SearchOpenedView(ClientView):
-    throttle_classes = [SearchThrottle]
 
     @extend_schema(operation_id="search_opened", parameters=[OpenedSectionSerializer], request=None,
                    responses={204: None, **ERRORS}, description=(
@@ -162,7 +167,8 @@ class SearchOpenedView(ClientView):
         client = client_of(request)
         params = {name: request.query_params[name] for name in request.query_params if name != "key"}
         n = OpenedSectionSerializer(data=params).checked()["n"]
-        record_opened(search_id, n, book_slug=client.key_book())
+        with limited(request, client, searching=True):  # in the address's search ceiling: it has no conversation
+            record_opened(search_id, n, book_slug=client.key_book())
         return Response(status=204)
 
 

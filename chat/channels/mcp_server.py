@@ -241,8 +241,8 @@ class BookTools:
         return page_markdown(document)
 
     def count_question(self) -> None:
-        """Count a question against the caller's rate limits, before its arguments are checked (as the API counts
-        a bad request); over a limit this raises ``RateLimited``."""
+        """Count a question against the caller's rate limits (its key's ceiling: an assistant has no conversation),
+        before its arguments are checked; over a limit this raises ``RateLimited``."""
         if self.request is not None:  # over HTTP; stdio is the operator's own, like `manage.py ask`
             check_rate(self.request, self.client)
 

@@ -32,7 +32,7 @@ from chat.channels.error_responses import error_reply
 from chat.channels.feedback import record_feedback
 from chat.channels.responses import answer_data
 from chat.channels.serializers import validate_feedback
-from chat.channels.throttling import RateLimited, check_rate
+from chat.channels.throttling import RateLimited, limited
 from chat.models import Feedback, Turn
 from chat.pipeline.conversations import live_conversation
 from chat.pipeline.editions import BookIndexing, first_build, pick_edition
@@ -97,12 +97,13 @@ def _search(request, book: Book) -> dict:
     client = PageClient(session=request.session)
     query = request.GET.get("q", "")
     try:
-        check_rate(request, client, searching=True)
         asking = ClientRequests(client, request)
         params = {"q": query, "book": book.slug}
         if request.GET.get("report_opens"):  # the page's script adds it: it reports the section opened
             params["report_opens"] = request.GET["report_opens"]
-        return {"query": query, "result": asking.find(asking.validate_section_search(params))}
+        ask = asking.validate_section_search(params)
+        with limited(request, client, searching=True):
+            return {"query": query, "result": asking.find(ask)}
     except (RequestError, BookchatError, RateLimited) as exc:
         reply = error_reply(exc)
         return {"query": query, "error": reply.body["message"], "status": reply.status, "headers": reply.headers}
@@ -164,9 +165,10 @@ def chat_page(request):
                      error=RequestError("no book has been indexed yet", code="no_books"))
     client = PageClient(session=request.session)
     try:
-        check_rate(request, client)
         asking = ClientRequests(client, request)
-        answer = asking.answer(asking.validate({**form, "book": book.slug}))
+        ask = asking.validate({**form, "book": book.slug})
+        with limited(request, client):
+            answer = asking.answer(ask)
     except (RequestError, BookchatError, RateLimited) as exc:  # a server-side condition is a 503, not a 500
         reply = error_reply(exc)
         error = RequestError(reply.body["message"], code=reply.code, status=reply.status)

@@ -45,7 +45,7 @@ _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 ASK_FIELDS = ("question", "selected_text", "max_results", "session_id", "book", "version", "locale", "chapter")
 SEARCH_FIELDS = ("query", "limit", "book", "version", "locale")
-SECTION_SEARCH_FIELDS = ("q", "limit", "book", "version", "locale", "chapter", "report_opens")
+SECTION_SEARCH_FIELDS = ("q", "limit", "book", "version", "locale", "chapter", "report_opens", "session_id")
 FEEDBACK_FIELDS = ("rating", "comment", "session_id")
 OPENED_FIELDS = ("n",)
 # The sections a search shows at most: 10 pages of 3 (``chat.pipeline.typeahead``).
@@ -249,8 +249,8 @@ class PagesField(MaxResultsField):
 
 
 class SectionSearchSerializer(StrictSerializer):
-    """The query of ``GET /search``: ``?q=&book=&version=&locale=&chapter=&limit=``, checked as a question is
-    (``key``, a publishable key's, is read elsewhere)."""
+    """The query of ``GET /search``: ``?q=&book=&version=&locale=&chapter=&limit=&session_id=``, checked as a
+    question is (``key``, a publishable key's, is read elsewhere)."""
 
     order = SECTION_SEARCH_FIELDS
 
@@ -264,14 +264,17 @@ class SectionSearchSerializer(StrictSerializer):
                 "report_opens": serializers.BooleanField(required=False, help_text=(
                     "`true` when the caller will report the section the reader opens (`POST /search/{search_id}/"
                     "opened`), as the widget does: a search of such a caller from which nothing is opened shows in "
-                    "the coverage gaps."))}
+                    "the coverage gaps.")),
+                "session_id": SessionIdField(help_text=(
+                    "The reader's conversation (the `session_id` its answers came with), as the widget sends it: the "
+                    "search counts in that reader's own search limit rather than only in the address's."))}
 
     def search(self, *, channel: str) -> AskRequest:
         data = self.checked()
         return AskRequest(question=data["q"], book=data.get("book") or None, version=data.get("version") or None,
                           locale=data.get("locale") or None, chapter=data.get("chapter") or None,
                           max_results=data.get("limit"), channel=channel,
-                          report_opens=bool(data.get("report_opens")))
+                          report_opens=bool(data.get("report_opens")), session_id=data.get("session_id"))
 
 
 class SectionNumberField(serializers.IntegerField):
