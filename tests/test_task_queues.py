@@ -213,3 +213,15 @@ def test_a_background_task_superseded_by_a_queued_sync_is_skipped(clusters):
     assert committed(lambda: IngestionJob.objects.get(pk=sync_id).status) == "queued", "the sync still waits"
     assert committed(lambda: skipped_last("sentences", book))
     committed(lambda: (IngestionJob.objects.filter(pk=sync_id).delete(), Book.objects.filter(slug=slug).delete()))
+
+
+def test_the_scrape_counts_the_tasks_waiting_in_both_queues():
+    from bookchat.scraping import queue_metrics
+
+    def waiting() -> float:
+        return next(m for m in queue_metrics() if m.name == "bookchat_queue_tasks").samples[0].value
+
+    before = waiting()
+    queues.queue_task(queues.INDEXING, "math.floor", 1.5)
+    queues.queue_task(queues.BACKGROUND, "math.floor", 2.5)
+    assert waiting() == before + 2
