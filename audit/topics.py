@@ -41,13 +41,13 @@ from datetime import datetime, timedelta
 import numpy as np
 from django.db import transaction
 from django.utils import timezone
-from django_q.tasks import async_task
 
 from audit.gaps import question_vectors
 from audit.models import AuditLog, TopicRun
 from audit.struggle import DEFAULT_DAYS, STRUGGLE, outline_sections, score
 from bookchat.base.broker import queue_in_database
 from bookchat.base.conf import setting
+from bookchat.base.queues import BACKGROUND, queue_task
 from ingestion.models import Book
 
 logger = logging.getLogger(__name__)
@@ -79,13 +79,13 @@ def compute_topics(book_slug: str, *, since: datetime, until: datetime, requeste
 
 
 def queue_topics(book_slug: str, *, since: datetime, until: datetime, requested_by: str) -> TopicRun:
-    """A new run, queued for the task worker (``audit.tasks.compute_book_topics``). With the Postgres broker the
-    task is queued in the caller's transaction (the worker sees both or neither); with Redis, once it commits: a
-    worker popping the task at once must find the run."""
+    """A new run, queued for the background task worker (``audit.tasks.compute_book_topics``). With the Postgres
+    broker the task is queued in the caller's transaction (the worker sees both or neither); with Redis, once it
+    commits: a worker popping the task at once must find the run."""
     run = TopicRun.objects.create(book_slug=book_slug, since=since, until=until, requested_by=requested_by)
 
     def enqueue() -> None:
-        async_task(TASK, run.pk, task_name=f"topics-{book_slug}-{run.pk}", group="topics")
+        queue_task(BACKGROUND, TASK, run.pk, task_name=f"topics-{book_slug}-{run.pk}", group="topics")
 
     if queue_in_database():
         enqueue()

@@ -8,6 +8,12 @@ checks, the wait in the queue, the worker's run (reading every page's bytes, emb
 What the worker does after it (the book's sentence vectors and recalibration, tasks of their own) is timed apart,
 until the task queue is empty, and the next sync waits for that. Printed by ``manage.py bench --publishing``, and part
 of ``make bench``.
+
+``behind_background`` (``manage.py bench --publishing-behind-background``): a small book (docusaurus-docs' first
+``SMALL_PAGES`` pages) is published and settled; then the whole site is published as another new book and, as soon
+as that sync is done (its sentence vectors just queued), one page of the small book is edited and published, without
+waiting for the queue. Its POST to ``done`` is what a CI publish right after another book's first publish waits:
+behind that background work on one queue, beside it on two (``bookchat.base.queues``).
 """
 
 from __future__ import annotations
@@ -35,6 +41,8 @@ from chat.models import ApiKey
 from ingestion.models import Book, IngestionJob
 
 BOOK = "bench-publish"
+SMALL_BOOK = "bench-publish-small"
+SMALL_PAGES = 5
 POLL_SECONDS = 0.1
 
 
@@ -65,15 +73,56 @@ def publishing(data: Path, *, repeats: int, log) -> dict:
             "edited_median": statistics.median(seconds), "edited_max": max(seconds)}
 
 
-def sync(url: str, site: Path, headers: dict, *, dry_run: bool = False) -> dict:
-    """Publish ``site`` and wait for the sync to end; its figures."""
+def behind_background(data: Path, *, log) -> dict:
+    """One edited page of a small book published right after the whole site's first publish as another book."""
+    books = (BOOK, SMALL_BOOK)
+    Book.objects.filter(slug__in=books).delete()
+    ApiKey.objects.filter(publish_book__in=books).delete()
+    headers = {slug: {"Authorization": f"Bearer {api_key_create(kind=ApiKey.SECRET, publish_book=slug)[1]}",
+                      "Content-Type": "application/gzip"} for slug in books}
+    with tempfile.TemporaryDirectory(prefix="bookchat-bench-publish-") as scratch, Worker(Path(scratch)) as worker, \
+            Gunicorn(workers=1, env={"BOOKCHAT_DATA_DIR": worker.data_dir}) as web:
+        site, small = Path(scratch) / "site", Path(scratch) / "small"
+        shutil.copytree(data / "docusaurus-docs" / "docs", site / "docs")
+        pages = sorted(p for p in (site / "docs").rglob("*.md*") if not p.name.startswith("_"))
+        (small / "docs").mkdir(parents=True)
+        for page in pages[:SMALL_PAGES]:
+            shutil.copy(page, small / "docs" / page.name)
+        log(f"  publishing {SMALL_PAGES} pages as a small book, then docusaurus-docs ({len(pages)} files) …")
+        sync(web.url, small, headers[SMALL_BOOK], book=SMALL_BOOK)
+        first = sync(web.url, site, headers[BOOK], settle_after=False)
+        waiting = OrmQ.objects.count()  # the work after the first publish, queued as it ended
+        edited = sorted((small / "docs").iterdir())[0]
+        edited.write_text(edited.read_text() + "\n\nA paragraph added by the benchmark.\n")
+        edit = sync(web.url, small, headers[SMALL_BOOK], book=SMALL_BOOK, settle_first=False)
+        log(f"  one page of the small book edited and published behind {waiting} queued tasks: "
+            f"{edit['seconds']:.1f} s")
+    Book.objects.filter(slug__in=books).delete()
+    ApiKey.objects.filter(publish_book__in=books).delete()
+    return {"pages": len(pages), "first": first, "tasks_waiting": waiting, "edit": edit}
+
+
+def describe_behind_background(figures: dict) -> str:
+    edit = figures["edit"]
+    return (f"one edited page of a {SMALL_PAGES}-page book published right after docusaurus-docs' first publish "
+            f"({figures['pages']} files, {figures['first']['seconds']:.1f} s, {figures['tasks_waiting']} tasks "
+            f"queued after it): POST to done {edit['seconds']:.1f} s, of which queued {edit['queued_seconds']:.1f} s "
+            f"and the worker's run {edit['worker_seconds']:.1f} s; the queue emptied {edit['after_seconds']:.1f} s "
+            "later")
+
+
+def sync(url: str, site: Path, headers: dict, *, dry_run: bool = False, book: str = BOOK, settle_first: bool = True,
+         settle_after: bool = True) -> dict:
+    """Publish ``site`` as ``book`` and wait for the sync to end; its figures. ``settle_first``/``settle_after``:
+    wait for the task queue to empty before the POST, and after the sync (``after_seconds``)."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
         archive.add(site, arcname=".")
     body = buffer.getvalue()
-    settle()
+    if settle_first:
+        settle()
     started = time.monotonic()
-    response = httpx.post(f"{url}/api/v1/books/{BOOK}/sources", params={"dry_run": str(dry_run).lower()},
+    response = httpx.post(f"{url}/api/v1/books/{book}/sources", params={"dry_run": str(dry_run).lower()},
                           content=body, headers=headers, timeout=120)
     response.raise_for_status()
     accepted = time.monotonic() - started
@@ -88,7 +137,7 @@ def sync(url: str, site: Path, headers: dict, *, dry_run: bool = False) -> dict:
         raise RuntimeError(f"sync {status['sync']} failed: {status['error']}")
     job = IngestionJob.objects.get(pk=status["sync"])
     report = status["report"]
-    after = settle()
+    after = settle() if settle_after else 0.0
     return {"seconds": round(seconds, 2), "after_seconds": round(after, 2), "accepted_seconds": round(accepted, 2),
             "bytes": len(body),
             "queued_seconds": round((job.started_at - job.created_at).total_seconds(), 2),

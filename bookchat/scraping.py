@@ -28,7 +28,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 
 from audit.handoffs import open_by_book
 from bookchat import task_workers
-from bookchat.base import metrics
+from bookchat.base import metrics, queues
 from bookchat.base.broker import queue_in_database
 from bookchat.base.conf import setting
 from bookchat.base.errors import ConfigurationError
@@ -175,16 +175,16 @@ def handoff_metrics(now=None) -> Iterator[Metric]:
 
 
 def queue_metrics() -> Iterator[Metric]:
-    """django-q2's queue: tasks waiting, tasks a worker has taken, and how long the oldest has waited (the
-    Postgres queue only; a Redis list keeps no times); then the task workers' heartbeats."""
+    """django-q2's two queues together (indexing and background): tasks waiting, tasks a worker has taken, and how
+    long the oldest has waited (the Postgres queue only; a Redis list keeps no times); then the task workers'
+    heartbeats."""
     waiting = GaugeMetricFamily("bookchat_queue_tasks", "Tasks waiting in the task queue for a worker.")
     taken = GaugeMetricFamily("bookchat_queue_tasks_taken", "Tasks a worker has taken and not yet finished.")
     if queue_in_database():
-        from django_q.conf import Conf
         from django_q.models import OrmQ
 
         now = timezone.now()
-        row = OrmQ.objects.filter(key=Conf.CLUSTER_NAME).aggregate(
+        row = OrmQ.objects.filter(key__in=queues.CLUSTER_NAMES.values()).aggregate(
             waiting=Count("pk", filter=Q(lock__lte=now)), taken=Count("pk", filter=Q(lock__gt=now)),
             oldest=Min("lock", filter=Q(lock__lte=now)))
         waiting.add_metric([], row["waiting"])
@@ -197,9 +197,9 @@ def queue_metrics() -> Iterator[Metric]:
         return
     from django_q.brokers import get_broker
 
-    broker = get_broker()
-    waiting.add_metric([], broker.queue_size())
-    taken.add_metric([], broker.lock_size() or 0)
+    brokers = [get_broker(name) for name in queues.CLUSTER_NAMES.values()]
+    waiting.add_metric([], sum(broker.queue_size() for broker in brokers))
+    taken.add_metric([], sum(broker.lock_size() or 0 for broker in brokers))
     yield from (waiting, taken)
     yield from task_worker_metrics()
 

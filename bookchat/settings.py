@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bookchat import logins
-from bookchat.base import broker, conf, embedded_db, secret_keys, security, subpath
+from bookchat.base import broker, conf, embedded_db, queues, secret_keys, security, subpath
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # templates/ and static/ sit at the top of a checkout; a wheel carries them inside this package (pyproject.toml).
@@ -180,6 +180,8 @@ Q_CLUSTER = {
     "label": "Tasks",
     # The same broker, whose sentinel also records the worker's heartbeat (/metrics, `manage.py worker alive`).
     "broker_class": "bookchat.task_workers.broker",
+    # The background queue's cluster (bookchat.base.queues): `qcluster` with Q_CLUSTER_NAME=background.
+    "ALT_CLUSTERS": queues.alt_clusters(timeout=3600, retry=3700),
 }
 
 # A bad BOOKCHAT_LOG_LEVEL would stop Django's setup with a bare ValueError; INFO until the system check names it.

@@ -1,5 +1,6 @@
 """The task workers' heartbeat: each django-q2 cluster keeps one ``TaskWorker`` row up to date, which ``/metrics``
-(``bookchat.scraping``) and the liveness check (``manage.py worker alive``) read.
+(``bookchat.scraping``) and the liveness check (``manage.py worker alive``) read. A row names its cluster's queue
+(``bookchat.base.queues``: indexing or background); a node is alive when each queue it should run has a recent beat.
 
 The beat comes from inside the cluster. django-q2's sentinel saves the cluster's status through the broker on every
 turn of its guard loop (every half second: the loop that restarts dead pool workers, the monitor and the pusher);
@@ -29,6 +30,7 @@ from django.utils import timezone
 from django_q.brokers.orm import ORM
 
 from bookchat.base.models import TaskWorker
+from bookchat.base.queues import QUEUES, current_queue
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +49,7 @@ class Beat:
     resident_bytes: int
     processes: int
     reincarnations: int
+    queue: str = "indexing"
 
 
 def record_beat(beat: Beat, *, now: datetime | None = None) -> TaskWorker:
@@ -56,7 +59,7 @@ def record_beat(beat: Beat, *, now: datetime | None = None) -> TaskWorker:
     worker, _ = TaskWorker.objects.update_or_create(
         node=beat.node, pid=beat.pid,
         defaults={"started_at": beat.started_at, "last_beat": now, "resident_bytes": beat.resident_bytes,
-                  "processes": beat.processes, "reincarnations": beat.reincarnations})
+                  "processes": beat.processes, "reincarnations": beat.reincarnations, "queue": beat.queue})
     TaskWorker.objects.filter(last_beat__lt=now - FORGOTTEN).delete()
     return worker
 
@@ -87,18 +90,31 @@ class Liveness:
     age_seconds: float | None = None
 
 
-def liveness(*, node: str, max_age: float, now: datetime | None = None) -> Liveness:
-    """Whether a task worker on ``node`` beat within ``max_age`` seconds (the newest one when several run there)."""
+def liveness(*, node: str, max_age: float, now: datetime | None = None,
+             queues: tuple[str, ...] = QUEUES) -> Liveness:
+    """Whether, for each of ``queues``, a task worker on ``node`` beat within ``max_age`` seconds (the newest one
+    when several run there): the first queue without one says why not; all alive, the oldest of their beats."""
     now = now or timezone.now()
-    newest = TaskWorker.objects.filter(node=node).order_by("-last_beat").first()
+    answers = [_queue_liveness(node, queue, max_age, now) for queue in queues]
+    dead = [answer for answer in answers if not answer.alive]
+    if dead:
+        return dead[0]
+    if len(answers) == 1:
+        return answers[0]
+    oldest = max(answers, key=lambda answer: answer.age_seconds)
+    return Liveness(True, "; ".join(answer.reason for answer in answers), node, oldest.pid, oldest.age_seconds)
+
+
+def _queue_liveness(node: str, queue: str, max_age: float, now: datetime) -> Liveness:
+    newest = TaskWorker.objects.filter(node=node, queue=queue).order_by("-last_beat").first()
     if newest is None:
-        return Liveness(False, f"no task worker on {node} has beaten yet (none is recorded)", node)
+        return Liveness(False, f"no {queue} task worker on {node} has beaten yet (none is recorded)", node)
     age = max((now - newest.last_beat).total_seconds(), 0.0)
     if age > max_age:
-        return Liveness(False, f"the task worker on {node} (pid {newest.pid}) last beat {age:.0f} s ago, more than "
-                        f"{max_age:g} s", node, newest.pid, age)
-    return Liveness(True, f"the task worker on {node} (pid {newest.pid}) beat {age:.0f} s ago", node, newest.pid,
-                    age)
+        return Liveness(False, f"the {queue} task worker on {node} (pid {newest.pid}) last beat {age:.0f} s ago, "
+                        f"more than {max_age:g} s", node, newest.pid, age)
+    return Liveness(True, f"the {queue} task worker on {node} (pid {newest.pid}) beat {age:.0f} s ago", node,
+                    newest.pid, age)
 
 
 def cluster_processes(status) -> list[int]:
@@ -159,7 +175,7 @@ class Beating:
         self._beaten_at = time.monotonic()  # also when the write fails: tried (and logged) again in 30 s
         close_old_connections()  # the connection may be one the database closed since the last beat
         record_beat(Beat(node=status.host, pid=status.pid, started_at=status.tob, resident_bytes=measured[0],
-                         processes=measured[1], reincarnations=status.reincarnations))
+                         processes=measured[1], reincarnations=status.reincarnations, queue=current_queue()))
 
 
 class BeatingORM(Beating, ORM):

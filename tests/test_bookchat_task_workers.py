@@ -36,9 +36,9 @@ pytestmark = pytest.mark.django_db
 NOW = timezone.now()
 
 
-def beat(node="node-a", pid=100, *, rss=1000, processes=5, at=NOW) -> TaskWorker:
+def beat(node="node-a", pid=100, *, rss=1000, processes=5, at=NOW, queue="indexing") -> TaskWorker:
     return record_beat(Beat(node=node, pid=pid, started_at=at - timedelta(hours=1), resident_bytes=rss,
-                            processes=processes, reincarnations=0), now=at)
+                            processes=processes, reincarnations=0, queue=queue), now=at)
 
 
 def test_a_worker_keeps_one_row_updated_in_place():
@@ -59,16 +59,32 @@ def test_workers_not_seen_for_a_day_are_deleted_by_any_beat():
 
 
 def test_liveness_answers_for_this_node_only_and_by_its_newest_beat():
-    assert liveness(node="node-a", max_age=120, now=NOW) == task_workers.Liveness(
-        False, "no task worker on node-a has beaten yet (none is recorded)", "node-a")
+    indexing = ("indexing",)
+    assert liveness(node="node-a", max_age=120, now=NOW, queues=indexing) == task_workers.Liveness(
+        False, "no indexing task worker on node-a has beaten yet (none is recorded)", "node-a")
     beat(node="node-b")  # another machine's worker says nothing about this one
-    assert not liveness(node="node-a", max_age=120, now=NOW).alive
+    assert not liveness(node="node-a", max_age=120, now=NOW, queues=indexing).alive
     beat(pid=1, at=NOW - timedelta(seconds=300))
-    stale = liveness(node="node-a", max_age=120, now=NOW)
-    assert not stale.alive and stale.reason == "the task worker on node-a (pid 1) last beat 300 s ago, more than 120 s"
+    stale = liveness(node="node-a", max_age=120, now=NOW, queues=indexing)
+    assert not stale.alive
+    assert stale.reason == "the indexing task worker on node-a (pid 1) last beat 300 s ago, more than 120 s"
     beat(pid=2, at=NOW - timedelta(seconds=100))
-    fresh = liveness(node="node-a", max_age=120, now=NOW)
+    fresh = liveness(node="node-a", max_age=120, now=NOW, queues=indexing)
     assert (fresh.alive, fresh.pid, fresh.age_seconds) == (True, 2, 100.0)
+
+
+def test_a_node_is_alive_only_when_both_queues_have_a_recent_beat():
+    beat(pid=1, at=NOW - timedelta(seconds=10))
+    missing = liveness(node="node-a", max_age=120, now=NOW)
+    assert not missing.alive
+    assert missing.reason == "no background task worker on node-a has beaten yet (none is recorded)"
+    beat(pid=2, at=NOW - timedelta(seconds=300), queue="background")
+    assert "the background task worker on node-a (pid 2) last beat 300 s ago" in liveness(
+        node="node-a", max_age=120, now=NOW).reason
+    beat(pid=2, at=NOW - timedelta(seconds=40), queue="background")
+    both = liveness(node="node-a", max_age=120, now=NOW)
+    assert (both.alive, both.pid, both.age_seconds) == (True, 2, 40.0)  # the older beat of the two
+    assert "indexing task worker on node-a (pid 1)" in both.reason and "background" in both.reason
 
 
 # -- the sentinel's status save beats ------------------------------------------------------------------------------
@@ -155,12 +171,18 @@ def test_worker_alive_exits_0_with_a_recent_beat_and_1_with_why_not():
     with pytest.raises(CommandError, match=r"probe-node \(pid 9\) last beat 200 s ago, more than 120 s") as caught:
         run_command("worker", "alive", "--node", "probe-node")
     assert caught.value.returncode == 1
-    code, out, _ = run_command("worker", "alive", "--node", "probe-node", "--max-age", "300")
+    with pytest.raises(CommandError, match="no background task worker on probe-node"):
+        run_command("worker", "alive", "--node", "probe-node", "--max-age", "300")
+    code, out, _ = run_command("worker", "alive", "--node", "probe-node", "--max-age", "300", "--queue", "indexing")
     assert code == 0 and "beat 200 s ago" in out
+    beat(node="probe-node", pid=10, at=timezone.now() - timedelta(seconds=5), queue="background")
+    code, out, _ = run_command("worker", "alive", "--node", "probe-node", "--max-age", "300")
+    assert code == 0 and "background task worker on probe-node (pid 10)" in out
     with pytest.raises(CommandError, match="none is recorded"):
         run_command("worker", "alive", "--node", "elsewhere", "--json")
     code, out, _ = run_command("worker", "list", "--json")
-    assert [(w["node"], w["pid"]) for w in json.loads(out)["workers"]] == [("probe-node", 9)]
+    assert [(w["node"], w["pid"], w["queue"]) for w in json.loads(out)["workers"]] == [
+        ("probe-node", 9, "indexing"), ("probe-node", 10, "background")]
 
 
 @pytest.mark.parametrize("max_age", ["0", "-5", "soon", "nan", "inf"])
@@ -184,24 +206,32 @@ def worker_alive(data_dir, *args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=60)
 
 
+def wait_for_beat(cluster: Cluster) -> TaskWorker:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert cluster.proc.poll() is None, cluster.output()
+        row = committed(lambda: TaskWorker.objects.filter(pid=cluster.proc.pid).first())
+        if row is not None:
+            return row
+        time.sleep(0.2)
+    raise AssertionError(cluster.output())
+
+
 @pytest.mark.drill
-def test_a_real_cluster_beats_and_the_probe_fails_once_it_is_killed(tmp_path):
+def test_real_clusters_beat_and_the_probe_fails_once_one_is_killed(tmp_path):
     data_dir = tmp_path
-    cluster = Cluster(data_dir)
+    clusters = [Cluster(data_dir), Cluster(data_dir, queue="background")]
     try:
-        deadline = time.monotonic() + 60
-        row = None
-        while row is None and time.monotonic() < deadline:
-            assert cluster.proc.poll() is None, cluster.output()
-            row = committed(lambda: TaskWorker.objects.filter(pid=cluster.proc.pid).first())
-            time.sleep(0.2)
-        assert row is not None, cluster.output()
-        assert row.node == socket.gethostname() and row.processes == 5  # main, sentinel, 1 worker, monitor, pusher
-        assert row.resident_bytes > 10_000_000
+        rows = [wait_for_beat(cluster) for cluster in clusters]
+        assert [row.queue for row in rows] == ["indexing", "background"]
+        for row in rows:
+            assert row.node == socket.gethostname() and row.processes == 5  # main, sentinel, 1 worker, monitor, pusher
+            assert row.resident_bytes > 10_000_000
         alive = worker_alive(data_dir)
         assert alive.returncode == 0, alive.stderr
-        assert f"(pid {cluster.proc.pid}) beat" in alive.stdout
-        cluster.kill()
+        assert f"(pid {clusters[0].proc.pid}) beat" in alive.stdout
+        assert f"(pid {clusters[1].proc.pid}) beat" in alive.stdout
+        clusters[1].kill()
         time.sleep(1.1)
         dead = worker_alive(data_dir, "--max-age", "1")
         assert dead.returncode == 1 and dead.stderr.count("\n") == 1
@@ -212,5 +242,6 @@ def test_a_real_cluster_beats_and_the_probe_fails_once_it_is_killed(tmp_path):
         assert unreachable.returncode == 1 and unreachable.stderr.count("\n") == 1
         assert "the heartbeats could not be read" in unreachable.stderr
     finally:
-        cluster.stop()
-        committed(lambda: TaskWorker.objects.filter(pid=cluster.proc.pid).delete())
+        for cluster in clusters:
+            cluster.stop()
+            committed(lambda cluster=cluster: TaskWorker.objects.filter(pid=cluster.proc.pid).delete())

@@ -1,5 +1,6 @@
-"""`make run`'s last step, `manage.py serve`: migrate, admin login, index docs/, gunicorn + a django-q2
-worker; Ctrl-C stops all of them cleanly. Runs as a real subprocess against the test database."""
+"""`make run`'s last step, `manage.py serve`: migrate, admin login, index docs/, gunicorn + two django-q2
+clusters (the indexing and the background queue); Ctrl-C stops all of them cleanly. Runs as a real subprocess
+against the test database."""
 
 from __future__ import annotations
 
@@ -60,6 +61,9 @@ def test_serve_indexes_the_bundled_book_and_yours_serves_the_admin_and_stops_on_
         task_workers = [c for c in children if "qcluster" in " ".join(c.cmdline())]
         web_priority = psutil.Process(proc.pid).nice()
         assert task_workers and all(c.nice() > web_priority for c in task_workers), "indexing yields the cores"
+        by_queue = {c.environ().get("Q_CLUSTER_NAME", "bookchat"): c.nice() for c in task_workers}
+        assert set(by_queue) == {"bookchat", "background"}, "both queues' clusters run"
+        assert by_queue["background"] > by_queue["bookchat"], "background work yields the cores to indexing"
         # Both books are indexed in the background by the task worker, while the page already answers.
         deadline = time.monotonic() + 120
         while (own_passages := committed(lambda: Chunk.objects.filter(book__slug="serve-own-book").count())) == 0:

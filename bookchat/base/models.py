@@ -50,6 +50,8 @@ class TaskWorker(models.Model):
 
     node = models.CharField(max_length=255, help_text="The host name of the machine (or pod) it runs on.")
     pid = models.PositiveIntegerField(help_text="The cluster's main process (`qcluster`).")
+    queue = models.CharField(max_length=32, default="indexing", help_text="The task queue it works on: `indexing` "
+                             "or `background` (bookchat.base.queues).")
     started_at = models.DateTimeField()
     last_beat = models.DateTimeField(db_index=True)
     resident_bytes = models.PositiveBigIntegerField(default=0, help_text="Resident memory of the cluster's "

@@ -29,6 +29,7 @@ from django.utils import timezone
 from bookchat.base.broker import queue_in_database
 from bookchat.base.conf import setting
 from bookchat.base.errors import BookchatError
+from bookchat.base.queues import INDEXING, queue_task
 from ingestion.indexing.ingesting import AdvisoryLock
 from ingestion.indexing.reports import IndexingError, IndexReport, SiteReport
 from ingestion.models import ERROR_CODE_LENGTH, Book, IndexRun, IngestionJob
@@ -89,9 +90,8 @@ def start_job(*, job: IngestionJob, intake: Intake, user=None) -> IngestionJob:
 
 def queue_job(job: IngestionJob) -> None:
     """Hand the job to django-q2. With the Postgres broker, in the caller's transaction (the worker sees both or
-    neither); with Redis, once that transaction commits: a worker popping the task at once must find the job."""
-    from django_q.tasks import async_task
-
+    neither); with Redis, once that transaction commits: a worker popping the task at once must find the job. On
+    the indexing queue (``bookchat.base.queues``): a job never waits behind background work."""
     job.status = IngestionJob.Status.QUEUED
     job.stage = "queued"
     job.queued_at = timezone.now()
@@ -99,7 +99,7 @@ def queue_job(job: IngestionJob) -> None:
     job.save(update_fields=["status", "stage", "queued_at", "task_id"])
 
     def enqueue() -> None:
-        job.task_id = async_task(TASK, job.pk, task_name=f"upload-{job.pk}")
+        job.task_id = queue_task(INDEXING, TASK, job.pk, task_name=f"upload-{job.pk}")
         IngestionJob.objects.filter(pk=job.pk).update(task_id=job.task_id)
 
     if queue_in_database():
@@ -147,6 +147,17 @@ def retry_job(job: IngestionJob) -> None:
 
 def delete_job_files(job: IngestionJob) -> None:
     shutil.rmtree(job_folder(job.pk), ignore_errors=True)
+
+
+def replacing_job(book_slug: str) -> IngestionJob | None:
+    """A job that is about to store a newer version of book ``book_slug``: queued, or running and its run not yet
+    stored (waiting for the book, reading, embedding). Background work on the book's current version is wasted
+    beside it: that job queues its own once it has stored its version (``chat.receivers``). The job whose run
+    queued the background work is running too, but its run is stored; a dry run stores nothing."""
+    storing = Q(index_run__isnull=True) | Q(index_run__status=IndexRun.Status.RUNNING)
+    return (IngestionJob.objects.filter(book_slug=book_slug, dry_run=False)
+            .filter(Q(status=IngestionJob.Status.QUEUED) | (Q(status=IngestionJob.Status.RUNNING) & storing))
+            .order_by("pk").first())
 
 
 # -- running (on the worker) -------------------------------------------------------------------------

@@ -8,13 +8,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+from bookchat.base.queues import cluster_environment
+
 REPO = Path(__file__).resolve().parent.parent.parent
 
 
 class Cluster:
-    """``manage.py qcluster`` against the test database, in a process group of its own."""
+    """``manage.py qcluster`` against the test database, in a process group of its own: ``queue``'s cluster
+    (``bookchat.base.queues``: indexing, the default, or background)."""
 
-    def __init__(self, data_dir, log_dir=None):
+    def __init__(self, data_dir, log_dir=None, *, queue: str = "indexing"):
         from django.conf import settings
         from django.db import connection
 
@@ -23,8 +26,8 @@ class Cluster:
             "BOOKCHAT_SECRET_KEY": settings.SECRET_KEY,  # django-q2 signs tasks with it
             "DATABASE_URL": f"postgresql://{db['USER']}@/{db['NAME']}?host={db['HOST']}",
             "BOOKCHAT_DATA_DIR": str(data_dir), "BOOKCHAT_TASK_WORKERS": "1", "BOOKCHAT_DEBUG": "false",
-        }
-        self.log = open(Path(log_dir or data_dir) / "qcluster.log", "w+")  # noqa: SIM115 - closed in stop()
+        } | cluster_environment(queue)
+        self.log = open(Path(log_dir or data_dir) / f"qcluster-{queue}.log", "w+")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen([sys.executable, "manage.py", "qcluster"], cwd=REPO, env=env, stdout=self.log,
                                      stderr=subprocess.STDOUT, start_new_session=True)
 

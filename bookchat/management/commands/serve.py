@@ -1,6 +1,6 @@
-"""``manage.py serve``: what ``make run`` runs — ``bootstrap`` (migrate, admin login), then gunicorn and a django-q2
-cluster until Ctrl-C, which stops them (and the embedded database if this process started it). The database's data
-stays under the data directory.
+"""``manage.py serve``: what ``make run`` runs — ``bootstrap`` (migrate, admin login), then gunicorn and the two
+django-q2 clusters (the indexing and the background queue, ``bookchat.base.queues``) until Ctrl-C, which stops
+them (and the embedded database if this process started it). The database's data stays under the data directory.
 
 Serve first: the bundled manual (and ``--book``, ``make run BOOK=``) are indexed in the background, as jobs of the
 task worker (``ingestion.uploads.jobs.queue_local``), while the page already answers; this process follows them on
@@ -8,8 +8,10 @@ the terminal, and until a book is indexed the page, ``/api/v1/ready`` and a ques
 got (``chat.pipeline.editions.BookIndexing``: a 503 to ask again). An unchanged book costs a second.
 
 Roles (the manual, "Deploying and running"): ``--role all`` (the default, one machine) does all of
-that; ``web`` runs gunicorn only and ``worker`` the django-q2 cluster only. Those two never migrate or index:
-they refuse to start, in one line, on a database that ``bootstrap`` hasn't set up.
+that; ``web`` runs gunicorn only and ``worker`` the django-q2 clusters only (both, unless ``--queue`` names one: a
+deployment may run each on nodes of its own). Those two never migrate or index: they refuse to start, in one line,
+on a database that ``bootstrap`` hasn't set up. The background cluster runs ``BACKGROUND_EXTRA_NICENESS`` nicer
+than the indexing one, so that a publish's embedding gets the cores before a book's sentence vectors.
 
 Decisions (how gunicorn runs, ``gunicorn_command``; the manual, "Deploying and running"; BENCHMARKS.md, "Streams
 held open"):
@@ -44,6 +46,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -52,7 +55,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
-from bookchat.base import embedded_db
+from bookchat.base import embedded_db, queues
 from bookchat.base.conf import setting
 from bookchat.base.deployment import NotMigrated, PgvectorUnusable, check_pgvector, require_migrated
 from bookchat.base.errors import BookchatError
@@ -63,6 +66,7 @@ from ingestion.models import DefaultBook, IngestionJob
 from ingestion.uploads.jobs import queue_local, sweep_stale_jobs
 
 ROLES = ("all", "web", "worker")
+WORKER_QUEUES = ("all", *queues.QUEUES)
 
 
 class Command(BaseCommand):
@@ -75,6 +79,10 @@ class Command(BaseCommand):
                                  "web and worker need a database set up by `manage.py bootstrap`.")
         parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
+        parser.add_argument("--queue", choices=WORKER_QUEUES, default="all",
+                            help="worker: the task queue(s) whose cluster to run: all (default: indexing and "
+                                 "background), indexing (uploads, publishes) or background (sentence vectors, "
+                                 "calibration, topics, schedules).")
         parser.add_argument("--no-index", action="store_true", help="Don't index the bundled book first (role all).")
         parser.add_argument("--book", metavar="PATH", help="Also index this book (a Docusaurus site's root, a folder "
                             "of Markdown or one page) before serving, and make it the default book (stored: every "
@@ -83,6 +91,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         role = options["role"]
+        if options["queue"] != "all" and role != "worker":
+            raise CommandError("--queue is for --role worker; --role all runs both queues", returncode=1)
         if options["book"] and role != "all":
             raise CommandError("--book is for --role all (one machine); on several, run `manage.py ingest PATH "
                                "--default` once", returncode=1)
@@ -99,14 +109,15 @@ class Command(BaseCommand):
                 raise CommandError(exc.message, returncode=1) from None
         if role != "web":
             sweep_stale_jobs()  # upload jobs left "running" by a worker that died (with the previous run)
-        self._check_connection_budget(role)
+        served = queues.QUEUES if options["queue"] == "all" else (options["queue"],)
+        self._check_connection_budget(role, served)
         default_book = self._own_slug(options["book"]) if options["book"] else None
         if default_book and not setting("DEFAULT_BOOK"):
             # Stored before the children start, so that the page shows it (being indexed) from the first request.
             DefaultBook.choose(default_book, by="serve --book")
-        children = self._start(options["host"], options["port"], role)
+        children = self._start(options["host"], options["port"], role, served)
         if role == "worker":
-            self.stdout.write("bookchat's task worker is running. Ctrl-C stops it.")
+            self.stdout.write(f"bookchat's task workers are running ({', '.join(served)}). Ctrl-C stops them.")
         else:
             self.stdout.write(f"bookchat is serving http://{options['host']}:{options['port']}/ "
                               f"(admin at /admin/). Ctrl-C stops it.")
@@ -120,13 +131,13 @@ class Command(BaseCommand):
         finally:
             self._stop(children)
 
-    def _check_connection_budget(self, role: str) -> None:
+    def _check_connection_budget(self, role: str, served: tuple[str, ...] = queues.QUEUES) -> None:
         """Warn when the database may refuse the connections the workers' threads can hold."""
         with connection.cursor() as cursor:
             cursor.execute("SELECT current_setting('max_connections')::int "
                            "- current_setting('superuser_reserved_connections')::int")
             available = cursor.fetchone()[0]
-        needed = connections_needed(role)
+        needed = connections_needed(role, served)
         if needed > available:
             self.stderr.write(f"Warning: gunicorn's threads and the task worker may hold {needed} database "
                               f"connections, but the database accepts {available}: lower BOOKCHAT_WEB_THREADS "
@@ -168,23 +179,23 @@ class Command(BaseCommand):
         return Following(job.pk, done=done, failed=lambda message: self.stderr.write(
             f"Indexing {path} failed: {message}"))
 
-    def _start(self, host: str, port: int, role: str) -> list[subprocess.Popen]:
+    def _start(self, host: str, port: int, role: str,
+               served: tuple[str, ...] = queues.QUEUES) -> list[Child]:
         base = Path(settings.BASE_DIR)
         env = {"DJANGO_SETTINGS_MODULE": "bookchat.settings"} | os.environ  # the children run with our settings
-        web, web_env = gunicorn_command(bind=f"{host}:{port}"), gunicorn_environment(env)
-        tasks = task_command()
+        wanted = [("gunicorn", gunicorn_command(bind=f"{host}:{port}"), gunicorn_environment(env), None)] \
+            if role != "worker" else []
         # Even so, an upload's embedding takes both cores for as long as it runs; at a lower CPU priority it
         # uses what answers leave, and answers under load stay within 2× their idle p95 (bench/soak.py, `make bench`).
-        niceness = setting("TASK_NICENESS")
-        lower_priority = (lambda: os.nice(niceness)) if niceness else None
-        wanted = [(web, web_env, None)] if role != "worker" else []
-        wanted += [(tasks, env, lower_priority)] if role != "web" else []
+        wanted += [(f"the {queue} task worker", task_command(), env | queues.cluster_environment(queue),
+                    lower_priority(queues.niceness(queue))) for queue in served] if role != "web" else []
         # Each child leads a process group of its own, so that stopping it also reaches the processes
         # it forks (gunicorn workers, the django-q2 sentinel and workers) and none is left behind.
-        return [subprocess.Popen(cmd, cwd=base, env=child_env, start_new_session=True, preexec_fn=start)
-                for cmd, child_env, start in wanted]
+        return [Child(name, subprocess.Popen(cmd, cwd=base, env=child_env, start_new_session=True,
+                                             preexec_fn=start))
+                for name, cmd, child_env, start in wanted]
 
-    def _wait(self, children: list[subprocess.Popen], following: list[Following] = ()) -> None:
+    def _wait(self, children: list[Child], following: list[Following] = ()) -> None:
         stop = {"now": False}
         progress = ProgressBar(sys.stderr)
 
@@ -198,18 +209,17 @@ class Command(BaseCommand):
         following = list(following)
         while not stop["now"]:
             for child in children:
-                if child.poll() is not None:
+                if child.process.poll() is not None:
                     progress.close()
-                    name = "the task worker" if child.args == task_command() else "gunicorn"
-                    self.stderr.write(f"{name} exited with status {child.returncode}; stopping.")
+                    self.stderr.write(f"{child.name} exited with status {child.process.returncode}; stopping.")
                     return
             following = [f for f in following if not f.check(progress)]
             time.sleep(0.5)
         progress.close()
 
-    def _stop(self, children: list[subprocess.Popen]) -> None:
+    def _stop(self, children: list[Child]) -> None:
         self.stdout.write("\nStopping …")
-        for child in children:
+        for child in (child.process for child in children):
             if child.args == task_command():
                 # django-q2's own stop: its main process tells the sentinel, which stops the workers once their
                 # tasks end. SIGTERM to the whole group would kill the sentinel outright (it keeps the default
@@ -219,7 +229,7 @@ class Command(BaseCommand):
             else:
                 _signal_group(child, signal.SIGTERM)
         deadline = time.monotonic() + graceful_timeout() + 10
-        for child in children:
+        for child in (child.process for child in children):
             with contextlib.suppress(subprocess.TimeoutExpired):
                 child.wait(timeout=max(deadline - time.monotonic(), 0.1))
             _signal_group(child, signal.SIGKILL)  # whatever of the group outlived the grace period
@@ -233,14 +243,28 @@ class Command(BaseCommand):
         self.stdout.write("Stopped.")
 
 
+@dataclass(frozen=True)
+class Child:
+    """A process ``serve`` started, and how its messages name it."""
+
+    name: str
+    process: subprocess.Popen
+
+
+def lower_priority(niceness: int) -> Callable[[], None] | None:
+    """What a child runs before its program to take CPU niceness ``niceness`` (None for 0)."""
+    return (lambda: os.nice(niceness)) if niceness else None
+
+
 def _signal_group(child: subprocess.Popen, signum: int) -> None:
     with contextlib.suppress(ProcessLookupError):  # the whole group is gone already
         os.killpg(child.pid, signum)
 
 
 def task_command() -> list[str]:
-    """The django-q2 cluster that ``make run`` and ``--role worker`` start: ``qcluster`` through the ``bookchat``
-    command line's module, which a checkout and an installed wheel both have (a wheel has no ``manage.py``)."""
+    """A django-q2 cluster that ``make run`` and ``--role worker`` start (each queue's, by its environment:
+    ``queues.cluster_environment``): ``qcluster`` through the ``bookchat`` command line's module, which a checkout
+    and an installed wheel both have (a wheel has no ``manage.py``)."""
     return [sys.executable, "-m", "bookchat.cli", "qcluster"]
 
 
@@ -257,11 +281,11 @@ def gunicorn_command(*, bind: str, workers: int | None = None, threads: int | No
             *(["--access-logfile", "-"] if access_log else [])]
 
 
-def connections_needed(role: str = "all") -> int:
+def connections_needed(role: str = "all", served: tuple[str, ...] = queues.QUEUES) -> int:
     """Database connections `serve --role` may hold at once: one per gunicorn thread that has served a request
-    (web), the django-q2 cluster's (its workers, monitor, pusher and sentinel; worker) and this process's own."""
+    (web), each django-q2 cluster's (its workers, monitor, pusher and sentinel; worker) and this process's own."""
     web = setting("WEB_WORKERS") * setting("WEB_THREADS") if role != "worker" else 0
-    tasks = setting("TASK_WORKERS") + 3 if role != "web" else 0
+    tasks = sum(queues.workers(queue) + queues.CLUSTER_OVERHEAD for queue in served) if role != "web" else 0
     return web + tasks + 1
 
 
