@@ -45,7 +45,7 @@ _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 ASK_FIELDS = ("question", "selected_text", "max_results", "session_id", "book", "version", "locale", "chapter")
 SEARCH_FIELDS = ("query", "limit", "book", "version", "locale")
-SECTION_SEARCH_FIELDS = ("q", "limit", "book", "version", "locale", "chapter", "report_opens")
+SECTION_SEARCH_FIELDS = ("q", "limit", "book", "version", "locale", "chapter", "report_opens", "session_id")
 FEEDBACK_FIELDS = ("rating", "comment", "session_id")
 OPENED_FIELDS = ("n",)
 # The sections a search shows at most: 10 pages of 3 (``chat.pipeline.typeahead``).
@@ -260,7 +260,7 @@ class SectionSearchSerializer(StrictSerializer):
         query.help_text = ("What the reader has typed so far; its last word may be half-written (" +
                            query.help_text + ")")
         return {"q": query, "limit": PagesField(), **{name: ask[name] for name in ("book", "version", "locale",
-                                                                                   "chapter")},
+                                                                                   "chapter", "session_id")},
                 "report_opens": serializers.BooleanField(required=False, help_text=(
                     "`true` when the caller will report the section the reader opens (`POST /search/{search_id}/"
                     "opened`), as the widget does: a search of such a caller from which nothing is opened shows in "
