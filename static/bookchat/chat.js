@@ -5,6 +5,9 @@
  * token, shows the answer's text as it is written, then swaps in the server-rendered answer
  * (/answers/<id>) so citations, sources and feedback look exactly as after a reload.
  * Thumbs are sent to /api/v1/answers/<id>/feedback without leaving the page.
+ * A question refused with 429 (a limit reached: the class asks at once) shows "Many questions at once — trying again
+ * in N s" in the answer's place, counting down Retry-After, and is sent once more by itself; a second 429 says when
+ * to try again and stops.
  * Every code block of an answer gets a Copy button (a real <button>, so keyboard-reachable; the
  * result is announced in the page's live region). "/" puts the cursor in the search box; opening a search
  * result tells /api/v1/search/<id>/opened which one (the coverage gaps count searches nothing was opened from).
@@ -31,6 +34,7 @@
   var csrf = form.querySelector("input[name=csrfmiddlewaretoken]").value;
   var book = conversation.dataset.book;
   var busy = false;
+  var RETRY_CAP = 60;  // s: a 429's wait up to this is waited out and the question sent again, once; longer, said
 
   function AskError(message) { this.message = message; }
 
@@ -106,10 +110,24 @@
     return turn;
   }
 
+  /* The seconds a 429 asks to wait: its Retry-After (seconds or a date), else the "try again in N s" of its
+   * message; 0 when neither says. */
+  function retryAfter(response, message) {
+    var header = (response.headers.get("Retry-After") || "").trim();
+    if (/^\d+$/.test(header)) return Math.max(1, parseInt(header, 10));
+    if (header && !isNaN(Date.parse(header))) return Math.max(1, Math.ceil((Date.parse(header) - Date.now()) / 1000));
+    var said = /try again in (\d+)\s*s/.exec(message || "");
+    return said ? Math.max(1, parseInt(said[1], 10)) : 0;
+  }
+
+  function duration(seconds) {
+    return seconds < 120 ? seconds + " s" : Math.ceil(seconds / 60) + " min";
+  }
+
   async function errorMessage(response, what) {
-    var retry = response.headers.get("Retry-After");
-    if (response.status === 429 && retry) return "Too many " + (what || "questions") + "; try again in " + retry +
-      " seconds.";
+    var retry = retryAfter(response);
+    if (response.status === 429 && retry) return what ? "Too many " + what + "; try again in " + duration(retry) + "."
+      : "Many questions at once — try again in " + duration(retry) + ".";
     try {
       var data = await response.json();
       if (data && data.message) return data.message.charAt(0).toUpperCase() + data.message.slice(1) + ".";
@@ -160,6 +178,46 @@
     turn.classList.add("failed");
   }
 
+  function postQuestion(payload) {
+    return fetch(root + "api/v1/ask/stream", {
+      method: "POST", credentials: "same-origin", body: JSON.stringify(payload),
+      headers: { "Content-Type": "application/json", "X-CSRFToken": csrf },
+    });
+  }
+
+  /* Show "Many questions at once — trying again in N s" in the pending answer, counting down; resolves when the
+   * wait is over. Announced once (the countdown itself is not read out every second). */
+  function waitOut(turn, seconds) {
+    var body = turn.querySelector(".answer-text");
+    var note = element("p", "notice rate-limited");
+    body.textContent = "";
+    body.appendChild(note);
+    announce("Many questions at once. Trying again in " + seconds + " seconds.");
+    return new Promise(function (resolve) {
+      var end = Date.now() + seconds * 1000;
+      (function tick() {
+        var left = Math.ceil((end - Date.now()) / 1000);
+        if (left <= 0) {
+          body.textContent = "…";
+          return resolve();
+        }
+        note.textContent = "Many questions at once — trying again in " + duration(left);
+        window.setTimeout(tick, Math.min(1000, end - Date.now()));
+      })();
+    });
+  }
+
+  /* The question's response; a 429 is waited out in the answer's place and the question sent once more (a second
+   * 429 is returned: the student may ask again). A wait over RETRY_CAP seconds (an hourly limit) is said, not
+   * waited for. */
+  async function sendQuestion(payload, turn) {
+    var response = await postQuestion(payload);
+    var wait = response.status === 429 ? retryAfter(response) : 0;
+    if (!wait || wait > RETRY_CAP) return response;
+    await waitOut(turn, wait);
+    return postQuestion(payload);
+  }
+
   async function ask(text) {
     var turn = pendingTurn(text);
     conversation.appendChild(turn);
@@ -171,10 +229,7 @@
     announce("Answering…");
     var streamed = "";
     try {
-      var response = await fetch(root + "api/v1/ask/stream", {
-        method: "POST", credentials: "same-origin", body: JSON.stringify(payload),
-        headers: { "Content-Type": "application/json", "X-CSRFToken": csrf },
-      });
+      var response = await sendQuestion(payload, turn);
       if (!response.ok) throw new AskError(await errorMessage(response));
       var final = null;
       await readEvents(response, function (name, data) {

@@ -20,7 +20,8 @@
  * The reader's language (<html lang>) is sent as the question's locale: a translated book answers in it.
  *
  * API used (every call carries ?key=pk_…, cross-origin, without cookies):
- *   GET  /api/v1/search                     sections as the reader types (the search mode)
+ *   GET  /api/v1/search                     sections as the reader types (the search mode), with the
+ *                                           conversation's session_id once there is one
  *   POST /api/v1/search/{id}/opened?n=      which section of it the reader opened
  *   POST /api/v1/ask/stream                 Server-Sent Events: token…, then final (or error)
  *   POST /api/v1/ask                        the same answer as one JSON object (fallback without streams)
@@ -33,6 +34,9 @@
  * localStorage, per book ("bookchat:handoffs:<book>"), so the staff's replies show after a reload and on the next
  * visit: under the answer when it is in the panel, else in "Your questions to the course staff". They are read
  * when the panel opens, when the reader comes back to the tab with it open, and every few minutes while one waits.
+ * A question refused with 429 (a limit reached: a class asking at once) shows "Many questions at once — trying again
+ * in N s" in the answer's place, counting down Retry-After, and is sent once more by itself; a second 429 says when
+ * to try again and stops. A search refused with 429 keeps the results shown and waits Retry-After before the next.
  * An answer of the course staff (level "staff") is labelled "Answered by the course staff on DATE".
  *
  * Everything is rendered in a Shadow DOM on <div id="bookchat-widget">, so the host page's
@@ -60,6 +64,7 @@
   var REFUSALS = { not_covered: 'Not covered', unanswerable: 'Not covered', unsure: 'Not answered directly' };
   var SEARCH_HINT = 'Type a few words: the sections that use them appear as you type.';
   var SEARCH_DELAY = 150;  // ms after the last keystroke
+  var RETRY_CAP = 60;  // s: a 429's wait up to this is waited out and the question sent again, once; longer, said
   var HANDOFFS_KEPT = 20;  // the newest hand-offs kept per book; each is one status request when the panel opens
   var HANDOFF_RECHECK = 120000;  // ms between looks while a hand-off waits and the panel is open
   var TOKEN = /^[A-Za-z0-9_-]{16,64}$/;
@@ -244,9 +249,11 @@
       try { body = await response.json(); } catch (e) { /* not JSON */ }
       if (response.status === 429) {
         var seconds = retryAfter(response, body);
-        var many = 'Too many ' + (what || 'questions');
-        return userError(seconds ? many + '; try again in ' + seconds +
-          (seconds === 1 ? ' second.' : ' seconds.') : many + '; try again in a moment.');
+        var many = what ? 'Too many ' + what : 'Many questions at once';
+        var limited = userError(many + (what ? '; ' : ' — ') + 'try again in ' +
+          (seconds ? duration(seconds) + '.' : 'a moment.'));
+        limited.retryAfter = seconds || 0;
+        return limited;
       }
       if (body && typeof body.message === 'string' && body.message) {
         return userError(capitalize(body.message), body.field);
@@ -390,8 +397,32 @@
     var header = response.headers.get('Retry-After');
     if (header && /^\d+$/.test(header.trim())) return Math.max(1, parseInt(header, 10));
     if (header && !isNaN(Date.parse(header))) return Math.max(1, Math.ceil((Date.parse(header) - Date.now()) / 1000));
-    var match = body && typeof body.message === 'string' && body.message.match(/(\d+)\s*seconds?/);
-    return match ? parseInt(match[1], 10) : null;
+    var match = body && typeof body.message === 'string' && body.message.match(/try again in (\d+)\s*s/);
+    return match ? Math.max(1, parseInt(match[1], 10)) : null;
+  }
+
+  function duration(seconds) {
+    return seconds < 120 ? seconds + ' s' : Math.ceil(seconds / 60) + ' min';
+  }
+
+  /** Resolves after ``seconds``, calling onTick(seconds left) each second from the first; rejects with an
+   *  AbortError when ``signal`` aborts (a new conversation while waiting). */
+  function countDown(seconds, signal, onTick) {
+    return new Promise(function (resolve, reject) {
+      var end = Date.now() + seconds * 1000;
+      var timer = null;
+      signal.addEventListener('abort', function () {
+        clearTimeout(timer);
+        reject(new DOMException('The wait was cancelled.', 'AbortError'));
+      });
+      (function tick() {
+        var left = Math.ceil((end - Date.now()) / 1000);
+        if (signal.aborted) return;
+        if (left <= 0) return resolve();
+        onTick(left);
+        timer = setTimeout(tick, Math.min(1000, end - Date.now()));
+      })();
+    });
   }
 
   async function readBody(response, parser, finished) {
@@ -859,7 +890,7 @@
       state.request = controller;
       setBusy(true);
       try {
-        var final = await api.ask(payload, view.addToken, controller.signal);
+        var final = await askRetryingOnce(payload, view, controller.signal);
         if (final.session_id) {
           state.sessionId = String(final.session_id);
           storage('set', sessionKey, state.sessionId);
@@ -877,6 +908,21 @@
           state.request = null;
           setBusy(false);
         }
+      }
+    }
+
+    /** The answer; a 429 is waited out in the answer's place ("Many questions at once — trying again in N s",
+     *  counting down Retry-After) and the question sent once more. A second 429, or a wait over RETRY_CAP seconds,
+     *  is thrown: the student may ask again. */
+    async function askRetryingOnce(payload, view, signal) {
+      try {
+        return await api.ask(payload, view.addToken, signal);
+      } catch (error) {
+        if (!error.retryAfter || error.retryAfter > RETRY_CAP) throw error;
+        say('Many questions at once. Trying again in ' + error.retryAfter + ' seconds.');
+        await countDown(error.retryAfter, signal, view.waiting);
+        view.restart();
+        return api.ask(payload, view.addToken, signal);
       }
     }
 
@@ -900,9 +946,23 @@
       text.append(typing);
       node.append(text);
       var streamed = '';
+      var note = null;  // "Many questions at once — trying again in N s", while a 429 is waited out
       return {
         node: node,
         text: text,
+        waiting: function (left) {
+          if (!note) {
+            note = el('p', 'bc-notice bc-wait');
+            node.dataset.state = 'waiting';
+            text.replaceChildren(note);
+          }
+          note.textContent = 'Many questions at once — trying again in ' + duration(left);
+        },
+        restart: function () {
+          note = null;
+          node.dataset.state = 'streaming';
+          text.replaceChildren(typing);
+        },
         addToken: function (token) {
           streamed += token;
           text.textContent = streamed;
@@ -1337,7 +1397,8 @@
 
     // ---- searching: the mode, the combobox, the results
 
-    var searchState = { seq: 0, controller: null, items: [], active: -1, searchId: '' };
+    // pausedUntil: after a 429, no search is sent before this time (ms); the box's text is searched then, once.
+    var searchState = { seq: 0, controller: null, items: [], active: -1, searchId: '', pausedUntil: 0, resume: null };
 
     function setMode(mode) {
       var searching = mode === 'search';
@@ -1362,15 +1423,18 @@
 
     /** One search per pause in typing; a newer keystroke aborts the older request, and a response that still
      *  arrives after a newer search began is dropped, so the list always shows the last query typed. */
-    function search(text) {
+    function search(text, resumed) {
       var query = text.trim();
       if (searchState.controller) searchState.controller.abort();
       var seq = ++searchState.seq;
       askQuery.disabled = !query;
       if (!query) return renderResults(null);
+      if (Date.now() < searchState.pausedUntil) return;  // searched when the pause ends
       var controller = new AbortController();
       searchState.controller = controller;
-      var params = { q: query, book: options.book, locale: pageLanguage(), report_opens: 'true' };
+      // The conversation's id lets the server count the searches of this reader apart from the rest of the class.
+      var params = { q: query, book: options.book, locale: pageLanguage(), report_opens: 'true',
+        session_id: state.sessionId };
       versionToAsk().then(function (version) {
         if (seq !== searchState.seq) return null;
         params.version = version;
@@ -1378,9 +1442,24 @@
           if (seq === searchState.seq) renderResults(result);
         }, function (error) {
           if (isAbort(error) || seq !== searchState.seq) return;
+          if (error.retryAfter) return pauseSearches(error.retryAfter, !resumed);
           renderResults(null, error.userMessage || MESSAGES.unreadable);
         });
       });
+    }
+
+    /** A search refused with 429: the results shown stay, and no search is sent for the seconds the server asked;
+     *  then what the box holds is searched, once by itself (after a resumed search's 429, at the next keystroke). */
+    function pauseSearches(seconds, resume) {
+      var wait = Math.min(seconds, RETRY_CAP);
+      searchState.pausedUntil = Date.now() + wait * 1000;
+      searchStatus.textContent = 'Many searches at once; the results follow your typing again in ' + duration(wait) +
+        '.';
+      clearTimeout(searchState.resume);
+      searchState.resume = setTimeout(function () {
+        searchState.pausedUntil = 0;
+        if (resume) search(searchInput.value, true);
+      }, wait * 1000);
     }
 
     function renderResults(result, error) {
