@@ -28,6 +28,7 @@ import contextlib
 import io
 import itertools
 import json
+import os
 import random
 import shutil
 import tarfile
@@ -40,7 +41,7 @@ from pathlib import Path
 import httpx
 
 from bench import machine
-from bench.stats import summary
+from bench.stats import fmt, summary
 
 STUDENTS = 300
 SECONDS = 300.0
@@ -326,7 +327,7 @@ def hall(url: str, *, book: str, widget_key: str, publishing_key: str, site: Pat
     ``server_pids``: the web server's and the task worker's processes now (their CPU is measured)."""
     hall_ = Hall(url, book, widget_key, held_back_questions())
     rng = random.Random(seed)
-    cpu_before = process_cpu_seconds(server_pids())
+    cpu_before, load_before = process_cpu_seconds(server_pids()), os.getloadavg()[0]
 
     async def run() -> dict:
         started = time.monotonic()
@@ -350,7 +351,8 @@ def hall(url: str, *, book: str, widget_key: str, publishing_key: str, site: Pat
             "requests": {who: dict(counts) for who, counts in tally.statuses.items()},
             "publish": outcome["publish"], "cpu_seconds": round(cpu, 1),
             "cpu_per_answer_ms": cpu / tally.answers * 1000 if tally.answers else None,
-            "no_retry_after": tally.no_retry_after, "errors": tally.errors}
+            "no_retry_after": tally.no_retry_after, "load_before": load_before, "load_after": os.getloadavg()[0],
+            "errors": tally.errors}
 
 
 def describe(f: dict) -> str:
@@ -367,6 +369,45 @@ def describe(f: dict) -> str:
             f"{f['throttled']['newcomer']}; publish done {publish.get('done_seconds')} s, live "
             f"{publish.get('live_seconds')} s; CPU {f['cpu_seconds']:.0f} s, "
             f"{f['cpu_per_answer_ms'] or 0:.0f} ms per answer; {len(f['errors'])} errors")
+
+
+LIVE_TARGET_SECONDS = 10.0
+
+
+def target(f: dict | None) -> tuple[str, str, bool | None]:
+    """The issue's target as ``report.targets`` lists them: (target, measured, holds)."""
+    name = (f"a lecture hall ({STUDENTS} students, one address, one key): no error, no student throttled, the "
+            f"abusers throttled, the edited page live ≤ {LIVE_TARGET_SECONDS:.0f} s")
+    if not f:
+        return name, "not run", None
+    live = f["publish"].get("live_seconds")
+    holds = (not f["errors"] and f["throttled"]["students"] == 0 and f["throttled"]["abuser"] > 0
+             and f["throttled"]["newcomer"] > 0 and live is not None and live <= LIVE_TARGET_SECONDS)
+    return name, (f"{len(f['errors'])} errors, students throttled {f['throttled']['students']}, live "
+                  f"{live if live is not None else '—'} s"), holds
+
+
+def table(f: dict) -> list[str]:
+    """The figures as Markdown lines: a heading, a sentence, a table."""
+    publish, requests = f["publish"], f["requests"]
+    asked = {who: sum(n for outcome, n in requests.get(who, {}).items() if not outcome.startswith("search"))
+             for who in ("students", "abuser", "newcomer")}
+    lines = [f"### The lecture-hall drill ({STUDENTS} students behind one address and one publishable key for "
+             f"{SECONDS / 60:.0f} min, one page published meanwhile; bench/lecture_hall.py)", "",
+             f"{f['answers']} answers in {f['seconds']:.0f} s ({f['answers_per_s']:.1f} a second); CPU of the web "
+             f"server's and the task worker's processes {f['cpu_seconds']:.0f} s, {f['cpu_per_answer_ms']:.0f} ms "
+             f"per answer. The edited page: done {publish.get('done_seconds')} s after its POST, live (found by "
+             f"search) {publish.get('live_seconds')} s. Throttled (429): the students {f['throttled']['students']} "
+             f"of {asked['students']} questions, the 100-a-minute client {f['throttled']['abuser']} of "
+             f"{asked['abuser']}, the new-conversation client {f['throttled']['newcomer']} of {asked['newcomer']}; "
+             f"{len(f['errors'])} errors. The machine's load average (1 min): {f['load_before']:.1f} before, "
+             f"{f['load_after']:.1f} after.", "",
+             "| request | n | p50 ms | p95 ms | p99 ms |", "|---|---|---|---|---|"]
+    names = {"search": "search (as typed)", "ask": "ask", "stream_first_byte": "stream, first byte",
+             "stream": "stream, whole"}
+    for kind, s in f["latency_ms"].items():
+        lines.append(f"| {names[kind]} | {s['n']} | {fmt(s['p50'], 0)} | {fmt(s['p95'], 0)} | {fmt(s['p99'], 0)} |")
+    return lines
 
 
 def tree_pids(pid: int) -> list[int]:
