@@ -410,6 +410,11 @@ def table(f: dict) -> list[str]:
     return lines
 
 
+def printed(f: dict) -> str:
+    """``manage.py bench --lecture-hall``'s output: the sentence, then the Markdown of BENCHMARKS.md."""
+    return describe(f) + "\n\n" + "\n".join(table(f))
+
+
 def tree_pids(pid: int) -> list[int]:
     """``pid`` and its descendants (from /proc)."""
     found, todo = [], [pid]

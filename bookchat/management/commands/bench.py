@@ -85,8 +85,7 @@ class Command(BaseCommand):
             return
 
         if options["lecture_hall"]:
-            figures = lecture_hall.measure(data, log=log)
-            self.stdout.write(lecture_hall.describe(figures) + "\n\n" + "\n".join(lecture_hall.table(figures)))
+            self.stdout.write(lecture_hall.printed(lecture_hall.measure(data, log=log)))
             return
 
         if options["profile"]:
