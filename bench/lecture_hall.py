@@ -4,7 +4,8 @@ in a conversation of their own, while the book's CI publishes one edited page.
 The load, over ``SECONDS`` against a running web server and task worker:
 - students arrive in ``BURSTS`` (half of them within the first minute), each a browser with the widget: the
   publishable key in the query string and an allowed ``Origin``, from 127.0.0.1. A student asks ``QUESTIONS_EACH``
-  held-back questions (``QUESTIONS``, written for this drill; no fitting reads them), thinking ``THINK_SECONDS``
+  held-back questions (``bench.lecture_book``: written for this drill on the book's five pages; no fitting reads
+  them), thinking ``THINK_SECONDS``
   between them; before each, they type: ``GET /api/v1/search`` with three prefixes of the question (and the
   conversation's ``session_id`` once there is one). The first question carries no ``session_id``, the later ones
   the one the answer returned. Every third student asks through ``/api/v1/ask/stream``, as the widget does.
@@ -25,13 +26,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import io
 import itertools
 import json
 import os
 import random
-import shutil
-import tarfile
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -40,7 +38,7 @@ from pathlib import Path
 
 import httpx
 
-from bench import machine
+from bench import lecture_book, machine
 from bench.stats import fmt, summary
 
 STUDENTS = 300
@@ -59,80 +57,7 @@ PUBLISH_AT = 45.0
 POLL_SECONDS = 0.2
 TIMEOUT = 60.0
 
-ORIGIN = "https://lecture-hall.example.edu"
-QUESTIONS = Path(__file__).resolve().parent / "questions" / "hall-docusaurus-docs.jsonl"
-# The pages of docusaurus-docs the book is made of (~45 passages: a few seconds to embed); the edited one.
-PAGES = ("browser-support.mdx", "typescript-support.mdx", "static-assets.mdx", "seo.mdx", "playground.mdx")
-EDITED = "browser-support.mdx"
-NEW_SENTENCE = ("In the Thursday lecture hall, the teaching assistant Philippa Quenneville tests every build on "
-                "a 2011 netbook named Marrowbone.")
-LIVE_QUERY = "Philippa Quenneville Marrowbone netbook"
 STUDENTS_ADDRESS, NEWCOMER_ADDRESS = "127.0.0.1", "127.0.0.2"
-
-
-# -- the book ----------------------------------------------------------------------------------------------
-def make_site(data: Path, root: Path) -> Path:
-    """A folder with ``PAGES`` of docusaurus-docs (``data``: the shared corpora) under ``docs/``."""
-    site = root / "site"
-    (site / "docs").mkdir(parents=True)
-    for page in PAGES:
-        shutil.copy(data / "docusaurus-docs" / "docs" / page, site / "docs" / page)
-    return site
-
-
-def edit_site(site: Path) -> None:
-    page = site / "docs" / EDITED
-    page.write_text(page.read_text() + f"\n## Testing in class\n\n{NEW_SENTENCE}\n")
-
-
-def archive(site: Path) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        tar.add(site, arcname=".")
-    return buffer.getvalue()
-
-
-def publish(url: str, slug: str, site: Path, key: str) -> dict:
-    """Publish ``site`` as ``slug`` and wait for the sync to end; its last status."""
-    headers = {"Authorization": f"Bearer {key}"}
-    response = httpx.post(f"{url}/api/v1/books/{slug}/sources", content=archive(site), timeout=120,
-                          headers=headers | {"Content-Type": "application/gzip"})
-    response.raise_for_status()
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        status = httpx.get(response.json()["status_url"], params={"wait": 20}, headers=headers, timeout=60).json()
-        if status["status"] in ("done", "failed"):
-            return status
-    raise RuntimeError(f"the sync of {slug} did not end")
-
-
-def hall_keys(slug: str) -> tuple[str, str]:
-    """(the secret key that publishes ``slug``, a publishable key for ``ORIGIN``): raw values."""
-    from chat.channels.keys import api_key_create
-    from chat.models import ApiKey
-
-    _, publishing = api_key_create(kind=ApiKey.SECRET, publish_book=slug)
-    widget = ApiKey(name=f"lecture hall ({slug})", kind=ApiKey.PUBLISHABLE, allowed_origins=ORIGIN)
-    raw = widget.issue()
-    widget.save()
-    return publishing, raw
-
-
-def forget_hall(slug: str) -> None:
-    """The book, its syncs and the drill's keys."""
-    from chat.models import ApiKey
-    from ingestion.models import Book, IngestionJob
-
-    IngestionJob.objects.filter(book_slug=slug).delete()
-    ApiKey.objects.filter(publish_book=slug).delete()
-    ApiKey.objects.filter(name=f"lecture hall ({slug})").delete()
-    Book.objects.filter(slug=slug).delete()
-
-
-def held_back_questions() -> list[str]:
-    from chat.quality.evaluation import load_questions
-
-    return [q.question for q in load_questions(QUESTIONS)]
 
 
 def typed(question: str) -> list[str]:
@@ -187,7 +112,7 @@ class Hall:
         transport = httpx.AsyncHTTPTransport(local_address=address, limits=httpx.Limits(
             max_connections=connections, max_keepalive_connections=connections, keepalive_expiry=5.0))
         return httpx.AsyncClient(base_url=self.url, transport=transport, timeout=TIMEOUT,
-                                 params={"key": self.widget_key}, headers={"Origin": ORIGIN})
+                                 params={"key": self.widget_key}, headers={"Origin": lecture_book.ORIGIN})
 
     async def search(self, http: httpx.AsyncClient, text: str, session_id: str | None, who: str) -> None:
         params = {"q": text, "book": self.book} | ({"session_id": session_id} if session_id else {})
@@ -292,8 +217,8 @@ async def publish_edit(hall: Hall, http: httpx.AsyncClient, *, slug: str, site: 
                        started: float) -> dict:
     """``PUBLISH_AT`` seconds in: the edited page published; seconds from the POST to ``done`` and to live."""
     await asyncio.sleep(max(0.0, started + PUBLISH_AT - time.monotonic()))
-    edit_site(site)
-    body = archive(site)
+    lecture_book.edit_site(site)
+    body = lecture_book.archive(site)
     headers = {"Authorization": f"Bearer {key}"}
     async with httpx.AsyncClient(base_url=hall.url, timeout=TIMEOUT) as publisher:
         posted = time.monotonic()
@@ -307,7 +232,7 @@ async def publish_edit(hall: Hall, http: httpx.AsyncClient, *, slug: str, site: 
         done = time.monotonic() - posted
         live = None
         while status["status"] == "done" and time.monotonic() - posted < 120:
-            found = await http.get("/api/v1/search", params={"q": LIVE_QUERY, "book": hall.book})
+            found = await http.get("/api/v1/search", params={"q": lecture_book.LIVE_QUERY, "book": hall.book})
             if found.status_code == 200 and "Quenneville" in found.text:
                 live = time.monotonic() - posted
                 break
@@ -325,7 +250,7 @@ def hall(url: str, *, book: str, widget_key: str, publishing_key: str, site: Pat
          server_pids: Callable[[], list[int]], seed: int = 73) -> dict:
     """The whole drill against the server at ``url`` (``book`` published from ``site`` with ``publishing_key``);
     ``server_pids``: the web server's and the task worker's processes now (their CPU is measured)."""
-    hall_ = Hall(url, book, widget_key, held_back_questions())
+    hall_ = Hall(url, book, widget_key, lecture_book.held_back_questions())
     rng = random.Random(seed)
     cpu_before, load_before = process_cpu_seconds(server_pids()), os.getloadavg()[0]
 
@@ -435,14 +360,14 @@ def measure(data: Path, *, log) -> dict:
     from bookchat.base.conf import setting
 
     slug = "bench-hall"
-    forget_hall(slug)
-    publishing_key, widget_key = hall_keys(slug)
+    lecture_book.forget_hall(slug)
+    publishing_key, widget_key = lecture_book.hall_keys(slug)
     try:
         with tempfile.TemporaryDirectory(prefix="bookchat-bench-hall-") as scratch, Worker(Path(scratch)) as worker, \
                 Gunicorn(workers=setting("WEB_WORKERS"), env={"BOOKCHAT_DATA_DIR": worker.data_dir}) as web:
-            site = make_site(data, Path(scratch))
-            log(f"  publishing {len(PAGES)} pages of docusaurus-docs as {slug} …")
-            first = publish(web.url, slug, site, publishing_key)
+            site = lecture_book.make_site(data, Path(scratch))
+            log(f"  publishing {len(lecture_book.PAGES)} pages of docusaurus-docs as {slug} …")
+            first = lecture_book.publish(web.url, slug, site, publishing_key)
             if first["status"] != "done":
                 raise RuntimeError(f"the first publish failed: {first.get('error')}")
             log(f"  {STUDENTS} students for {SECONDS:.0f} s …")
@@ -450,4 +375,4 @@ def measure(data: Path, *, log) -> dict:
                         server_pids=lambda: tree_pids(web.proc.pid) + tree_pids(worker.proc.pid))
     finally:
         with contextlib.suppress(Exception):
-            forget_hall(slug)
+            lecture_book.forget_hall(slug)

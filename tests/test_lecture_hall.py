@@ -16,7 +16,7 @@ import uuid
 
 import pytest
 
-from bench import lecture_hall
+from bench import lecture_book, lecture_hall
 from tests.conftest import committed, server_environment
 from tests.support.nodes import Node
 from tests.support.shared_data import shared_data
@@ -53,16 +53,16 @@ def test_a_lecture_hall_asks_at_once_and_only_the_abusers_are_throttled(hall_ser
     web, worker = hall_servers
     slug = f"drill-hall-{uuid.uuid4().hex[:8]}"
     with django_db_blocker.unblock():
-        publishing_key, widget_key = committed(lambda: lecture_hall.hall_keys(slug))
+        publishing_key, widget_key = committed(lambda: lecture_book.hall_keys(slug))
     try:
-        site = lecture_hall.make_site(shared_data(), tmp_path)
-        first = lecture_hall.publish(web.url, slug, site, publishing_key)
+        site = lecture_book.make_site(shared_data(), tmp_path)
+        first = lecture_book.publish(web.url, slug, site, publishing_key)
         assert first["status"] == "done", first
         figures = lecture_hall.hall(web.url, book=slug, widget_key=widget_key, publishing_key=publishing_key,
                                     site=site, server_pids=lambda: [p.pid for p in web.tree() + worker.tree()])
     finally:
         with django_db_blocker.unblock():
-            committed(lambda: lecture_hall.forget_hall(slug))
+            committed(lambda: lecture_book.forget_hall(slug))
     print("\n" + lecture_hall.describe(figures))
 
     assert not figures["errors"], f"{len(figures['errors'])} errors: {figures['errors'][:5]}"
