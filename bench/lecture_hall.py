@@ -14,7 +14,8 @@ The load, over ``SECONDS`` against a running web server and task worker:
 - one client from another address (127.0.0.2) opens a new conversation with every question, as fast as
   ``NEWCOMER_CONNECTIONS`` connections let it, until its address ceiling refuses it ``NEWCOMER_REFUSALS`` times.
 - ``PUBLISH_AT`` seconds in, one page of the book is edited and published through the publishing API: the
-  seconds from the POST until its status says ``done``, and until a search finds the new sentence ("live").
+  seconds from the POST until its status says ``done``, and until a search finds the new sentence ("live"; the
+  searching reader is at an address of its own, 127.0.0.3, so that the students' limits never delay it).
 
 ``hall`` runs it and returns the figures: answers a second, p50/p95/p99 of each kind of request (search, ask, a
 stream's first byte and its whole), the status of every request by client, the publish's seconds, and the CPU
@@ -57,7 +58,7 @@ PUBLISH_AT = 45.0
 POLL_SECONDS = 0.2
 TIMEOUT = 60.0
 
-STUDENTS_ADDRESS, NEWCOMER_ADDRESS = "127.0.0.1", "127.0.0.2"
+STUDENTS_ADDRESS, NEWCOMER_ADDRESS, READER_ADDRESS = "127.0.0.1", "127.0.0.2", "127.0.0.3"
 
 
 def typed(question: str) -> list[str]:
@@ -95,8 +96,10 @@ class Tally:
         elif not answered and status != 429:  # a refusal, a 5xx, a failed connection or stream: an error
             self.errors.append(f"{who} {kind}: {status} {detail}"[:300])
 
-    def throttled(self, who: str) -> int:
-        return sum(n for outcome, n in self.statuses.get(who, Counter()).items() if outcome.endswith(" 429"))
+    def throttled(self, who: str, *, searches: bool = False) -> int:
+        """The client's questions (or searches) refused with 429."""
+        return sum(n for outcome, n in self.statuses.get(who, Counter()).items()
+                   if outcome.endswith(" 429") and outcome.startswith("search") == searches)
 
 
 # -- the clients -------------------------------------------------------------------------------------------
@@ -215,7 +218,8 @@ class Hall:
 # -- the publish during the load ---------------------------------------------------------------------------
 async def publish_edit(hall: Hall, http: httpx.AsyncClient, *, slug: str, site: Path, key: str,
                        started: float) -> dict:
-    """``PUBLISH_AT`` seconds in: the edited page published; seconds from the POST to ``done`` and to live."""
+    """``PUBLISH_AT`` seconds in: the edited page published; seconds from the POST to ``done`` and to live (a search
+    by ``http``, a reader at an address of its own, finds the new sentence)."""
     await asyncio.sleep(max(0.0, started + PUBLISH_AT - time.monotonic()))
     lecture_book.edit_site(site)
     body = lecture_book.archive(site)
@@ -225,7 +229,8 @@ async def publish_edit(hall: Hall, http: httpx.AsyncClient, *, slug: str, site: 
         response = await publisher.post(f"/api/v1/books/{slug}/sources", content=body,
                                         headers=headers | {"Content-Type": "application/gzip"})
         if response.status_code != 202:
-            return {"error": f"{response.status_code} {response.text[:300]}"}
+            return {"status": "refused", "done_seconds": None, "live_seconds": None,
+                    "error": f"{response.status_code} {response.text[:300]}"}
         while (status := (await publisher.get(response.json()["status_url"], headers=headers)).json())["status"] \
                 not in ("done", "failed") and time.monotonic() - posted < 120:
             await asyncio.sleep(POLL_SECONDS)
@@ -233,6 +238,7 @@ async def publish_edit(hall: Hall, http: httpx.AsyncClient, *, slug: str, site: 
         live = None
         while status["status"] == "done" and time.monotonic() - posted < 120:
             found = await http.get("/api/v1/search", params={"q": lecture_book.LIVE_QUERY, "book": hall.book})
+            hall.tally.count("live check", "search", found)
             if found.status_code == 200 and "Quenneville" in found.text:
                 live = time.monotonic() - posted
                 break
@@ -257,9 +263,10 @@ def hall(url: str, *, book: str, widget_key: str, publishing_key: str, site: Pat
     async def run() -> dict:
         started = time.monotonic()
         async with hall_.client(STUDENTS_ADDRESS, 200) as students, hall_.client(STUDENTS_ADDRESS, 1) as abuser, \
-                hall_.client(NEWCOMER_ADDRESS, NEWCOMER_CONNECTIONS) as newcomer:
+                hall_.client(NEWCOMER_ADDRESS, NEWCOMER_CONNECTIONS) as newcomer, \
+                hall_.client(READER_ADDRESS, 1) as reader:
             tasks = [hall_.student(students, n, at, started, rng) for n, at in enumerate(arrivals(rng))]
-            published = asyncio.create_task(publish_edit(hall_, students, slug=book, site=site, key=publishing_key,
+            published = asyncio.create_task(publish_edit(hall_, reader, slug=book, site=site, key=publishing_key,
                                                          started=started))
             await asyncio.gather(*tasks, hall_.abuser(abuser, started), hall_.newcomer(newcomer, started))
             figures = await published
@@ -273,6 +280,7 @@ def hall(url: str, *, book: str, widget_key: str, publishing_key: str, site: Pat
             "answers_per_s": tally.answers / outcome["seconds"],
             "latency_ms": {kind: summary(values) for kind, values in tally.ms.items()},
             "throttled": {who: tally.throttled(who) for who in ("students", "abuser", "newcomer")},
+            "throttled_searches": {who: tally.throttled(who, searches=True) for who in ("students", "live check")},
             "requests": {who: dict(counts) for who, counts in tally.statuses.items()},
             "publish": outcome["publish"], "cpu_seconds": round(cpu, 1),
             "cpu_per_answer_ms": cpu / tally.answers * 1000 if tally.answers else None,
@@ -289,7 +297,8 @@ def describe(f: dict) -> str:
 
     return (f"lecture hall: {f['students']} students, {f['answers']} answers in {f['seconds']:.0f} s "
             f"({f['answers_per_s']:.1f}/s); p50/p95/p99 search {p('search')}, ask {p('ask')}, stream first byte "
-            f"{p('stream_first_byte')}, stream {p('stream')}; throttled: students {f['throttled']['students']}, "
+            f"{p('stream_first_byte')}, stream {p('stream')}; throttled: students {f['throttled']['students']} "
+            f"questions and {f['throttled_searches']['students']} searches, "
             f"the 100-a-minute client {f['throttled']['abuser']}, the new-conversation client "
             f"{f['throttled']['newcomer']}; publish done {publish.get('done_seconds')} s, live "
             f"{publish.get('live_seconds')} s; CPU {f['cpu_seconds']:.0f} s, "
@@ -306,9 +315,10 @@ def target(f: dict | None) -> tuple[str, str, bool | None]:
     if not f:
         return name, "not run", None
     live = f["publish"].get("live_seconds")
-    holds = (not f["errors"] and f["throttled"]["students"] == 0 and f["throttled"]["abuser"] > 0
+    students = f["throttled"]["students"] + f["throttled_searches"]["students"]
+    holds = (not f["errors"] and students == 0 and f["throttled"]["abuser"] > 0
              and f["throttled"]["newcomer"] > 0 and live is not None and live <= LIVE_TARGET_SECONDS)
-    return name, (f"{len(f['errors'])} errors, students throttled {f['throttled']['students']}, live "
+    return name, (f"{len(f['errors'])} errors, students' requests throttled {students}, live "
                   f"{live if live is not None else '—'} s"), holds
 
 
@@ -317,13 +327,15 @@ def table(f: dict) -> list[str]:
     publish, requests = f["publish"], f["requests"]
     asked = {who: sum(n for outcome, n in requests.get(who, {}).items() if not outcome.startswith("search"))
              for who in ("students", "abuser", "newcomer")}
+    searched = sum(n for outcome, n in requests.get("students", {}).items() if outcome.startswith("search"))
     lines = [f"### The lecture-hall drill ({STUDENTS} students behind one address and one publishable key for "
              f"{SECONDS / 60:.0f} min, one page published meanwhile; bench/lecture_hall.py)", "",
              f"{f['answers']} answers in {f['seconds']:.0f} s ({f['answers_per_s']:.1f} a second); CPU of the web "
              f"server's and the task worker's processes {f['cpu_seconds']:.0f} s, {f['cpu_per_answer_ms']:.0f} ms "
              f"per answer. The edited page: done {publish.get('done_seconds')} s after its POST, live (found by "
              f"search) {publish.get('live_seconds')} s. Throttled (429): the students {f['throttled']['students']} "
-             f"of {asked['students']} questions, the 100-a-minute client {f['throttled']['abuser']} of "
+             f"of {asked['students']} questions and {f['throttled_searches']['students']} of {searched} searches, "
+             f"the 100-a-minute client {f['throttled']['abuser']} of "
              f"{asked['abuser']}, the new-conversation client {f['throttled']['newcomer']} of {asked['newcomer']}; "
              f"{len(f['errors'])} errors. The machine's load average (1 min): {f['load_before']:.1f} before, "
              f"{f['load_after']:.1f} after.", "",

@@ -65,6 +65,7 @@ def results(*, answers_per_s: float = 60.0, rss: float = 150.0, big_p50: float =
                          "latency_ms": {kind: summary([50.0]) for kind in ("search", "ask", "stream_first_byte",
                                                                            "stream")},
                          "throttled": {"students": hall_throttled, "abuser": 160, "newcomer": 20},
+                         "throttled_searches": {"students": 0, "live check": 0},
                          "requests": {"students": {"ask 200": 400, "stream 200": 200, "search 200": 1800},
                                       "abuser": {"ask 200": 40, "ask 429": 160},
                                       "newcomer": {"ask 200": 600, "ask 429": 20}},

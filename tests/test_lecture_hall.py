@@ -69,7 +69,7 @@ def test_a_lecture_hall_asks_at_once_and_only_the_abusers_are_throttled(hall_ser
     students = figures["requests"]["students"]
     asked = lecture_hall.STUDENTS * lecture_hall.QUESTIONS_EACH
     assert students.get("ask 200", 0) + students.get("stream 200", 0) == asked, students
-    assert figures["throttled"]["students"] == 0, students
+    assert figures["throttled"]["students"] == 0 and figures["throttled_searches"]["students"] == 0, students
     # The 100-a-minute client is throttled in its conversation, the new-conversation client by its address's ceiling.
     assert figures["throttled"]["abuser"] > 0, figures["requests"].get("abuser")
     assert figures["throttled"]["newcomer"] >= lecture_hall.NEWCOMER_REFUSALS, figures["requests"].get("newcomer")
