@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench import struggle_bench
+from bench import lecture_hall, struggle_bench
 from bench.stats import fmt, fmt_runs
 
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
@@ -105,6 +105,7 @@ def _operating_targets(r: dict) -> list[Target]:
         ("publishing one edited page of docusaurus-docs: POST to done ≤ 10 s",
          f"median {fmt(published['edited_median'])} s, slowest {fmt(published['edited_max'])} s"
          if published else "not run", published["edited_median"] <= 10 if published else None),
+        lecture_hall.target(r.get("lecture_hall")),
         struggle_bench.target(r.get("struggle")),
         ("web worker RSS ≤ 300 MB with the model loaded", f"{fmt(rss)} MB (largest worker, after load)",
          (rss <= 300) if rss is not None else None)]
@@ -278,6 +279,10 @@ def _publishing_table(r: dict) -> list[str]:
     return lines
 
 
+def _lecture_hall_table(r: dict) -> list[str]:
+    return ["", *lecture_hall.table(r["lecture_hall"])] if r.get("lecture_hall") else []
+
+
 def _struggle_table(r: dict) -> list[str]:
     return ["", *struggle_bench.table(r["struggle"])] if r.get("struggle") else []
 
@@ -308,7 +313,8 @@ def _quality_table(r: dict) -> list[str]:
 
 # The measured section's parts in the order they are written: a failed benchmark is named under the ingestion table.
 SECTIONS = (_targets_table, _ingestion_table, _failures, _in_process_table, _over_http_table, _load_table,
-            _nodes_table, _streams_table, _soak_table, _search_table, _publishing_table, _struggle_table,
+            _nodes_table, _streams_table, _soak_table, _search_table, _publishing_table, _lecture_hall_table,
+            _struggle_table,
             _scale_table, _quality_table)
 
 

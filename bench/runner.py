@@ -14,7 +14,19 @@ from pathlib import Path
 from django.conf import settings
 
 from audit.models import AuditLog
-from bench import first_start, latency, machine, publishing_bench, quality, scale, soak, streams, struggle_bench, typing
+from bench import (
+    first_start,
+    latency,
+    lecture_hall,
+    machine,
+    publishing_bench,
+    quality,
+    scale,
+    soak,
+    streams,
+    struggle_bench,
+    typing,
+)
 from bench.ingestion_bench import bench_corpus
 from bench.stats import over_runs
 from bookchat.base.conf import setting
@@ -34,13 +46,14 @@ def plan(quick: bool) -> dict:
                 "load": [(1, 8.0), (4, 8.0)], "nodes_load": (8, 8.0),
                 "sizes": [1000], "scale_questions": 40, "qdrant": True,
                 "quality_limit": 150, "reindex_repeats": 2, "streams": [5, 10, 20, 40], "soak_seconds": None,
-                "publish_repeats": 0}
+                "publish_repeats": 0, "lecture_hall": False}
     return {"corpora": ["squad2-dev", "docusaurus-docs", "physical-ai-book", "physical-ai-book-2"],
             "books": list(ANSWERED_BOOKS), "questions": 300, "runs": 3, "http_questions": 200,
             "load": [(1, 60.0), (4, 60.0), (8, 60.0), (16, 60.0)], "nodes_load": (8, 30.0),
             "sizes": [1000, 10000, 50000],
             "scale_questions": 200, "qdrant": True, "quality_limit": None, "reindex_repeats": 3,
-            "streams": [5, 10, 20, 40, 80], "soak_seconds": 60.0, "publish_repeats": 3}
+            "streams": [5, 10, 20, 40, 80], "soak_seconds": 60.0, "publish_repeats": 3,
+            "lecture_hall": True}
 
 
 def run(*, data: Path, quick: bool, log, save_to: Path | None = None) -> dict:
@@ -66,7 +79,8 @@ def blank_results(quick: bool, p: dict, started_at: datetime) -> dict:
     return {"quick": quick, "plan": dict(p), "machine": machine.describe(),
             "started": started_at.isoformat(timespec="seconds"), "failures": {}, "ingestion": [],
             "in_process": None, "http": None, "load": [], "nodes": [], "streams": [], "scale": [],
-            "soak": None, "search": None, "publishing": None, "struggle": None, "first_start": None,
+            "soak": None, "search": None, "publishing": None, "lecture_hall": None, "struggle": None,
+            "first_start": None,
             "quality": {}, "serving": {"workers": setting("WEB_WORKERS"), "threads": setting("WEB_THREADS")}}
 
 
@@ -128,6 +142,9 @@ class BenchRun:
         if p["publish_repeats"]:
             chosen.append(("publishing from CI: one edited page of docusaurus-docs, POST to done", "publishing",
                            self.published))
+        if p["lecture_hall"]:
+            chosen.append((f"a lecture hall: {lecture_hall.STUDENTS} students behind one address and one key for "
+                           f"{lecture_hall.SECONDS:.0f} s, one page published meanwhile", "lecture_hall", self.hall))
         if struggle_bench.BOOK in p["books"]:
             chosen.append((f"where students struggle: {struggle_bench.ROWS:,} audit rows of {struggle_bench.BOOK}",
                            "struggle", self.struggle_map))
@@ -206,6 +223,11 @@ class BenchRun:
     def published(self) -> dict:
         figures = publishing_bench.publishing(self.data, repeats=self.plan["publish_repeats"], log=self.log)
         self.log("  " + publishing_bench.describe(figures))
+        return figures
+
+    def hall(self) -> dict:
+        figures = lecture_hall.measure(self.data, log=self.log)
+        self.log("  " + lecture_hall.describe(figures))
         return figures
 
     def struggle_map(self) -> dict:

@@ -3,7 +3,8 @@ part of BENCHMARKS.md (see the ``bench`` package). ``make bench`` runs it; ``mak
 a ~2-minute subset; ``--soak`` runs only the measured soak (``bench/soak.py``), ``--search`` only the
 search-as-typed replay (``bench/typing.py``), ``--publishing`` only publishing from CI
 (``bench/publishing_bench.py``) and
-``--first-start`` only ``make run`` from a clean data folder (``bench/first_start.py``), ``--profile`` where an
+``--first-start`` only ``make run`` from a clean data folder (``bench/first_start.py``), ``--lecture-hall`` only the
+lecture-hall drill (``bench/lecture_hall.py``), ``--profile`` where an
 answer's time goes (``bench/profile.py``) and ``--struggle`` only the pages of where students struggle with 200,000
 audit rows of one book (``bench/struggle_bench.py``), each printed, nothing written.
 Works on the development database: books ``bench-*`` are made and deleted."""
@@ -18,7 +19,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
-from bench import first_start, profile, publishing_bench, report, runner, soak, struggle_bench, typing
+from bench import first_start, lecture_hall, profile, publishing_bench, report, runner, soak, struggle_bench, typing
 
 
 class Command(BaseCommand):
@@ -46,6 +47,10 @@ class Command(BaseCommand):
         parser.add_argument("--publishing-behind-background", action="store_true", help="Only one edited page of "
                             "a small book published right after docusaurus-docs' first publish as another book, "
                             "POST to done, with a web server and a task worker (~3 min); printed, nothing written.")
+        parser.add_argument("--lecture-hall", action="store_true", help="Only the lecture hall: 300 students "
+                            "behind one address and one publishable key for 5 minutes while one edited page is "
+                            "published, with a web server and a task worker (~6 min); printed as Markdown, nothing "
+                            "written.")
         parser.add_argument("--profile", action="store_true", help="Only where an answer's time goes: CPU by "
                             "process and sampled stacks (py-spy, if installed) under 8 clients, cProfile and SQL "
                             "per answer in-process (squad2-dev and docusaurus-docs must be indexed; ~2 min); "
@@ -85,6 +90,10 @@ class Command(BaseCommand):
         if options["publishing_behind_background"]:
             figures = publishing_bench.behind_background(data, log=log)
             self.stdout.write(publishing_bench.describe_behind_background(figures))
+            return
+
+        if options["lecture_hall"]:
+            self.stdout.write(lecture_hall.printed(lecture_hall.measure(data, log=log)))
             return
 
         if options["profile"]:
