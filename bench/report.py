@@ -94,14 +94,22 @@ def _search_targets(r: dict, big: dict | None) -> list[Target]:
     return out
 
 
+def _after_ready(begun: dict) -> float | None:
+    ready = begun.get("ready_seconds")
+    return None if ready is None else round(begun["answer_seconds"] - ready, 1)
+
+
 def _operating_targets(r: dict) -> list[Target]:
     """The first start, publishing from CI, the struggle map, and the web workers' memory."""
     begun, published = r.get("first_start"), r.get("publishing")
     rss = max((m for x in r["load"] for m in x["worker_rss_mb"]), default=None)
     return [
-        ("make run from a clean data folder: the page within 30 s, the first answer within 120 s",
-         f"page {fmt(begun['page_seconds'])} s, first answer {fmt(begun['answer_seconds'])} s" if begun
-         else "not run", (begun["page_seconds"] <= 30 and begun["answer_seconds"] <= 120) if begun else None),
+        ("make run from a clean data folder: the page within 30 s, the first answer within 120 s, and within 10 s of "
+         "the book being ready for a client asking every second",
+         f"page {fmt(begun['page_seconds'])} s, first answer {fmt(begun['answer_seconds'])} s, "
+         f"{fmt(_after_ready(begun))} s after ready" if begun else "not run",
+         (begun["page_seconds"] <= 30 and begun["answer_seconds"] <= 120 and (_after_ready(begun) or 0) <= 10)
+         if begun else None),
         ("publishing one edited page of docusaurus-docs: POST to done ≤ 10 s",
          f"median {fmt(published['edited_median'])} s, slowest {fmt(published['edited_max'])} s"
          if published else "not run", published["edited_median"] <= 10 if published else None),
