@@ -156,10 +156,12 @@ def clusters(settings, tmp_path):
 
     try:
         yield start
-    finally:  # whatever the test did: no worker outlives it, and no task it left behind waits for the next test
+    finally:  # whatever the test did: no worker outlives it, and nothing it committed is left for the next test
         for each in started:
             each.stop()
         committed(lambda: OrmQ.objects.filter(pk__gt=last_before).delete())
+        committed(lambda: IngestionJob.objects.filter(book_slug__startswith="queues-").delete())
+        committed(lambda: Book.objects.filter(slug__startswith="queues-").delete())
 
 
 def wait_until(check, *, seconds: float, clusters: list[Cluster]):
@@ -193,7 +195,6 @@ def test_a_publish_queued_while_a_long_background_task_runs_is_done_without_wait
                       seconds=50, clusters=[background, indexing])
     assert done.status == "done", done.error
     assert committed(lambda: task_result(sleeping)) is None, "the background task still runs: nothing waited for it"
-    committed(lambda: Book.objects.filter(slug=slug).delete())
 
 
 @pytest.mark.slow
@@ -212,7 +213,6 @@ def test_a_background_task_superseded_by_a_queued_sync_is_skipped(clusters):
     assert done["result"] == {"skipped": chat.tasks.SUPERSEDED, "job": sync_id}
     assert committed(lambda: IngestionJob.objects.get(pk=sync_id).status) == "queued", "the sync still waits"
     assert committed(lambda: skipped_last("sentences", book))
-    committed(lambda: (IngestionJob.objects.filter(pk=sync_id).delete(), Book.objects.filter(slug=slug).delete()))
 
 
 def test_the_scrape_counts_the_tasks_waiting_in_both_queues():

@@ -71,46 +71,9 @@ class Command(BaseCommand):
 
         log("== database: applying migrations (a fresh clone has none yet)")
         call_command("migrate", interactive=False, verbosity=0)
-        if options["soak"]:
-            full = runner.plan(quick=False)  # the full run's soak: its first book, its length
-            figures = soak.measured_soak(data, full["books"][0], seconds=full["soak_seconds"])
-            self.stdout.write(soak.describe(figures) + f"; p95 ratio {figures['p95_ratio']:.2f}, "
-                              f"{len(figures['errors'])} errors, worker RSS growth {figures['rss_growth']:.1%}")
-            return
-
-        if options["first_start"]:
-            self.stdout.write(first_start.describe(first_start.first_start(log=log)))
-            return
-
-        if options["publishing"]:
-            figures = publishing_bench.publishing(data, repeats=runner.plan(quick=False)["publish_repeats"], log=log)
-            self.stdout.write(publishing_bench.describe(figures))
-            return
-
-        if options["publishing_behind_background"]:
-            figures = publishing_bench.behind_background(data, log=log)
-            self.stdout.write(publishing_bench.describe_behind_background(figures))
-            return
-
-        if options["lecture_hall"]:
-            self.stdout.write(lecture_hall.printed(lecture_hall.measure(data, log=log)))
-            return
-
-        if options["profile"]:
-            questions = runner.mixed_questions(data, list(runner.ANSWERED_BOOKS), 300)
-            self.stdout.write(profile.describe(profile.profile(questions, log=log)))
-            return
-
-        if options["struggle"]:
-            figures = struggle_bench.struggle(log=log)
-            self.stdout.write(struggle_bench.describe(figures) + "\n\n" + "\n".join(struggle_bench.table(figures)))
-            return
-
-        if options["search"]:
-            self.stdout.write(typing.describe(typing.over_http(data, runner.SEARCH_BOOK, log=log)))
-            for figures in typing.scaled(data, log=log):
-                self.stdout.write(f"search as typed in-process on a {figures['size']:,}-passage book: p50 "
-                                  f"{figures['p50']:.1f} / p95 {figures['p95']:.1f} ms ({figures['n']} queries)")
+        only = self._only(options, data, log)
+        if only is not None:
+            self.stdout.write(only)
             return
 
         results = runner.run(data=data, quick=options["quick"], log=log, save_to=Path(options["json_path"]))
@@ -124,3 +87,41 @@ class Command(BaseCommand):
             self.stderr.write("bench: these benchmarks failed: " + "; ".join(f"{k}: {v}" for k, v in
                                                                              results["failures"].items()))
             sys.exit(1)
+
+    def _only(self, options: dict, data: Path, log) -> str | None:
+        """What the one benchmark an option chooses measured, to print; ``None`` for the whole run."""
+        if options["soak"]:
+            full = runner.plan(quick=False)  # the full run's soak: its first book, its length
+            figures = soak.measured_soak(data, full["books"][0], seconds=full["soak_seconds"])
+            return (soak.describe(figures) + f"; p95 ratio {figures['p95_ratio']:.2f}, "
+                    f"{len(figures['errors'])} errors, worker RSS growth {figures['rss_growth']:.1%}")
+
+        if options["first_start"]:
+            return first_start.describe(first_start.first_start(log=log))
+
+        if options["publishing"]:
+            figures = publishing_bench.publishing(data, repeats=runner.plan(quick=False)["publish_repeats"], log=log)
+            return publishing_bench.describe(figures)
+
+        if options["publishing_behind_background"]:
+            figures = publishing_bench.behind_background(data, log=log)
+            return publishing_bench.describe_behind_background(figures)
+
+        if options["lecture_hall"]:
+            return lecture_hall.printed(lecture_hall.measure(data, log=log))
+
+        if options["profile"]:
+            questions = runner.mixed_questions(data, list(runner.ANSWERED_BOOKS), 300)
+            return profile.describe(profile.profile(questions, log=log))
+
+        if options["struggle"]:
+            figures = struggle_bench.struggle(log=log)
+            return struggle_bench.describe(figures) + "\n\n" + "\n".join(struggle_bench.table(figures))
+
+        if options["search"]:
+            lines = [typing.describe(typing.over_http(data, runner.SEARCH_BOOK, log=log))]
+            lines += [f"search as typed in-process on a {figures['size']:,}-passage book: p50 {figures['p50']:.1f} / "
+                      f"p95 {figures['p95']:.1f} ms ({figures['n']} queries)"
+                      for figures in typing.scaled(data, log=log)]
+            return "\n".join(lines)
+        return None
