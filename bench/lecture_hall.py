@@ -112,8 +112,11 @@ class Hall:
     tally: Tally = field(default_factory=Tally)
 
     def client(self, address: str, connections: int) -> httpx.AsyncClient:
+        """The students' connections. An idle one is dropped after 1 s, before gunicorn's keep-alive (2 s) closes it:
+        httpx would otherwise send a request down a connection the server is closing, and fail it (``ReadError``)
+        where a browser sends it again on a new one."""
         transport = httpx.AsyncHTTPTransport(local_address=address, limits=httpx.Limits(
-            max_connections=connections, max_keepalive_connections=connections, keepalive_expiry=5.0))
+            max_connections=connections, max_keepalive_connections=connections, keepalive_expiry=1.0))
         return httpx.AsyncClient(base_url=self.url, transport=transport, timeout=TIMEOUT,
                                  params={"key": self.widget_key}, headers={"Origin": lecture_book.ORIGIN})
 

@@ -535,7 +535,10 @@ def test_truncated_multipart_bodies_are_refused_cleanly(staff, settings):
         content_type = f"multipart/form-data; boundary={boundary}" if boundary else "multipart/form-data"
         response = staff.generic("POST", path, body[:cut], content_type=content_type)
         text = body_of(response)
-        assert response.status_code < 500, (response.status_code, text[:500])
+        # A cut that leaves a whole upload queues it: a new book's first indexing, and then the page asked with no
+        # book yet says so with 503 and Retry-After (a refusal to ask again, as it should), not a failure.
+        indexing = response.status_code == 503 and response.has_header("Retry-After") and "is being indexed" in text
+        assert response.status_code < 500 or indexing, (response.status_code, text[:500])
         assert_no_leak(text)
         added = rows.added()
         assert added == {} or (response.status_code == 302 and added == {"jobs": 1}), added
