@@ -1,8 +1,8 @@
 """The two task queues (``bookchat.base.queues``): uploads, publishes and syncs go on the indexing queue; the work
 after a book was indexed, topics and every schedule on the background queue, each its own django-q2 cluster. A queued
 background task on a book that a newer run is about to replace skips its work, and that run queues it again. With
-real workers: a publish queued while a long background task runs is done without waiting for it; a background task
-superseded by a queued sync is skipped."""
+real workers (drills: ``make drills``): a publish queued while a long background task runs is done without waiting
+for it; a background task superseded by a queued sync is skipped."""
 
 from __future__ import annotations
 
@@ -181,6 +181,7 @@ def task_result(task_id: str):
 
 
 @pytest.mark.slow
+@pytest.mark.drill  # real clusters, as test_bookchat_task_workers' are: make drills, keeping make test's minutes
 def test_a_publish_queued_while_a_long_background_task_runs_is_done_without_waiting_for_it(clusters):
     sleeping = committed(lambda: queues.queue_task(queues.BACKGROUND, "time.sleep", 60, task_name="long-background"))
     background = clusters(queues.BACKGROUND)
@@ -198,6 +199,7 @@ def test_a_publish_queued_while_a_long_background_task_runs_is_done_without_wait
 
 
 @pytest.mark.slow
+@pytest.mark.drill
 def test_a_background_task_superseded_by_a_queued_sync_is_skipped(clusters):
     slug = f"queues-superseded-{uuid.uuid4().hex[:8]}"
     book = committed(lambda: new_book(slug))
