@@ -90,9 +90,13 @@ class Client(ApiCaller):
         """The limits this client's questions count against, the student's own first, then the ceilings: (bucket, the
         setting that sizes it). ``ip_tag``: the keyed hash of the client's IP (``chat.channels.throttling``);
         ``conversation``: the one the question continues (``None`` for a first question: only the ceilings)."""
-        own = [(f"conversation:{self.key.pk if self.key else '-'}:{conversation}", "RATE_CONVERSATION")] \
-            if conversation else []
-        return [*own, *self.ceilings(ip_tag)]
+        return [*self.own_buckets(ip_tag, conversation), *self.ceilings(ip_tag)]
+
+    def own_buckets(self, ip_tag: str, conversation: str | None) -> list[tuple[str, str]]:
+        """The student's own limit: the conversation's (none before a conversation exists)."""
+        if not conversation:
+            return []
+        return [(f"conversation:{self.key.pk if self.key else '-'}:{conversation}", "RATE_CONVERSATION")]
 
     def ceilings(self, ip_tag: str) -> list[tuple[str, str]]:
         """The limits shared by everyone behind this client's key or address, narrowest last."""
@@ -105,8 +109,7 @@ class Client(ApiCaller):
         per keystroke: ``RATE_SEARCH``) and a ceiling on the narrowest of its question ceilings (its address, or a
         secret key's whole traffic: ``RATE_SEARCH_ADDRESS``). A search before any conversation counts in the ceiling
         only."""
-        own = [(f"search:{bucket}", "RATE_SEARCH") for bucket, name in self.rate_buckets(ip_tag, conversation)
-               if name in ("RATE_CONVERSATION", "RATE_PAGE")]
+        own = [(f"search:{bucket}", "RATE_SEARCH") for bucket, _ in self.own_buckets(ip_tag, conversation)]
         return [*own, (f"search:{self.ceilings(ip_tag)[-1][0]}", "RATE_SEARCH_ADDRESS")]
 
 
@@ -167,10 +170,10 @@ class PageClient(Client):
         ids = (_uuid_or_none(value) for value in self.session.get(PAGE_CONVERSATIONS, {}).values())
         return [i for i in ids if i is not None]  # the session only holds ids we stored, but not worth a 500
 
-    def rate_buckets(self, ip_tag: str, conversation: str | None = None) -> list[tuple[str, str]]:
-        """The page session's own limit (its conversations, one per book, share it), then its address's ceiling.
-        Before the session has a key, the address's own page bucket stands in for it."""
-        return [(f"page:{self.session.session_key or f'ip:{ip_tag}'}", "RATE_PAGE"), *self.ceilings(ip_tag)]
+    def own_buckets(self, ip_tag: str, conversation: str | None) -> list[tuple[str, str]]:
+        """The page session's own limit (its conversations, one per book, share it). Before the session has a key,
+        the address's own page bucket stands in for it."""
+        return [(f"page:{self.session.session_key or f'ip:{ip_tag}'}", "RATE_PAGE")]
 
     def ceilings(self, ip_tag: str) -> list[tuple[str, str]]:
         return [(f"page-ip:{ip_tag}", "RATE_ADDRESS")]
