@@ -201,6 +201,11 @@ def anonymous_api():
 
 
 MANUAL = "bookchat-manual"
+# The shared books' passage vectors (BOOKCHAT_EMBEDDING_CACHE), kept in the checkout between sessions: make test
+# embeds the manual and the corpora once, and the drills, the LLM tests and the deployments read them back instead
+# of embedding them again (minutes of CI). Only the background books use it, so the tests that index books of their
+# own (and time or interrupt that work) still embed every passage.
+VECTOR_CACHE = REPO / "var" / "cache" / "vectors"
 
 
 class BackgroundBooks:
@@ -236,7 +241,8 @@ class BackgroundBooks:
                 # nice(1), not a preexec_fn: this thread forks while the tests' threads run.
                 process = subprocess.Popen(
                     ["nice", "-n", "19", sys.executable, "manage.py", "ingest", str(path), "--book", name, "--json"],
-                    cwd=REPO, env=server_environment(), stdout=subprocess.PIPE,
+                    cwd=REPO, env={**server_environment(), "BOOKCHAT_EMBEDDING_CACHE": str(VECTOR_CACHE)},
+                    stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE, text=True)
                 self.processes.append(process)
                 out, err = process.communicate()

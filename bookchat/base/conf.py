@@ -109,6 +109,10 @@ SETTINGS: list[Setting] = [
             "8191 for OpenAI models).", int),
     Setting("EMBEDDING_TIMEOUT", 30.0, "Seconds before a call to the embeddings server gives up.", float),
     Setting("EMBED_BATCH_SIZE", 16, "Passages embedded per batch.", int, minimum=1),
+    Setting("EMBEDDING_CACHE", "", "A folder where passage vectors are kept by their text and embedder, so that "
+            "indexing the same text again — into a fresh database, from another install or container sharing the "
+            "folder — reads its vector instead of embedding it; empty → no cache (the database's own vectors are "
+            "always reused). Safe to empty at any time."),
     # Answering: validation
     Setting("DEFAULT_BOOK", "", "Book asked when a request names none, over the stored default (set by `serve "
             "--book`, `ingest --default` or the admin); empty → the stored default, else the only indexed book (a "

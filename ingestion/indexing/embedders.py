@@ -8,6 +8,9 @@ counted with tiktoken's offline ``cl100k_base`` encoding.
 
 from __future__ import annotations
 
+import hashlib
+import os
+import tempfile
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -38,11 +41,25 @@ class Embedder(ABC):
     def _embed(self, texts: list[str], *, is_query: bool) -> np.ndarray: ...
 
     def embed_documents(self, texts: Sequence[str], *, batch_size: int | None = None) -> np.ndarray:
-        """Vectors for passages, shape ``(len(texts), dimension)``, embedded ``batch_size`` at a time."""
+        """Vectors for passages, shape ``(len(texts), dimension)``, embedded ``batch_size`` at a time; with
+        ``BOOKCHAT_EMBEDDING_CACHE`` set, those it holds are read from it and those it lacks are added to it."""
         batch_size = batch_size or setting("EMBED_BATCH_SIZE")
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
+        cache = VectorCache.configured(self)
+        if cache is None:
+            return self._embed_passages(texts, batch_size)
+        vectors = cache.get(texts)
+        missing = [n for n, vector in enumerate(vectors) if vector is None]
+        if missing:
+            made = self._embed_passages([texts[n] for n in missing], batch_size)
+            cache.put([texts[n] for n in missing], made)
+            for n, vector in zip(missing, made, strict=True):
+                vectors[n] = vector
+        return np.vstack(vectors)
+
+    def _embed_passages(self, texts: list[str], batch_size: int) -> np.ndarray:
         parts = [self._embed(texts[i:i + batch_size], is_query=False) for i in range(0, len(texts), batch_size)]
         return np.vstack(parts)
 
@@ -56,6 +73,52 @@ class Embedder(ABC):
             return np.zeros((0, self.dimension), dtype=np.float32)
         batches = range(0, len(texts), batch_size)
         return np.vstack([self._embed(texts[i:i + batch_size], is_query=True) for i in batches])
+
+
+class VectorCache:
+    """Passage vectors kept on disk by what they are made from (``BOOKCHAT_EMBEDDING_CACHE``): the same text by
+    the same embedder is read back instead of embedded again, by any process and any install that shares the
+    folder (a CI job that indexes the book into a fresh database on every run, containers rebuilt from scratch).
+    One file of raw float32 per vector, named by the SHA-256 of the embedder's name and the text, written to a
+    temporary name and renamed, so that processes writing at once never leave half a file; a file of the wrong
+    size (cut short, another dimension) is embedded again. Nothing is ever deleted: the folder is a cache, safe
+    to empty at any time."""
+
+    def __init__(self, folder: Path, embedder: Embedder):
+        self.folder = folder
+        self.embedder_name = embedder.name
+        self.size = embedder.dimension * 4
+
+    @classmethod
+    def configured(cls, embedder: Embedder) -> VectorCache | None:
+        folder = setting("EMBEDDING_CACHE")
+        return cls(Path(folder), embedder) if folder else None
+
+    def path(self, text: str) -> Path:
+        digest = hashlib.sha256(f"{self.embedder_name}\x00passage\x00{text}".encode()).hexdigest()
+        return self.folder / digest[:2] / digest
+
+    def get(self, texts: list[str]) -> list[np.ndarray | None]:
+        found: list[np.ndarray | None] = []
+        for text in texts:
+            try:
+                raw = self.path(text).read_bytes()
+            except OSError:
+                raw = b""
+            found.append(np.frombuffer(raw, dtype=np.float32).copy() if len(raw) == self.size else None)
+        return found
+
+    def put(self, texts: list[str], vectors: np.ndarray) -> None:
+        """Keeps each vector; a folder that can't be written costs only the reuse, never the embedding."""
+        for text, vector in zip(texts, vectors, strict=True):
+            path = self.path(text)
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as out:
+                    out.write(np.asarray(vector, dtype=np.float32).tobytes())
+                os.replace(out.name, path)
+            except OSError:
+                return
 
 
 def _normalise(vectors: np.ndarray) -> np.ndarray:
