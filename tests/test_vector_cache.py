@@ -3,6 +3,8 @@ embedded, made and kept when missing, and a damaged or unwritable cache costs on
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -26,11 +28,16 @@ def test_without_the_setting_nothing_is_written(settings, tmp_path):
 
 
 def test_vectors_made_once_are_kept_and_read_back_as_they_were(cache_folder):
+    """... in files the umask lets others read (a deployment's containers read the cache as another user)."""
     embedder = get_embedder()
-    made = embedder.embed_documents(PASSAGES)
+    umask = os.umask(0o022)
+    try:
+        made = embedder.embed_documents(PASSAGES)
+    finally:
+        os.umask(umask)
     files = sorted(p for p in cache_folder.rglob("*") if p.is_file())
     assert len(files) == len(PASSAGES)
-    assert all(f.stat().st_size == embedder.dimension * 4 for f in files)
+    assert all(f.stat().st_size == embedder.dimension * 4 and f.stat().st_mode & 0o777 == 0o644 for f in files)
     again = embedder.embed_documents(list(reversed(PASSAGES)))
     assert np.array_equal(again, made[::-1])
 

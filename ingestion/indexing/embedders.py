@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -112,11 +111,12 @@ class VectorCache:
         """Keeps each vector; a folder that can't be written costs only the reuse, never the embedding."""
         for text, vector in zip(texts, vectors, strict=True):
             path = self.path(text)
+            # A name of this writer's own (its permissions the umask's, so that a container's other user reads it).
+            temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as out:
-                    out.write(np.asarray(vector, dtype=np.float32).tobytes())
-                os.replace(out.name, path)
+                temporary.write_bytes(np.asarray(vector, dtype=np.float32).tobytes())
+                os.replace(temporary, path)
             except OSError:
                 return
 

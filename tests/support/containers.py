@@ -35,6 +35,15 @@ PODMAN = ["podman", "--runtime", "runc", "--cgroup-manager=cgroupfs"]
 IMAGES = {"bookchat": "localhost/bookchat:latest", "postgres": "localhost/bookchat-postgres:latest",
           "redis": "localhost/bookchat-redis:latest"}
 READY_SECONDS = 600  # the bootstrap indexes the manual first (~2 minutes on 2 busy cores)
+# The vectors the test sessions kept (tests/conftest.py, VECTOR_CACHE): each deployment's bootstrap reads them,
+# read-only, as BOOKCHAT_EMBEDDING_CACHE, so that indexing the manual takes seconds after `make test` has run on
+# this checkout (without them it embeds every passage, as a real first start does).
+VECTORS = REPO / "var" / "cache" / "vectors"
+VECTORS_IN_CONTAINER = "/var/cache/bookchat-vectors"
+
+
+def vectors_env() -> dict[str, str]:
+    return {"BOOKCHAT_EMBEDDING_CACHE": VECTORS_IN_CONTAINER} if VECTORS.is_dir() else {}
 SETTLE_SECONDS = 2  # after a killed container's network is torn down, for podman's clean-up to end
 
 
@@ -159,7 +168,7 @@ class KubePlay(Deployment):
         self.play(MANIFESTS / "data.yaml")
         job = yaml.safe_load((MANIFESTS / "bootstrap-job.yaml").read_text())
         pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": job["metadata"]["name"]},
-               "spec": job["spec"]["template"]["spec"] | {"restartPolicy": "Never"}}
+               "spec": with_vectors(job["spec"]["template"]["spec"]) | {"restartPolicy": "Never"}}
         pod_file = self.workdir / "bootstrap-pod.yaml"
         pod_file.write_text(yaml.safe_dump(pod))
         self.play(pod_file)
@@ -212,6 +221,20 @@ class KubePlay(Deployment):
         podman("network", "rm", "--force", self.network, check=False)
 
 
+def with_vectors(spec: dict) -> dict:
+    """The bootstrap pod's spec with the sessions' vectors mounted read-only into its container (``VECTORS``)."""
+    if not vectors_env():
+        return spec
+    container = spec["containers"][0]
+    env = [*container.get("env", []), {"name": "BOOKCHAT_EMBEDDING_CACHE", "value": VECTORS_IN_CONTAINER}]
+    mounts = [*container.get("volumeMounts", []),
+              {"name": "vectors", "mountPath": VECTORS_IN_CONTAINER, "readOnly": True}]
+    volumes = [*spec.get("volumes", []),
+               {"name": "vectors", "hostPath": {"path": str(VECTORS), "type": "Directory"}}]
+    return spec | {"containers": [container | {"env": env, "volumeMounts": mounts}, *spec["containers"][1:]],
+                   "volumes": volumes}
+
+
 class Compose(Deployment):
     """deploy/compose.yaml brought up by podman-compose, with its secrets in a folder of the test's own and the
     PostgreSQL and Redis images deploy/image.sh --services builds."""
@@ -230,11 +253,19 @@ class Compose(Deployment):
         env = os.environ | {"BOOKCHAT_SECRETS_DIR": str(self.secrets), "BOOKCHAT_IMAGE": IMAGES["bookchat"],
                             "BOOKCHAT_POSTGRES_IMAGE": IMAGES["postgres"], "BOOKCHAT_REDIS_IMAGE": IMAGES["redis"]}
         podman_compose = Path(sys.executable).with_name("podman-compose")
-        done = subprocess.run([str(podman_compose), "--project-name", self.project, "--file", str(COMPOSE_FILE),
+        files = ["--file", str(COMPOSE_FILE)] + (["--file", str(self.vectors_file())] if vectors_env() else [])
+        done = subprocess.run([str(podman_compose), "--project-name", self.project, *files,
                                f"--podman-args={' '.join(PODMAN[1:])}", *args],
                               capture_output=True, text=True, timeout=timeout, env=env)
         assert done.returncode == 0, f"podman-compose {' '.join(args)}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
         return done
+
+    def vectors_file(self) -> Path:
+        """An override of compose.yaml's bootstrap: the sessions' vectors mounted read-only (``VECTORS``)."""
+        path = self.secrets.parent / "compose.vectors.yaml"
+        path.write_text(yaml.safe_dump({"services": {"bootstrap": {
+            "environment": vectors_env(), "volumes": [f"{VECTORS}:{VECTORS_IN_CONTAINER}:ro"]}}}))
+        return path
 
     def container(self, service: str) -> str:
         return f"{self.project}_{service}_1"
