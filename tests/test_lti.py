@@ -35,7 +35,7 @@ TOOL = "http://testserver"
 def platform(db):
     """A running platform registered with bookchat (``registry.add``, what ``lti platform add`` calls), its
     launches opening the course's book."""
-    Book.objects.create(slug=BOOK, title="The course's book", embedder_name="none", embedder_dimension=1)
+    Book.objects.create(slug=BOOK, title="Course book one", embedder_name="none", embedder_dimension=1)
     with Platform(TOOL) as running:
         registry.add(**running.registration_args(), book=BOOK)
         yield running
@@ -132,7 +132,7 @@ def test_the_pseudonym_is_on_the_conversation_the_audit_row_and_the_hand_off(cli
 def test_a_learner_of_one_course_cannot_read_another_courses_book(client, platform, no_llm):
     Book.objects.create(slug="other-course", title="Another course's book", embedder_name="x", embedder_dimension=1)
     launched(client, platform, Launch())
-    assert b"The course's book" in client.get("/").content
+    assert b"Course book one" in client.get("/").content
     page = client.get("/?book=other-course")
     assert b"Another course" not in page.content
     refused = client.post("/api/v1/ask", {"question": "What is in this book?", "book": "other-course"},
@@ -297,9 +297,15 @@ def test_a_login_from_an_unknown_platform_is_refused(client, platform):
     assert "not registered" in response.content.decode()
 
 
+def _privacy(body: dict) -> dict:
+    """The launch as a data-privacy message: no resource link or context, the user it is for."""
+    claims = "https://purl.imsglobal.org/spec/lti/claim/"
+    body = {k: v for k, v in body.items() if k not in (claims + "resource_link", claims + "context")}
+    return {**body, claims + "message_type": "DataPrivacyLaunchRequest", claims + "for_user": {"user_id": body["sub"]}}
+
+
 def test_the_data_privacy_launch_says_what_is_kept(client, platform):
-    page = launched(client, platform, Launch(tamper=_tamper(**{
-        "https://purl.imsglobal.org/spec/lti/claim/message_type": "DataPrivacyLaunchRequest"})))
+    page = launched(client, platform, Launch(tamper=_privacy))
     assert page.status_code == 200
     assert "pseudonym" in page.content.decode() and "not kept" in page.content.decode()
 
@@ -330,7 +336,8 @@ PLATFORM_ARGS = ["--issuer", "https://lms.example.edu", "--client-id", "10000000
                  "https://lms.example.edu/login/oauth2/token", "--keyset-url", "https://lms.example.edu/api/lti/jwks"]
 
 
-def test_lti_platform_add_list_remove(db, manual_book):
+def test_lti_platform_add_list_remove(db):
+    Book.objects.create(slug=BOOK, title="Course book one", embedder_name="none", embedder_dimension=1)
     status, added = run("platform", "add", *PLATFORM_ARGS, "--book", BOOK, "--json")
     assert status == 0 and added["deployments"] == ["1:abc"] and added["book"] == BOOK
     assert added["frame_origins"] == ["https://lms.example.edu"] and added["trusted"] is False
@@ -357,7 +364,7 @@ def test_lti_platform_add_list_remove(db, manual_book):
     (("--issuer", ""), "missing_value"),
     (("--book", "no-such-book"), "unknown_book"),
 ])
-def test_lti_platform_add_refuses_wrong_input(db, manual_book, change, error):
+def test_lti_platform_add_refuses_wrong_input(db, change, error):
     args = list(PLATFORM_ARGS)
     if change[0] in args:
         args[args.index(change[0]) + 1] = change[1]
