@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
+from io import StringIO
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -23,7 +24,7 @@ from chat.lti.models import LaunchRecord, LearnerKey, LtiPlatform
 from chat.models import Conversation
 from ingestion.models import Book, BookAccess
 from ingestion.roles import allowed_slugs
-from tests.support.lti_platform import INSTRUCTOR, LEARNER, Launch, form_fields, get, new_key, now
+from tests.support.lti_platform import INSTRUCTOR, Launch, form_fields, get, new_key, now
 from tests.support.lti_platform import LtiPlatform as Platform
 
 BOOK = "lti-course-book"  # a book row of the test's own: launches need no index, only the questions asked do
@@ -218,7 +219,7 @@ def test_keys_rotate_on_both_sides(client, platform):
     LtiPlatform.objects.update(book=None)
     first = Key.objects.active().get()
     Key.objects.filter(pk=first.pk).update(datetime_created=timezone.now() - timedelta(days=8))
-    call_command("rotate_keys", stdout=open("/dev/null", "w"))
+    call_command("rotate_keys", stdout=StringIO())
     assert Key.objects.active().count() == 1 and not Key.objects.get(pk=first.pk).is_active
     published = client.get("/lti/jwks").json()["keys"]
     assert [key["kid"] for key in published] == [str(Key.objects.active().get())]
@@ -319,8 +320,6 @@ def test_require_launch_turns_the_public_page_away(client, platform, settings):
 
 def run(*args: str) -> tuple[int, dict | str]:
     """``manage.py lti …`` by name: (exit status, its JSON or text)."""
-    from io import StringIO
-
     out, err = StringIO(), StringIO()
     try:
         call_command("lti", *args, stdout=out, stderr=err)
