@@ -18,7 +18,10 @@ from django.utils import timezone
 from lti_tool.models import Key, LtiDeployment, LtiRegistration, LtiUser
 
 from audit.models import AuditLog, Handoff
-from chat.lti import identity, registry
+from chat.lti import identity, registry, storage, views
+from chat.lti import launch as launching
+from chat.lti.admin import LtiPlatformAdmin
+from chat.lti.apps import LtiConfig
 from chat.lti.framing import LAUNCH_SESSION
 from chat.lti.models import LaunchRecord, LearnerKey, LtiPlatform
 from chat.models import Conversation
@@ -395,3 +398,22 @@ def test_lti_tool_config_json_keys(db):
     assert status == 2 and said["error"] == "no_base_url"
     status, text = run("tool-config", "--base-url", "https://chat.example.org")
     assert "Canvas developer key" in text
+
+
+def test_the_admin_shows_platforms_and_the_app_has_its_own_label(admin_client, platform):
+    assert LtiConfig.label == "bookchat_lti"
+    page = admin_client.get(f"/admin/bookchat_lti/ltiplatform/{LtiPlatform.objects.get().pk}/change/")
+    assert page.status_code == 200 and b"Trusted" in page.content
+    assert LtiPlatformAdmin.fields[:2] == ["registration", "book"]
+
+
+def test_expired_launch_records_are_swept_and_a_refusal_says_why(db):
+    storage.put("state-old", {"nonce": "n"}, 1)
+    LaunchRecord.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
+    assert storage.take("state-old") is None  # expired: not taken, and gone
+    storage.put("state-old", {"nonce": "n"}, 1)
+    LaunchRecord.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
+    assert storage.sweep() == 1
+    refusal = launching.LaunchRefused("no", status=403)
+    assert (refusal.message, refusal.status) == ("no", 403)
+    assert any("pseudonym" in line for line in views.KEPT)
