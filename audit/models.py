@@ -45,6 +45,8 @@ class AuditLog(models.Model):
     api_key_name = models.CharField(max_length=100, blank=True)
     session_id = models.UUIDField(null=True, blank=True, help_text="The conversation.")
     client_ip_hash = models.CharField(max_length=64, blank=True, help_text="Keyed hash of the client IP.")
+    learner = models.CharField(max_length=64, blank=True, db_index=True,
+                               help_text="The learner's pseudonym, where an LMS launched the page (chat.lti).")
     question = models.TextField()
     selected_text = models.TextField(blank=True)
     resolved_question = models.TextField(blank=True, help_text="The question as searched (follow-ups resolved).")
@@ -175,7 +177,8 @@ class Handoff(models.Model):
     book_slug = models.CharField("book", max_length=64, db_index=True, help_text="The book (its root's slug).")
     session_id = models.UUIDField(null=True, blank=True, help_text="The conversation it came from.")
     channel = models.CharField(max_length=16, help_text="page, widget or api")
-    learner = models.CharField(max_length=64, blank=True, help_text="The learner's pseudonym (an LMS launch).")
+    learner = models.CharField(max_length=64, blank=True, db_index=True,
+                               help_text="The learner's pseudonym (an LMS launch).")
     contact_email = models.EmailField(blank=True)
     note = models.TextField(blank=True, help_text="What the student added (at most 2,000 characters).")
     conversation = models.JSONField(default=list, blank=True, help_text="The turns up to the answer handed off, "

@@ -58,12 +58,17 @@ INSTALLED_APPS = [
     "bookchat",
     "ingestion",
     "chat",
+    "chat.lti",  # LTI 1.3 launches (chat/lti), on django-lti's registrations and keys
+    "lti_tool",
     "audit",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "bookchat.base.security.ContentSecurityPolicyMiddleware",
+    # An LMS-launched session's pages: framed by its platform only, its cookies partitioned (chat.lti.framing). Outside
+    # the session, CSRF and frame-options middleware, so that it sees the cookies and headers they set.
+    "chat.lti.framing.LaunchedFramingMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "bookchat.base.security.ProbesByAddressMiddleware",  # /api/v1/health and ready answer a probe by IP address
     "django.contrib.sessions.middleware.SessionMiddleware",

@@ -41,6 +41,7 @@ urlpatterns = [
     # limited per key.
     path("api/v1/", include(publishing_routes(authentication=SecretKeyAuthentication, throttle=PublishThrottle))),
     re_path(r"^api/", csrf_exempt(api_not_found)),  # a JSON 404 for any other path under /api/, any method
+    path("lti/", include("chat.lti.urls")),  # launches from a course's LMS (LTI 1.3)
     path("mcp", McpView.as_view(), name="mcp"),
     path("metrics", metrics_view, name="metrics"),  # Prometheus; off (404) unless BOOKCHAT_METRICS_TOKEN is set
     path("admin/twofactor/", include(setup_pages.urlpatterns)),  # before the admin's own catch-all

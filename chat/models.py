@@ -29,6 +29,8 @@ class Conversation(models.Model):
     book = models.ForeignKey(Book, null=True, on_delete=models.SET_NULL, related_name="conversations")
     created_at = models.DateTimeField(auto_now_add=True)
     last_active_at = models.DateTimeField(db_index=True)
+    learner = models.CharField(max_length=64, blank=True, db_index=True,
+                               help_text="The learner's pseudonym, where an LMS launched the page (chat.lti).")
 
     def __str__(self) -> str:
         return str(self.id)

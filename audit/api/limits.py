@@ -38,7 +38,7 @@ def hand_off_within_limit(answer_id: uuid.UUID, *, client: Client, note: str = "
     rate = parse_rate("RATE_HANDOFF")
     with transaction.atomic():
         handoff, created = hand_off(answer_id, note=note, channel=client.channel, book_slug=client.key_book(),
-                                    contact_email=contact_email)
+                                    contact_email=contact_email, learner=client.learner)
         if created and rate is not None:
             count_request([(bucket_of(handoff), rate)], what="hand-offs")
     return handoff, created

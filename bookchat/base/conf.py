@@ -240,6 +240,12 @@ SETTINGS: list[Setting] = [
     Setting("SERVER_URL", "", "bookchat's address as staff open it, scheme and host only (`https://chat.example.org`; "
             "`BOOKCHAT_URL_PREFIX` adds its path), for the links in e-mail to staff; empty: `http://` the first of "
             "`BOOKCHAT_ALLOWED_HOSTS` on `PORT`, as `make run` serves it."),
+    # LMS launches (chat.lti)
+    Setting("LTI_REQUIRE_LAUNCH", False, "The chat page answers only sessions that an LMS launched (LTI 1.3, the "
+            "manual's \"Use bookchat in your LMS\"); anyone else gets a page saying to open bookchat from their "
+            "course. API and widget keys are not affected.", bool),
+    Setting("LTI_KEEP_IDENTITY", False, "Keep the name, e-mail and picture an LMS launch sends, for every platform "
+            "(each platform's registration can turn it on for itself). Off: a learner is only a pseudonym.", bool),
     # Uploads and background indexing
     Setting("UPLOAD_MAX_BYTES", 50_000_000, "Largest file staff may upload in the admin (a `.md`, `.mdx` or "
             "`.zip`).", int),
@@ -275,6 +281,7 @@ SECTIONS = {"DEBUG": "Running", "HTTPS": "Serving over HTTPS and behind a proxy"
             "HISTORY_TURNS": "Conversations and time", "RATE_CONVERSATION": "Rate limits",
             "ADMIN_2FA": "Staff logins", "METRICS_TOKEN": "Metrics", "AUDIT_RETENTION_DAYS": "Audit trail",
             "HANDOFF_CONTACT_EMAIL": "The course staff: hand-offs and staff answers",
+            "LTI_REQUIRE_LAUNCH": "LMS launches (LTI 1.3)",
             "UPLOAD_MAX_BYTES": "Uploads and background indexing", "PUBLISH_MAX_BYTES": "Publishing from CI",
             "QDRANT_URL": "Qdrant mirror"}
 UNPREFIXED = [("DATABASE_URL", "", "PostgreSQL with pgvector 0.8 or later (`postgresql://user:password@host:5432/db`); "

@@ -24,6 +24,9 @@ CONTENT_SECURITY_POLICY = ("default-src 'none'; script-src 'self'; style-src 'se
                            "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 INLINE_STYLES_POLICY = CONTENT_SECURITY_POLICY.replace("style-src 'self'", "style-src 'self' 'unsafe-inline'")
 INLINE_STYLE_PATHS = ("/admin/", "/api/v1/docs")
+# A staff session that an LMS launched from a platform registered as trusted (chat.lti): the admin's second factor is
+# the LMS's (bookchat.twofactor.login reads it).
+LTI_VERIFIED_SESSION = "bookchat_lti_verified"
 
 
 def content_security_policy(path: str) -> str:

@@ -12,6 +12,7 @@ from django.contrib.auth.views import redirect_to_login
 from django.shortcuts import redirect
 from django.urls import reverse
 
+from bookchat.base.security import LTI_VERIFIED_SESSION
 from bookchat.twofactor.devices import CodeThrottled, code_check, required, twofactor_on
 
 NO_CODE = "This account has an authenticator app: enter the code it shows (or one of your recovery codes)."
@@ -69,7 +70,7 @@ class TwoFactorMiddleware:
         user = request.user
         if not (request.path.startswith(reverse("admin:index")) and user.is_authenticated and user.is_staff):
             return None
-        if user.is_verified():
+        if user.is_verified() or request.session.get(LTI_VERIFIED_SESSION):
             return None
         if twofactor_on(user):
             logout(request)

@@ -42,6 +42,9 @@ from ingestion.models import Book
 
 PAGE_SESSION_FLAG = "bookchat_page"
 PAGE_CONVERSATIONS = "bookchat_conversations"
+# Set by an LMS launch (chat.lti): the learner's pseudonym, and the course's book, the only one the session may ask.
+PAGE_LEARNER = "bookchat_learner"
+PAGE_BOUND_BOOK = "bookchat_bound_book"
 ALLOWED_HEADERS = "Content-Type, Authorization, X-Bookchat-Key, X-CSRFToken"
 KEY_REQUIRED = ("an API key is required: send a secret key in an Authorization: Bearer header, or use a "
                 "publishable key from an allowed web page")
@@ -63,6 +66,11 @@ class Client(ApiCaller):
     @property
     def publishes(self) -> str | None:
         return None
+
+    @property
+    def learner(self) -> str:
+        """The learner's pseudonym (an LMS launch), kept on their conversations, audit rows and hand-offs."""
+        return ""
 
     def check_book(self, slug: str | None) -> str | None:
         """The book to answer from: a key limited to one book answers only from that one."""
@@ -162,6 +170,26 @@ class PageClient(Client):
 
     channel: str = "page"
     session: object = field(default=None, repr=False)
+
+    @property
+    def learner(self) -> str:
+        return str(self.session.get(PAGE_LEARNER) or "")
+
+    def bound_book(self) -> str | None:
+        """The course's book of a launched session (``chat.lti``), the only one it may ask; None elsewhere."""
+        return self.session.get(PAGE_BOUND_BOOK) or None
+
+    def check_book(self, slug: str | None) -> str | None:
+        bound = self.bound_book()
+        if bound is None:
+            return super().check_book(slug)
+        if slug not in (None, bound) and not str(slug).startswith(f"{bound}--"):
+            raise RequestError(f"this course's session answers from the book {bound!r} only, not {slug!r}",
+                               code="key_book", field="book", status=403)
+        return slug or bound
+
+    def key_book(self) -> str | None:
+        return self.bound_book()
 
     def conversation(self, book_slug: str) -> uuid.UUID | None:
         return _uuid_or_none(self.session.get(PAGE_CONVERSATIONS, {}).get(book_slug))

@@ -51,6 +51,7 @@ class ClientRequests:
         ask.client_ip = client_ip(self.request) if self.request is not None else ""  # no request: stdio
         if self.client.key is not None:
             ask.api_key_id, ask.api_key_name = self.client.key.pk, self.client.key.name
+        ask.learner = self.client.learner
         if ask.session_id is None and ask.book:
             ask.session_id = self.client.conversation(ask.book)
         return ask

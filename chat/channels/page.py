@@ -26,7 +26,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from bookchat.base.conf import setting
 from bookchat.base.errors import BookchatError, RequestError
-from chat.channels.access import PAGE_SESSION_FLAG, PageClient
+from chat.channels.access import PAGE_BOUND_BOOK, PAGE_SESSION_FLAG, PageClient
 from chat.channels.asking import ClientRequests
 from chat.channels.error_responses import error_reply
 from chat.channels.feedback import record_feedback
@@ -46,8 +46,16 @@ LEVEL_LABELS = {"high": "High confidence", "medium": "Medium confidence", "unsur
 REFUSAL_LABELS = {"unsure": "Not answered directly"}  # any other refusal: "Not covered"
 
 
-def _books() -> list[Book]:
-    return list(Book.objects.roots().order_by("title", "slug"))
+def _books(request=None) -> list[Book]:
+    """The books the page offers: all of them, or a launched session's course book alone (``chat.lti``)."""
+    books = Book.objects.roots().order_by("title", "slug")
+    bound = request.session.get(PAGE_BOUND_BOOK) if request is not None else None
+    return list(books.filter(slug=bound) if bound else books)
+
+
+def launch_required(request) -> bool:
+    """``BOOKCHAT_LTI_REQUIRE_LAUNCH`` and this session was not launched by an LMS."""
+    return bool(setting("LTI_REQUIRE_LAUNCH")) and not request.session.get(PAGE_BOUND_BOOK)
 
 
 def _current_book(request, books: list[Book], slug: str | None) -> Book | None:
@@ -149,7 +157,12 @@ def votes_on(turns: list[Turn]) -> dict:
 
 @require_http_methods(["GET", "HEAD", "POST"])
 def chat_page(request):
-    books = _books()
+    if launch_required(request):
+        return render(request, "bookchat/lti_message.html", {
+            "title": "Open bookchat from your course",
+            "paragraphs": ["This chat is open to the students of a course: open it from your course's page in your "
+                       "learning platform."]}, status=403)
+    books = _books(request)
     if request.method != "POST":
         return _page(request, book=_current_book(request, books, request.GET.get("book")), books=books)
     form = {"question": request.POST.get("question", ""), "selected_text": request.POST.get("selected_text", "")}
@@ -207,7 +220,7 @@ def feedback(request, answer_id):
         record_feedback(answer_id, rating=rating, comment=comment,
                         session_ids=PageClient(session=request.session).conversations(), channel="page")
     except RequestError as exc:
-        books = _books()
+        books = _books(request)
         return _page(request, book=_current_book(request, books, None), books=books, status=exc.status, error=exc)
     back = request.POST.get("next") or reverse("chat")
     if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}):

@@ -62,6 +62,7 @@ class AuditRecord:
     api_key_id: int | None = None
     api_key_name: str = ""
     client_ip: str = ""  # the row keeps a keyed hash of it, never the address
+    learner: str = ""  # an LMS-launched learner's pseudonym (chat.lti)
     book_slug: str = ""
     session_id: uuid.UUID | None = None
     resolved_question: str = ""
@@ -90,7 +91,7 @@ class AuditRecord:
         """The record of ``request``: who asked it, on which channel, and what ``fields`` say."""
         return cls(channel=request.channel, api_key_id=request.api_key_id, api_key_name=request.api_key_name,
                    client_ip=request.client_ip, question=request.question, selected_text=request.selected_text,
-                   **fields)
+                   learner=request.learner, **fields)
 
 
 # A question was answered (or refused, withheld, …), failed after validation, or an assistant searched a book

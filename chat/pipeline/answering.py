@@ -138,7 +138,7 @@ def prepare(request: AskRequest, *, deadline: Deadline | None = None) -> Prepare
     deadline = deadline or Deadline()
     with audit_failures(request, deadline):
         book = resolve_book(request.book, version=request.version, locale=request.locale)
-        conversation = conversations.conversation_for(request.session_id, book)
+        conversation = conversations.conversation_for(request.session_id, book, request.learner)
         turns = conversations.history(conversation)
         follows = conversations.followed_question(request.question, turns)
         resolved = conversations.searched_with(request.question, follows)

@@ -28,10 +28,11 @@ _CONTINUING = re.compile(r"^\s*(?:and|also|or|but|so|then|what about|how about|w
 REFERRING_TERMS = 4  # a question with a referring word and at most this many words of its own leans on the last one
 
 
-def conversation_for(session_id: uuid.UUID | None, book) -> Conversation:
+def conversation_for(session_id: uuid.UUID | None, book, learner: str = "") -> Conversation:
     """The live conversation with this id about this book, or a new one (the id of an expired, unknown or
-    other-book session is not reused)."""
-    return live_conversation(session_id, book) or Conversation(book=book, last_active_at=timezone.now())
+    other-book session is not reused); a new one is ``learner``'s (an LMS-launched learner's pseudonym)."""
+    return live_conversation(session_id, book) or Conversation(book=book, last_active_at=timezone.now(),
+                                                               learner=learner)
 
 
 def history(conversation: Conversation) -> list[Turn]:

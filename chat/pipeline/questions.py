@@ -24,3 +24,4 @@ class AskRequest:
     api_key_id: int | None = None
     api_key_name: str = ""
     client_ip: str = ""
+    learner: str = ""  # an LMS-launched learner's pseudonym (chat.lti), kept on the conversation and the audit row

@@ -1,0 +1,13 @@
+"""The admin's side of LTI: bookchat's settings of each registered platform, beside django-lti's registrations,
+deployments and keys (which django-lti's own admin shows)."""
+
+from django.contrib import admin
+
+from chat.lti.models import LtiPlatform
+
+
+@admin.register(LtiPlatform)
+class LtiPlatformAdmin(admin.ModelAdmin):
+    list_display = ["registration", "book", "trusted", "keep_identity"]
+    list_select_related = ["registration", "book"]
+    fields = ["registration", "book", "trusted", "keep_identity", "frame_origins"]

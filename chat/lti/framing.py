@@ -1,0 +1,63 @@
+"""A launched session inside its LMS's frame.
+
+Every page of bookchat sends ``frame-ancestors 'none'`` and ``X-Frame-Options: DENY`` (``bookchat.base.security``).
+A session that an LTI launch started (``LAUNCH_SESSION``: its platform's origins) gets, on every response, a
+``frame-ancestors`` naming exactly those origins and no ``X-Frame-Options``; everything else stays unframeable.
+
+Its cookies (the session's and the CSRF token's) are sent ``SameSite=None; Secure; Partitioned`` (CHIPS): a browser
+that blocks third-party cookies still keeps a partitioned one, in a jar of the LMS's site only. Python 3.11's
+cookies know no ``Partitioned`` attribute: ``PartitionedMorsel`` adds it. The launch POST itself carries no cookie
+(its state is in the database), so the first cookie is the one this middleware partitions.
+"""
+
+from __future__ import annotations
+
+from http.cookies import Morsel
+
+from django.conf import settings
+
+from bookchat.base.security import content_security_policy
+
+LAUNCH_SESSION = "bookchat_lti"  # {"platform": pk, "origins": [...], "role": "learner"|"staff"}
+
+
+class PartitionedMorsel(Morsel):
+    def OutputString(self, attrs=None) -> str:  # noqa: N802 (Morsel's name)
+        return super().OutputString(attrs) + "; Partitioned"
+
+
+def partition(response, name: str) -> None:
+    morsel = response.cookies.get(name)
+    if morsel is None or isinstance(morsel, PartitionedMorsel):
+        return
+    cookie = PartitionedMorsel()
+    cookie.set(morsel.key, morsel.value, morsel.coded_value)
+    cookie.update({key: value for key, value in morsel.items() if value})
+    cookie["secure"], cookie["samesite"] = True, "None"
+    dict.__setitem__(response.cookies, name, cookie)
+
+
+def frame_policy(path: str, origins: list[str]) -> str:
+    return content_security_policy(path).replace("frame-ancestors 'none'", "frame-ancestors " + " ".join(origins))
+
+
+class LaunchedFramingMiddleware:
+    """For a launched session: framed by its platform, cookies partitioned (the module's docstring)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        session = getattr(request, "session", None)
+        launched = session.get(LAUNCH_SESSION) if session is not None else None
+        if not launched:
+            return response
+        origins = launched.get("origins") or []
+        if origins:
+            response["Content-Security-Policy"] = frame_policy(request.path_info, origins)
+            if "X-Frame-Options" in response:
+                del response["X-Frame-Options"]
+        for name in (settings.SESSION_COOKIE_NAME, settings.CSRF_COOKIE_NAME):
+            partition(response, name)
+        return response
