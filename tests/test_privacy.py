@@ -230,3 +230,43 @@ def test_bad_flags_are_refused_by_the_parser(arguments):
 
     with pytest.raises(CommandError):
         run_command(*arguments)
+
+
+# --- the admin's actions -----------------------------------------------------------------------------------------
+
+@pytest.fixture
+def reviewer(client):
+    from django.contrib.auth.models import Group
+
+    user = User.objects.create_user(f"rita-{uuid.uuid4().hex[:6]}", password="x", is_staff=True)
+    user.groups.add(Group.objects.get(name="Reviewers"))
+    client.force_login(user)
+    return user
+
+
+def test_the_admin_actions_need_their_own_permission_and_are_logged(client, reviewer, data_dir):
+    from django.contrib.auth.models import Permission
+    from django.urls import reverse
+
+    made = canary_learner(data_dir)
+    url = reverse("admin:audit_auditlog_changelist")
+    page = client.get(url).content.decode()
+    assert "erase_learner_data" not in page and "export_learner_data" not in page
+    response = client.post(url, {"action": "erase_learner_data", "_selected_action": [made["row"].pk]})
+    assert Conversation.objects.filter(learner=made["learner"]).exists(), "refused without the permission"
+    assert response.status_code in (200, 302)
+
+    reviewer.user_permissions.add(Permission.objects.get(codename="manage_learner_data"))
+    assert "erase_learner_data" in client.get(url).content.decode()
+    exported = client.post(url, {"action": "export_learner_data", "_selected_action": [made["row"].pk]})
+    assert exported["Content-Type"] == "application/json" and CANARY in exported.content.decode()
+    confirm = client.post(url, {"action": "erase_learner_data", "_selected_action": [made["row"].pk]})
+    assert confirm.status_code == 200 and b"Yes, erase the learner's data" in confirm.content
+    assert Conversation.objects.filter(learner=made["learner"]).exists(), "not before the confirmation"
+    done = client.post(url, {"action": "erase_learner_data", "_selected_action": [made["row"].pk],
+                             "confirmed": "yes"})
+    assert done.status_code == 302
+    assert canary_columns() == [] and not Conversation.objects.filter(learner=made["learner"]).exists()
+    (entry,) = tombstones.read()
+    assert LogEntry.objects.filter(user=reviewer, object_id=str(made["row"].pk),
+                                   change_message=f"Erased the learner's data (erasure {entry['erasure']}).").exists()
