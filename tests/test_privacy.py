@@ -270,3 +270,50 @@ def test_the_admin_actions_need_their_own_permission_and_are_logged(client, revi
     (entry,) = tombstones.read()
     assert LogEntry.objects.filter(user=reviewer, object_id=str(made["row"].pk),
                                    change_message=f"Erased the learner's data (erasure {entry['erasure']}).").exists()
+
+
+# --- a student's "My data" -----------------------------------------------------------------------------------------
+
+def my_data(client, body, *, erase: bool = False):
+    path = "/api/v1/my-data" + ("/erase" if erase else "")
+    return client.post(path, data=body if isinstance(body, str) else json.dumps(body),
+                       content_type="application/json")
+
+
+def test_my_data_downloads_then_deletes_what_the_browser_names_and_nothing_else(client, data_dir):
+    made = canary_learner(data_dir)
+    other = Conversation.objects.create(last_active_at=timezone.now(), learner=made["learner"])
+    body = {"session_ids": [str(made["session"])], "handoff_tokens": [made["token"]]}
+    response = my_data(client, body)
+    assert response.status_code == 200 and response["Cache-Control"] == "private, no-store"
+    document = response.json()
+    assert [c["id"] for c in document["conversations"]] == [str(made["session"])], "no pseudonym expansion"
+    assert CANARY in json.dumps(document["handoffs"]) and CANARY in json.dumps(document["audit_rows"])
+    erased = my_data(client, body, erase=True)
+    assert erased.status_code == 200 and erased.json()["conversations"] == 1
+    assert not Conversation.objects.filter(id=made["session"]).exists()
+    assert Conversation.objects.filter(id=other.id).exists(), "another browser's conversation of the learner stays"
+    assert not Handoff.objects.filter(token=made["token"]).exists() and len(tombstones.read()) == 1
+
+
+@pytest.mark.parametrize("body", ["[1, 2]", "not json", {}, {"session_ids": []}, {"session_ids": ["nope"]},
+                                  {"handoff_tokens": ["bad token!"]}, {"session_ids": "a"},
+                                  {"session_ids": [str(uuid.uuid4())] * 101}, {"unknown": 1}])
+def test_my_data_refuses_wrong_input_and_erases_nothing(client, body):
+    for erase in (False, True):
+        response = my_data(client, body, erase=erase)
+        assert response.status_code == 400, response.content
+        assert response.json()["error"] in ("bad_learner", "invalid_body", "invalid_json", "unknown_field",
+                                            "invalid_request"), response.json()
+    assert tombstones.read() == []
+
+
+def test_the_privacy_page_is_served_from_the_declaration_and_linked_from_the_chat_page(client):
+    page = client.get("/privacy/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    for entry in inventory.HELD:
+        assert entry.model in html
+    assert "<code>manage.py privacy erase --learner ID</code>" in html and "sessionStorage" in html
+    assert 'href="/privacy/"' in client.get("/").content.decode()
+    assert client.get("/lti/privacy")["Location"] == "/privacy/"
