@@ -317,3 +317,43 @@ def test_the_privacy_page_is_served_from_the_declaration_and_linked_from_the_cha
     assert "<code>manage.py privacy erase --learner ID</code>" in html and "sessionStorage" in html
     assert 'href="/privacy/"' in client.get("/").content.decode()
     assert client.get("/lti/privacy")["Location"] == "/privacy/"
+
+
+# --- what leaves the server -------------------------------------------------------------------------------------
+
+def test_the_language_model_receives_no_identity_ip_conversation_id_or_pseudonym(client, settings, openai_server,
+                                                                               manual_book, served):
+    from chat.channels.access import PAGE_LEARNER, PAGE_SESSION_FLAG
+    from chat.pipeline import generation
+
+    openai_server.reset()
+    settings.BOOKCHAT = {**settings.BOOKCHAT, "LLM_BASE_URL": openai_server.base_url, "LLM_API_KEY": "test",
+                         "LLM_MODEL": "test-model", "DEADLINE_SECONDS": 60.0, "RETRIEVAL_SECONDS": 30.0,
+                         "GENERATION_SECONDS": 30.0}
+    learner = "c0ffee" * 5 + "ab"
+    session = client.session
+    session[PAGE_LEARNER], session[PAGE_SESSION_FLAG] = learner, True
+    session.save()
+    address, agent = "203.0.113.77", "StudentBrowser/1.0 (canary-agent)"
+    try:
+        first = client.post("/api/v1/ask", data=json.dumps({"question": "How do I ingest a folder?",
+                                                             "book": "bookchat-manual"}),
+                            content_type="application/json", REMOTE_ADDR=address, HTTP_USER_AGENT=agent)
+        assert first.status_code == 200, first.content
+        session_id = first.json()["session_id"]
+        follow = client.post("/api/v1/ask", data=json.dumps({
+            "question": "and how do I install it?", "book": "bookchat-manual", "session_id": session_id,
+            "selected_text": "manage.py ingest PATH"}), content_type="application/json", REMOTE_ADDR=address,
+            HTTP_USER_AGENT=agent)
+        assert follow.status_code == 200, follow.content
+    finally:
+        generation._cache.clear()
+    assert Conversation.objects.get(id=session_id).learner == learner, "the pseudonym was held, and not sent"
+    sent = [json.dumps(payload) for path, payload in openai_server.requests if path.endswith("/chat/completions")]
+    assert len(sent) == 2 and "manage.py ingest PATH" in sent[1] and "How do I ingest a folder?" in sent[1]
+    hashes = set(AuditLog.objects.filter(session_id=session_id).values_list("client_ip_hash", flat=True))
+    for text in sent:
+        for identity in (learner, session_id, session_id.replace("-", ""), address, agent, client.session.session_key,
+                         *hashes):
+            assert identity not in text
+    openai_server.reset()
