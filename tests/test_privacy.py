@@ -357,3 +357,26 @@ def test_the_language_model_receives_no_identity_ip_conversation_id_or_pseudonym
                          *hashes):
             assert identity not in text
     openai_server.reset()
+
+
+# --- erasures survive a restore -------------------------------------------------------------------------------------
+
+def test_rows_an_older_backup_brings_back_are_erased_again_by_the_tombstones(data_dir):
+    made = canary_learner(data_dir)
+    archived = {path.name: path.read_bytes() for path in (data_dir / "archive").glob("*.gz")}
+    code, out, _ = run_command("privacy", "erase", "--learner", made["learner"], "--yes", "--json")
+    assert code == 0 and canary_columns() == []
+    # what a restore of a backup made before the erasure brings back: the rows as they were, and the old archives
+    Conversation.objects.create(id=made["session"], last_active_at=timezone.now(), learner=made["learner"])
+    audit_row(session_id=made["session"], learner=made["learner"], question=f"Back {CANARY}?")
+    Handoff.objects.create(answer_id=uuid.uuid4(), book_slug="guide", token=made["token"], channel="page",
+                           note=f"back {CANARY}")
+    for name, body in archived.items():
+        (data_dir / "archive" / name).write_bytes(body)
+    assert canary_columns() and canary_in_archives(data_dir)
+    report = tombstones.reapply()
+    assert report["tombstones"] == 1 and report["erased"]["conversations"] == 1
+    assert report["erased"]["handoffs"] == 1 and report["erased"]["archived_rows"] == 1
+    assert canary_columns() == [] and canary_in_archives(data_dir) == []
+    assert len(tombstones.read()) == 1, "a tombstone applied again writes no other"
+    assert tombstones.reapply()["erased"] is None

@@ -65,13 +65,14 @@ def read(source: Path | None = None) -> list[dict]:
     return entries
 
 
-def merge(source: Path) -> int:
-    """Append the tombstones of ``source`` (a backup's file) that this install lacks; how many."""
-    known = {entry["erasure"] for entry in read()}
+def merge(source: Path, *, into: Path | None = None) -> int:
+    """Append the tombstones of ``source`` (a backup's file) that this install's file (``into``) lacks; how many."""
+    into = into or path()
+    known = {entry["erasure"] for entry in read(into)}
     added = 0
     for entry in read(source):
         if entry["erasure"] not in known:
-            append(entry)
+            append(entry, to=into)
             known.add(entry["erasure"])
             added += 1
     return added
