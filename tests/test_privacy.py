@@ -21,7 +21,9 @@ from django.utils import timezone
 from lti_tool.models import LtiRegistration, LtiUser
 
 from audit.models import AuditLog, Handoff, TopicRun
-from audit.privacy import inventory, tombstones
+from audit.privacy import admin_actions, archives, inventory, tombstones, views
+from audit.privacy.erasure import figures
+from audit.privacy.learners import Learner, browser_learner, find_learner
 from audit.privacy.manual import PAGE, privacy_reference
 from audit.retention import purge_old_records
 from bookchat.base.conf import SETTINGS
@@ -72,6 +74,23 @@ def test_the_manuals_privacy_page_is_the_one_the_declaration_makes():
     for text in ("manage.py privacy export --learner", "manage.py privacy erase --learner", "GDPR article 15",
                  "FERPA", "sessionStorage", "localStorage", "`BOOKCHAT_AUDIT_RETENTION_DAYS` (default `365`)"):
         assert text in page
+
+
+def test_an_erased_rows_figures_keep_numbers_and_truths_only():
+    assert figures({"covered": True, "best_cosine": 0.8, "terms": ["a", 2], "matched": "meaning", "none": None,
+                    "nested": {"n": 1, "why": "text"}}) == {"covered": True, "best_cosine": 0.8, "terms": [2],
+                                                             "none": None, "nested": {"n": 1}}
+    assert views.inline("run `a<b`") == "run <code>a&lt;b</code>"
+    assert admin_actions.PERMISSION == "audit.manage_learner_data"
+
+
+def test_a_browser_names_only_what_it_holds_and_a_staff_lookup_finds_the_whole_learner(data_dir):
+    made = canary_learner(data_dir)
+    mine = browser_learner(session_ids=[str(made["session"])], tokens=[])
+    assert mine.pseudonyms == set() and mine.sessions == {made["session"]}
+    whole = find_learner(identifier=made["session"].hex)
+    assert whole.pseudonyms == {made["learner"]} and made["token"] in whole.tokens
+    assert len(archives.learner_rows(whole)) == 1 and archives.learner_rows(Learner()) == []
 
 
 # --- a learner with a canary everywhere ---------------------------------------------------------------------------
