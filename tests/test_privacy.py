@@ -399,3 +399,16 @@ def test_rows_an_older_backup_brings_back_are_erased_again_by_the_tombstones(dat
     assert canary_columns() == [] and canary_in_archives(data_dir) == []
     assert len(tombstones.read()) == 1, "a tombstone applied again writes no other"
     assert tombstones.reapply()["erased"] is None
+
+
+def test_my_data_on_the_chat_page_counts_the_page_sessions_conversations(client, data_dir):
+    from chat.channels.access import PAGE_CONVERSATIONS
+
+    assert 'id="my-data"' in client.get("/").content.decode()
+    made = canary_learner(data_dir)
+    session = client.session
+    session[PAGE_CONVERSATIONS] = {made["book"].slug: str(made["session"])}
+    session.save()
+    document = my_data(client, {}).json()
+    assert [c["id"] for c in document["conversations"]] == [str(made["session"])]
+    assert my_data(client, {}, erase=True).json()["conversations"] == 1
