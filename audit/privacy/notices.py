@@ -31,9 +31,9 @@ BROWSER = [
     "replies show on the next visit.",
     "The chat page keeps a session cookie (its conversations' ids and, after an LMS launch, the pseudonym, held on "
     "the server) and the same hand-off tokens in `localStorage`.",
-    "\"My data\" on the page and in the widget downloads, or deletes, the conversations and hand-offs of this "
-    "browser (`POST /api/v1/my-data` and `POST /api/v1/my-data/erase`, sent the browser's own conversation ids and "
-    "hand-off tokens); deleting them also clears what the browser keeps.",
+    "\"My data\" under the chat page downloads, or deletes, the conversations and hand-offs of this browser "
+    "(`POST /api/v1/my-data` and `POST /api/v1/my-data/erase`, sent the browser's own conversation ids and hand-off "
+    "tokens; a site's own page can call them for the widget's); deleting them also forgets the tokens the page kept.",
 ]
 
 # (the request, the law, what to run)
