@@ -95,9 +95,12 @@ lint: $(VENV)/.installed-dev
 codemap: $(VENV)/.installed
 	$(BIN)/python -m tests.support.codemap --write
 
-# The manual's settings reference, generated from bookchat/base/conf.py (tests/test_settings.py checks it).
+# The manual's settings reference, generated from bookchat/base/conf.py (tests/test_settings.py checks it), and its
+# "Privacy and data" page, from the data inventory in audit/privacy/ (tests/test_privacy.py checks it).
 docs: $(VENV)/.installed
 	$(BIN)/python -c "from bookchat.base.conf import settings_reference; print(settings_reference(), end='')" > docs/operating/settings.md
+	DJANGO_SETTINGS_MODULE=bookchat.settings $(BIN)/python -c "import django; django.setup(); \
+	from audit.privacy.manual import privacy_reference; print(privacy_reference(), end='')" > docs/operating/privacy.md
 
 format: $(VENV)/.installed-dev
 	$(BIN)/ruff check --fix .

@@ -26,6 +26,7 @@ from audit import handoff_admin, staff_answer_admin  # noqa: F401 (registers the
 from audit.dashboard import dashboard, review_queue_filter
 from audit.gaps import coverage_gaps, gaps_markdown
 from audit.models import AuditLog, ReviewQueueItem
+from audit.privacy import admin_actions as privacy_actions
 from audit.struggle_admin import ChapterFilter, LevelFilter, SectionFilter, StrugglePages, TopicFilter
 from ingestion.roles import BookScopedAdmin, allowed_slugs
 
@@ -128,7 +129,8 @@ class AuditLogAdmin(BookScopedAdmin, StrugglePages, admin.ModelAdmin):
     date_hierarchy = "created_at"
     list_per_page = 50
     show_full_result_count = False
-    actions = ["mark_ok", "mark_wrong", "mark_needs_doc_fix", "export_csv"]
+    actions = ["mark_ok", "mark_wrong", "mark_needs_doc_fix", "export_csv", "export_learner_data",
+               "erase_learner_data"]
     change_list_template = "admin/audit/auditlog/change_list.html"
     book_lookup = "book_slug"  # rows copy the slug: they outlive the book
     exclude = ("question_vector", "sources", "suggestions", "grounding", "retrieval", "timings_ms", "llm_usage")
@@ -239,6 +241,18 @@ class AuditLogAdmin(BookScopedAdmin, StrugglePages, admin.ModelAdmin):
     def export_csv(self, request, queryset) -> HttpResponse:
         rows = queryset.order_by("created_at").iterator(chunk_size=500)
         return self._csv(f"bookchat-audit-{timezone.now():%Y%m%d-%H%M}", CSV_COLUMNS, map(_csv_values, rows))
+
+    # -- a learner's data (audit.privacy) --------------------------------------------------------------
+    def has_learner_data_permission(self, request) -> bool:
+        return request.user.has_perm(privacy_actions.PERMISSION)
+
+    @admin.action(description="Export the learner's data (JSON)", permissions=["learner_data"])
+    def export_learner_data(self, request, queryset):
+        return privacy_actions.export_action(self, request, queryset)
+
+    @admin.action(description="Erase the learner's data…", permissions=["learner_data"])
+    def erase_learner_data(self, request, queryset):
+        return privacy_actions.erase_action(self, request, queryset)
 
     # -- dashboard and coverage gaps ----------------------------------------------------------------
     def get_urls(self):

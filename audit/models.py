@@ -95,7 +95,8 @@ class AuditLog(models.Model):
         verbose_name_plural = "answers (audit trail)"
         indexes = [models.Index(fields=["status", "created_at"], name="audit_status_created"),
                    models.Index(fields=["book_slug", "created_at"], name="audit_book_created")]
-        permissions = [("view_dashboard", "Can view the audit dashboard and coverage gaps")]
+        permissions = [("view_dashboard", "Can view the audit dashboard and coverage gaps"),
+                       ("manage_learner_data", "Can export and erase a learner's data")]
 
     def __str__(self) -> str:
         return self.question[:80]

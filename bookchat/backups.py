@@ -1,11 +1,11 @@
 """Backups of a whole install: the database, and the files bookchat keeps beside it in ``DATA_DIR``.
 
-A backup is one ``.tar.gz``: ``manifest.json`` first (what is inside, from which bookchat and database, and the
-SHA-256 of every other member), ``database.dump`` (``pg_dump --format=custom``, one snapshot of the whole
-database), the data folder's ``uploads/`` (uploads waiting to be indexed) and ``archive/`` (archived audit
-records, the only copy of purged ones), and, only when asked, ``secret_key`` (the key in force) and
-``secret_key_fallbacks`` (the older keys it still accepts, one a line, when there are any). It is written under
-a temporary name beside its destination and renamed when complete, so the destination never holds half an archive.
+A backup is one ``.tar.gz``: ``manifest.json`` first (what is inside, from which bookchat and database, and the SHA-256
+of every other member), ``database.dump`` (``pg_dump --format=custom``, one snapshot of the whole database), the data
+folder's ``uploads/`` (uploads waiting to be indexed), ``archive/`` (archived audit records, the only copy of purged
+ones) and ``privacy/`` (the tombstones of learners' erasures), and, only when asked, ``secret_key`` (the key in force)
+and ``secret_key_fallbacks`` (the older keys it still accepts, one a line, when there are any). It is written under a
+temporary name beside its destination and renamed when complete, so the destination never holds half an archive.
 
 ``unpack_archive`` checks an archive whole (manifest, sizes, checksums) as it unpacks it; ``bookchat.restoring``
 restores one.
@@ -38,8 +38,9 @@ MANIFEST = "manifest.json"
 DUMP = "database.dump"
 SECRET_KEY_FILE = secret_keys.KEY_FILE
 FALLBACKS_FILE = secret_keys.FALLBACKS_FILE
-# Folders of DATA_DIR a backup carries: uploads waiting to be indexed, and the audit archives.
-DATA_FOLDERS = ("uploads", "archive")
+# Folders of DATA_DIR a backup carries: uploads waiting to be indexed, the audit archives, and the erasures'
+# tombstones (audit.privacy.tombstones: a restore merges them, never replaces them).
+DATA_FOLDERS = ("uploads", "archive", "privacy")
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024
 CHUNK = 1024 * 1024
 

@@ -1,13 +1,14 @@
 """Restoring a backup (``bookchat.backups``) into the database and data folder this process is configured for.
 
-The archive is checked whole before anything changes; a database that holds bookchat's data is refused unless
-forced; the extensions the dump needs are created first (on a managed server only its administrator may), then
-the dump is restored in one transaction (a failure leaves the database as it was), objects owned by the
-connecting user; then the uploads, the audit archives (never deleted: a name that clashes keeps the existing file
-aside) and, when asked, the secret key and the older keys it accepted; then the migrations run, so a backup of an
-older release is upgraded. Restoring into the database ``DATABASE_URL`` names moves an embedded install to an
-external server. What the restore will replace, and what becomes of the secret key, is known (and handed to
-``before_changes``) once the archive and the database are checked, before anything changes.
+The archive is checked whole before anything changes; a database that holds bookchat's data is refused unless forced;
+the extensions the dump needs are created first (on a managed server only its administrator may), then the dump is
+restored in one transaction (a failure leaves the database as it was), objects owned by the connecting user; then the
+uploads, the audit archives (never deleted: a name that clashes keeps the existing file aside), the erasures' tombstones
+(merged into the install's) and, when asked, the secret key and the older keys it accepted; then the migrations run, so
+a backup of an older release is upgraded, and every tombstone is applied again (``audit.privacy.tombstones``): a learner
+erased after the backup was made stays erased. Restoring into the database ``DATABASE_URL`` names moves an embedded
+install to an external server. What the restore will replace, and what becomes of the secret key, is known (and handed
+to ``before_changes``) once the archive and the database are checked, before anything changes.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ class RestoreReport:
     secret_key: str = "not_in_backup"
     secret_key_fallbacks_added: int = 0
     migrations_applied: list[str] = field(default_factory=list)
+    erasures: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -154,9 +156,10 @@ def _move_files(staging: Path, data_dir: Path, *, replace_uploads: bool) -> dict
     if replace_uploads and uploads.is_dir():
         moved["uploads_removed"] = sum(1 for p in uploads.rglob("*") if p.is_file())
         shutil.rmtree(uploads)
+    moved["tombstones_added"] = _merge_tombstones(staging, data_dir)
     for folder in DATA_FOLDERS:
         source = staging / folder
-        if not source.is_dir():
+        if not source.is_dir() or folder == "privacy":
             continue
         for path in sorted(p for p in source.rglob("*") if p.is_file()):
             target = data_dir / folder / path.relative_to(source)
@@ -168,6 +171,26 @@ def _move_files(staging: Path, data_dir: Path, *, replace_uploads: bool) -> dict
             os.replace(path, target)
             moved[folder] += 1
     return moved
+
+
+def _merge_tombstones(staging: Path, data_dir: Path) -> int:
+    """The backup's erasure tombstones added to the install's (never replaced: an erasure made since the backup
+    stays); how many were new."""
+    from audit.privacy import tombstones
+
+    backed_up = staging / tombstones.FILE
+    return tombstones.merge(backed_up, into=data_dir / tombstones.FILE) if backed_up.is_file() else 0
+
+
+def _reapply_erasures() -> dict:
+    """Every tombstone applied again to the restored database and archives, before the install serves."""
+    from audit.privacy import tombstones
+
+    try:
+        return tombstones.reapply()
+    except Exception as exc:
+        raise BackupError(f"the backup was restored, but applying the erasures again failed ({type(exc).__name__}: "
+                          f"{exc}): run the restore again before serving", code="erasures_not_applied") from exc
 
 
 def _key_plan(staging: Path, *, with_secrets: bool) -> tuple[str, list[str]]:
@@ -262,6 +285,7 @@ def restore_archive(path: Path, *, force: bool = False, with_secrets: bool = Fal
         report.secret_key_fallbacks_added = _put_secrets(staging, data_dir, report.secret_key,
                                                           with_secrets=with_secrets)
         report.migrations_applied = _migrate()
+        report.erasures = _reapply_erasures()
         _record(path, manifest)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

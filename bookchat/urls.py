@@ -10,6 +10,7 @@ from django.views.generic import RedirectView
 
 from audit.api.urls import api_routes as handoff_api_routes
 from audit.api.urls import page_routes as handoff_page_routes
+from audit.privacy.views import privacy_page
 from bookchat.readiness import ReadyView
 from bookchat.scraping import metrics_view
 from bookchat.twofactor import setup_pages
@@ -34,6 +35,7 @@ urlpatterns = [
     path("answers/<uuid:answer_id>", page.answer_fragment, name="chat-answer"),
     path("answers/<uuid:answer_id>/feedback", page.feedback, name="chat-feedback"),
     path("", include(handoff_page_routes)),  # "Ask the course staff" without JavaScript (audit's)
+    path("privacy/", privacy_page, name="privacy"),  # what bookchat keeps, from audit.privacy's inventory
     path("api/v1/ready", ReadyView.as_view(), name="api-ready"),  # the deployment's, not an app's
     path("api/v1/", include("chat.urls")),
     path("api/v1/", include(handoff_api_routes)),  # hand-offs to the course staff (audit's)

@@ -176,7 +176,7 @@ def test_a_backup_restores_every_row_file_and_answer_into_a_fresh_install_and_an
         backup = manage(environment(source), "backup", str(archive), "--with-secrets", "--json")
         assert backup.returncode == 0, backup.stderr[-3000:]
         summary = json.loads(backup.stdout)
-        assert summary["includes"] == {"database": True, "uploads": 1, "archive": 1, "secret_key": True,
+        assert summary["includes"] == {"database": True, "uploads": 1, "archive": 1, "privacy": 0, "secret_key": True,
                                        "secret_key_fallbacks": 0, "secret_key_source": "data folder"}
         assert summary["database"]["migrations"]["ingestion"] and summary["database"]["source"] == "embedded"
         assert oct(archive.stat().st_mode & 0o777) == "0o600", "it holds the audit trail and the secret key"

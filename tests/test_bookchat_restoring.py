@@ -37,7 +37,8 @@ def test_restored_files_replace_the_uploads_and_keep_a_clashing_archive_aside(tm
     write(data / "archive" / "audit-2.jsonl.gz", "same")
     moved = _move_files(staging, data, replace_uploads=True)
     aside = data / "archive" / "audit-1.jsonl.gz.before-restore"
-    assert moved == {"uploads": 1, "archive": 2, "uploads_removed": 1, "archives_kept_aside": [str(aside)]}
+    assert moved == {"uploads": 1, "archive": 2, "uploads_removed": 1, "archives_kept_aside": [str(aside)],
+                     "tombstones_added": 0}
     assert not (data / "uploads" / "3").exists() and (data / "uploads" / "7" / "page.md").read_text() == "new page"
     assert aside.read_text() == "other contents"
     assert (data / "archive" / "audit-1.jsonl.gz").read_text() == "backed up"
@@ -101,3 +102,16 @@ def test_the_database_contents_are_counted_by_kind():
     contents = database_contents()
     assert set(contents["rows"]) == {"books", "users", "API keys", "audit records"}
     assert contents["tables"] > len(contents["rows"])
+
+
+def test_a_restore_merges_the_backups_erasure_tombstones_into_the_installs_and_never_drops_one(tmp_path):
+    from audit.privacy import tombstones
+
+    staging, data = tmp_path / "staging", tmp_path / "data"
+    tombstones.append({"erasure": "old", "pseudonyms": ["h1"]}, to=staging / tombstones.FILE)
+    tombstones.append({"erasure": "shared", "pseudonyms": ["h2"]}, to=staging / tombstones.FILE)
+    tombstones.append({"erasure": "shared", "pseudonyms": ["h2"]}, to=data / tombstones.FILE)
+    tombstones.append({"erasure": "since", "pseudonyms": ["h3"]}, to=data / tombstones.FILE)
+    moved = _move_files(staging, data, replace_uploads=False)
+    assert moved["tombstones_added"] == 1
+    assert [entry["erasure"] for entry in tombstones.read(data / tombstones.FILE)] == ["shared", "since", "old"]

@@ -27,13 +27,6 @@ from chat.lti.models import LtiPlatform
 from ingestion.models import Book
 from ingestion.reading.outline import book_outline
 
-KEPT = ["A pseudonym: a keyed hash of your platform and your id in it. bookchat never sees your id itself again.",
-        "Your conversations with the book (questions and answers), under that pseudonym, until they expire.",
-        "The audit trail of each question (for the course staff's review), under that pseudonym, for the audit "
-        "trail's retention period; your IP address only as a keyed hash.",
-        "What you hand to the course staff (\"Ask the course staff\") and their reply, under that pseudonym."]
-NOT_KEPT = "Your name, e-mail address and picture are not kept, unless your institution turned that on."
-
 
 def refused(request, exc: launching.LaunchRefused):
     return render(request, "bookchat/lti_message.html", {
@@ -182,11 +175,9 @@ def privacy_page(request):
 
 
 def privacy(request):
-    """What bookchat keeps about a learner (the data-privacy launch, and a link anyone may open)."""
-    return render(request, "bookchat/lti_message.html", {
-        "title": "What bookchat keeps about you", "items": KEPT,
-        "paragraphs": [NOT_KEPT, "The course staff see your questions, bookchat's answers and what you hand to them, "
-                       "under your pseudonym, never your name."]})
+    """What bookchat keeps about a learner (the data-privacy launch, and a link anyone may open): the privacy page
+    that audit's data inventory makes (``/privacy/``), one text for the LMS, the chat page and the manual."""
+    return HttpResponseRedirect(reverse("privacy"))
 
 
 @require_GET

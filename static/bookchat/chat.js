@@ -519,4 +519,40 @@
     searchResults.addEventListener("click", reportOpened);
     searchResults.addEventListener("auxclick", reportOpened);
   }
+
+  // ---- "My data": this browser's conversations (the page session's, added by the server) and hand-offs
+
+  var myData = document.getElementById("my-data");
+  if (myData) {
+    myData.hidden = false;
+    myData.addEventListener("click", async function (event) {
+      var action = event.target.dataset && event.target.dataset.myData;
+      if (!action) return;
+      var status = myData.querySelector(".my-data-status");
+      if (action === "erase" && !window.confirm("Delete your conversations and questions to the course staff " +
+          "from bookchat? This can't be undone.")) return;
+      var tokens = storedHandoffs().map(function (entry) { return entry.token; });
+      try {
+        var response = await fetch(root + "api/v1/my-data" + (action === "erase" ? "/erase" : ""), {
+          method: "POST", credentials: "same-origin", body: JSON.stringify({ handoff_tokens: tokens }),
+          headers: { "Content-Type": "application/json", "X-CSRFToken": csrf },
+        });
+        if (!response.ok) throw new AskError(await errorMessage(response));
+        var body = await response.json();
+        if (action === "download") {
+          var link = document.createElement("a");
+          link.href = URL.createObjectURL(new Blob([JSON.stringify(body, null, 2)], { type: "application/json" }));
+          link.download = "bookchat-my-data.json";
+          link.click();
+          status.textContent = "Downloaded.";
+        } else {
+          storeHandoffs([]);
+          status.textContent = "Deleted: " + body.conversations + " conversation(s), " + body.handoffs +
+            " question(s) to the course staff.";
+        }
+      } catch (error) {
+        status.textContent = error instanceof AskError ? error.message : "Couldn't reach bookchat; try again.";
+      }
+    });
+  }
 })();

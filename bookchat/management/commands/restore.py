@@ -50,6 +50,7 @@ class Command(BaseCommand):
             f"  {files.get('uploads', 0)} upload file(s), {files.get('archive', 0)} audit archive(s)"
             + "".join(f"\n  an existing archive of the same name was kept as {p}"
                       for p in files.get("archives_kept_aside", []))
+            + f"\n  {erasures_line(report.erasures)}"
             + f"\n  the secret key: {KEY_FATES.get(report.secret_key, report.secret_key)}"
             + (f"; {report.secret_key_fallbacks_added} older key(s) it accepted added to this install's fallbacks"
                if report.secret_key_fallbacks_added else ""))
@@ -68,3 +69,13 @@ class Command(BaseCommand):
 KEY_FATES = {"not_in_backup": "not in the backup", "already_in_use": "already this install's",
              "one_of_the_fallbacks": "the backed-up key is one of this install's fallbacks: what it signed stays "
              "valid while it is listed", "not_restored": "not restored", "restored": "restored"}
+
+
+def erasures_line(erasures: dict) -> str:
+    """What applying the erasures' tombstones again did (``audit.privacy.tombstones.reapply``)."""
+    done = erasures.get("erased")
+    if not done:
+        return f"{erasures.get('tombstones', 0)} erasure(s) applied again: nothing of an erased learner was back"
+    return (f"{erasures['tombstones']} erasure(s) applied again: erased again {done['conversations']} conversation(s),"
+            f" {done['audit_rows']} audit row(s), {done['archived_rows']} archived row(s), {done['handoffs']} "
+            "hand-off(s) the backup still held")
