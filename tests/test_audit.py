@@ -196,7 +196,8 @@ def test_a_record_with_every_field_set_is_the_row_it_writes():
     record = AuditRecord(
         outcome=Outcome.HELD_BACK, answer_id=uuid.uuid4(), channel="widget", question="How do I ingest a folder?",
         selected_text="manage.py ingest", api_key_id=7, api_key_name="docs site", client_ip="203.0.113.5",
-        book_slug=BOOK, session_id=uuid.uuid4(), resolved_question="How do I ingest a folder? (of Markdown)",
+        learner="5f2a9c", book_slug=BOOK, session_id=uuid.uuid4(),
+        resolved_question="How do I ingest a folder? (of Markdown)",
         answer="The closest sections:", draft_answer="Run ingest [1].", generator="extractive",
         sources=[{"n": 1, "chunk_id": "c1", "heading_path": "Using > Ingest", "chapter": "Using", "section": "Ingest",
                   "document": "using/ingest.md", "url": "/using/ingest#folder", "score": 0.81, "cited": False}],
