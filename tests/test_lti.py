@@ -308,10 +308,16 @@ def _privacy(body: dict) -> dict:
     return {**body, claims + "message_type": "DataPrivacyLaunchRequest", claims + "for_user": {"user_id": body["sub"]}}
 
 
-def test_the_data_privacy_launch_says_what_is_kept(client, platform):
-    page = launched(client, platform, Launch(tamper=_privacy))
+def test_the_data_privacy_launch_leads_to_the_privacy_page_which_the_platform_may_frame(client, platform):
+    launch = launched(client, platform, Launch(tamper=_privacy))
+    assert launch.status_code == 302 and launch["Location"] == "/privacy/"
+    page = client.get(launch["Location"])
     assert page.status_code == 200
-    assert "pseudonym" in page.content.decode() and "not kept" in page.content.decode()
+    assert "pseudonym" in page.content.decode() and "What leaves the server" in page.content.decode()
+    assert f"frame-ancestors {platform.url}" in page["Content-Security-Policy"], "shown inside the LMS's frame"
+    assert "X-Frame-Options" not in page
+    assert LAUNCH_SESSION not in client.session, "a data-privacy launch starts no session"
+    assert client.get("/")["X-Frame-Options"] == "DENY", "the other pages stay unframeable"
 
 
 def test_require_launch_turns_the_public_page_away(client, platform, settings):
