@@ -25,6 +25,7 @@ from tests.test_browser import (  # noqa: F401 (the real-browser fixtures)
     database_open,
     open_docs,
     open_page,
+    screenshot,
     servers,
     widget_key,
 )
@@ -88,6 +89,7 @@ def test_widget_my_data_downloads_then_deletes_this_browsers_conversation_and_ha
     opener.focus()
     page.keyboard.press("Enter")  # by keyboard: the box opens with its first button focused
     assert opener.get_attribute("aria-expanded") == "true" and focused_class(page) == "bc-my-data-download"
+    screenshot(page, "widget-my-data")
     with page.expect_download() as download:
         page.keyboard.press("Enter")
     document = downloaded(download.value)
