@@ -14,11 +14,13 @@ from io import StringIO
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
+from django.test import RequestFactory
 from django.utils import timezone
 from lti_tool.models import Key, LtiDeployment, LtiRegistration, LtiUser
 
 from audit.models import AuditLog, Handoff
-from chat.lti import identity, registry, storage
+from audit.privacy import notices
+from chat.lti import identity, registry, storage, views
 from chat.lti import launch as launching
 from chat.lti.admin import LtiPlatformAdmin
 from chat.lti.apps import LtiConfig
@@ -308,13 +310,16 @@ def _privacy(body: dict) -> dict:
     return {**body, claims + "message_type": "DataPrivacyLaunchRequest", claims + "for_user": {"user_id": body["sub"]}}
 
 
-def test_the_data_privacy_launch_says_what_is_kept(client, platform):
-    """It leads to the privacy page that the data inventory makes (audit/privacy), one text for every reader."""
+def test_the_data_privacy_launch_leads_to_the_privacy_page_which_the_platform_may_frame(client, platform):
     launch = launched(client, platform, Launch(tamper=_privacy))
-    assert launch.status_code == 302 and launch.headers["Location"] == "/privacy/"
-    page = client.get(launch.headers["Location"])
+    assert launch.status_code == 302 and launch["Location"] == "/privacy/"
+    page = client.get(launch["Location"])
     assert page.status_code == 200
-    assert "pseudonym" in page.content.decode()
+    assert "pseudonym" in page.content.decode() and "What leaves the server" in page.content.decode()
+    assert f"frame-ancestors {platform.url}" in page["Content-Security-Policy"], "shown inside the LMS's frame"
+    assert "X-Frame-Options" not in page
+    assert LAUNCH_SESSION not in client.session, "a data-privacy launch starts no session"
+    assert client.get("/")["X-Frame-Options"] == "DENY", "the other pages stay unframeable"
 
 
 def test_require_launch_turns_the_public_page_away(client, platform, settings):
@@ -419,3 +424,5 @@ def test_expired_launch_records_are_swept_and_a_refusal_says_why(db):
     assert storage.sweep() == 1
     refusal = launching.LaunchRefused("no", status=403)
     assert (refusal.message, refusal.status) == ("no", 403)
+    assert views.privacy_page(RequestFactory().get("/lti/privacy"))["Location"] == "/privacy/"
+    assert "pseudonym" in notices.INTRO, "the privacy page the data-privacy launch leads to names the pseudonym"

@@ -336,6 +336,8 @@ def test_the_privacy_page_is_served_from_the_declaration_and_linked_from_the_cha
     assert "<code>manage.py privacy erase --learner ID</code>" in html and "sessionStorage" in html
     assert 'href="/privacy/"' in client.get("/").content.decode()
     assert client.get("/lti/privacy")["Location"] == "/privacy/"
+    assert page["X-Frame-Options"] == "DENY" and "frame-ancestors 'none'" in page["Content-Security-Policy"], \
+        "no LMS platform registered: nobody may frame it (tests/test_lti.py: a registered one may)"
 
 
 # --- what leaves the server -------------------------------------------------------------------------------------

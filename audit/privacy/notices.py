@@ -31,9 +31,11 @@ BROWSER = [
     "replies show on the next visit.",
     "The chat page keeps a session cookie (its conversations' ids and, after an LMS launch, the pseudonym, held on "
     "the server) and the same hand-off tokens in `localStorage`.",
-    "\"My data\" under the chat page downloads, or deletes, the conversations and hand-offs of this browser "
-    "(`POST /api/v1/my-data` and `POST /api/v1/my-data/erase`, sent the browser's own conversation ids and hand-off "
-    "tokens; a site's own page can call them for the widget's); deleting them also forgets the tokens the page kept.",
+    "\"My data\" under the chat page, and in the widget's footer, downloads (one JSON file), or deletes after a "
+    "confirmation, the conversations and hand-offs of this browser (`POST /api/v1/my-data` and `POST "
+    "/api/v1/my-data/erase`, sent the browser's own conversation ids and hand-off tokens: the page adds its "
+    "session's, the widget sends its tab's conversation and the tokens it kept, with its publishable key); deleting "
+    "them also makes the page or the widget forget the ids it kept. The widget's footer links to this page.",
 ]
 
 # (the request, the law, what to run)

@@ -9,6 +9,12 @@ Decisions where the issue is silent:
   widget sits on, so a key bound to a book doesn't narrow them.
 - An erasure from "My data" leaves a tombstone like any other; it is not a staff action, so it is not in the admin
   log (the tombstone and the server's log say it happened).
+- The LTI data-privacy launch (inside the LMS's frame) redirects here, so ``/privacy/`` may be framed by every
+  registered platform's origins (``chat.lti.framing.framed_by_platforms``, the origins a launched page allows its own
+  platform), and by nothing else when none is registered. Opening it in a new window instead would need a click on
+  a page of its own (a pop-up without one is blocked); the page is public and holds no control a framing site could
+  trick a reader into using, so framing it risks nothing a new window would avoid. A launch carries no session to
+  this page, so it can't be told which platform framed it: all registered platforms may.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from bookchat.base.errors import RequestError
 from chat.channels.access import PAGE_CONVERSATIONS
 from chat.channels.api import ClientView
 from chat.channels.parsers import json_body
+from chat.lti.framing import framed_by_platforms
 
 logger = logging.getLogger(__name__)
 CODE = re.compile(r"`([^`]+)`")
@@ -46,15 +53,16 @@ def inline(text: str) -> str:
 
 @require_GET
 def privacy_page(request):
+    """The privacy page, which the registered LMS platforms may frame (the module's docstring)."""
     groups = [(heading, [{"where": inline(f"`{entry.model}`: " + ", ".join(f"`{f}`" for f in entry.fields)),
                           "what": inline(entry.what), "why": inline(entry.why), "kept": inline(governed_by(entry)),
                           "erased": entry.erased} for entry in inventory.HELD if entry.whose == whose])
               for whose, heading in (("learner", "About learners"), ("staff", "About staff"))]
-    return render(request, "bookchat/privacy.html", {
+    return framed_by_platforms(render(request, "bookchat/privacy.html", {
         "intro": inline(notices.INTRO), "groups": groups, "outbound": [inline(t) for t in notices.OUTBOUND],
         "browser": [inline(t) for t in notices.BROWSER], "finding": inline(notices.FINDING),
         "requests": [(inline(a), inline(b), inline(c)) for a, b, c in notices.REQUESTS],
-        "erasure": [inline(t) for t in notices.ERASURE]})
+        "erasure": [inline(t) for t in notices.ERASURE]}), request.path_info)
 
 
 class MyDataRequestSerializer(StrictSerializer):

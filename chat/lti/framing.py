@@ -8,6 +8,10 @@ Its cookies (the session's and the CSRF token's) are sent ``SameSite=None; Secur
 that blocks third-party cookies still keeps a partitioned one, in a jar of the LMS's site only. Python 3.11's
 cookies know no ``Partitioned`` attribute: ``PartitionedMorsel`` adds it. The launch POST itself carries no cookie
 (its state is in the database), so the first cookie is the one this middleware partitions.
+
+One page outside a launched session may be framed too: the privacy page (``/privacy/``), which the data-privacy
+launch leads to inside the LMS's frame, by every registered platform's origins (``framed_by_platforms``; see
+``audit.privacy.views``).
 """
 
 from __future__ import annotations
@@ -39,6 +43,28 @@ def partition(response, name: str) -> None:
 
 def frame_policy(path: str, origins: list[str]) -> str:
     return content_security_policy(path).replace("frame-ancestors 'none'", "frame-ancestors " + " ".join(origins))
+
+
+def registered_origins() -> list[str]:
+    """The origins of every active registered platform (as ``LtiPlatform.origins`` finds a platform's)."""
+    from lti_tool.models import LtiRegistration
+
+    from chat.lti.models import LtiPlatform
+
+    found = []
+    for registration in LtiRegistration.objects.active().select_related("bookchat"):
+        platform = getattr(registration, "bookchat", None) or LtiPlatform(registration=registration)
+        found += [origin for origin in platform.origins() if origin not in found]
+    return found
+
+
+def framed_by_platforms(response, path: str):
+    """``response`` framed by the registered platforms' origins (none registered: left unframeable)."""
+    origins = registered_origins()
+    if origins:
+        response["Content-Security-Policy"] = frame_policy(path, origins)
+        response.xframe_options_exempt = True  # Django's X-Frame-Options middleware then adds no DENY
+    return response
 
 
 class LaunchedFramingMiddleware:

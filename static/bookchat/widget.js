@@ -29,6 +29,8 @@
  *   GET  /api/v1/handoff-form               what "Ask the course staff" asks for (the note's limit, an e-mail?)
  *   POST /api/v1/answers/<id>/handoff       "Ask the course staff": the answer handed off, with a note
  *   GET  /api/v1/handoffs/<token>           what the staff did with it: the reply and its citations, or why not
+ *   POST /api/v1/my-data                    "My data": this browser's conversation and hand-offs, downloaded
+ *   POST /api/v1/my-data/erase              ... or deleted (after a confirmation), and then forgotten here too
  *
  * The conversation lives in sessionStorage (it ends with the tab); the tokens of the reader's hand-offs live in
  * localStorage, per book ("bookchat:handoffs:<book>"), so the staff's replies show after a reload and on the next
@@ -38,6 +40,8 @@
  * in N s" in the answer's place, counting down Retry-After, and is sent once more by itself; a second 429 says when
  * to try again and stops. A search refused with 429 keeps the results shown and waits Retry-After before the next.
  * An answer of the course staff (level "staff") is labelled "Answered by the course staff on DATE".
+ * The panel's footer links to bookchat's privacy page (/privacy/: what it keeps, and why) and opens "My data": a
+ * JSON file of what bookchat holds of the conversation and hand-offs this browser knows, or their deletion.
  *
  * Everything is rendered in a Shadow DOM on <div id="bookchat-widget">, so the host page's
  * CSS can't restyle or hide the widget and the widget's CSS can't leak into the page. The
@@ -207,6 +211,7 @@
     try {
       if (action === 'get') return window.localStorage.getItem(key);
       if (action === 'set') window.localStorage.setItem(key, value);
+      if (action === 'remove') window.localStorage.removeItem(key);
     } catch (e) { /* storage disabled or full: a hand-off's status link, shown once sent, still leads back */ }
     return null;
   }
@@ -362,8 +367,16 @@
       return formFacts;
     }
 
+    /** "My data": everything held of the conversations and hand-offs named in ``body`` (one JSON document), or,
+     *  with ``erase``, those erased (resolves with what was erased, counted). */
+    async function myData(body, erase) {
+      var response = await post('/api/v1/my-data' + (erase ? '/erase' : ''), body);
+      if (!response.ok) throw await failure(response);
+      return json(response);
+    }
+
     return { ask: ask, feedback: feedback, books: books, search: search, opened: opened, handoff: handoff,
-      handoffStatus: handoffStatus, handoffForm: handoffForm };
+      handoffStatus: handoffStatus, handoffForm: handoffForm, myData: myData };
   }
 
   // ---------------------------------------------------------------- the page's version and language
@@ -652,6 +665,19 @@
     '.bc-staff{display:flex;flex-direction:column;gap:8px;}',
     '.bc-staff-title{margin:0;font-size:13px;font-weight:650;}',
     '.bc-staff-list{list-style:none;margin:0;padding:0;display:flex;flex-direction:column;gap:8px;}',
+    // the footer: the privacy page and "My data"
+    '.bc-footer{border-top:1px solid var(--bc-border);padding:6px 12px;display:flex;flex-direction:column;gap:6px;',
+    'font-size:12px;color:var(--bc-muted);}',
+    '.bc-footer-row{display:flex;gap:12px;align-items:center;}',
+    '.bc-footer-row a{color:var(--bc-muted);}',
+    '.bc-my-data-open{color:var(--bc-muted);text-decoration:underline;text-underline-offset:2px;}',
+    '.bc-my-data{display:flex;flex-wrap:wrap;gap:6px;align-items:center;}',
+    '.bc-my-data p{margin:0;flex-basis:100%;}',
+    '.bc-my-data-download,.bc-my-data-erase{padding:4px 10px;border:1px solid var(--bc-border);border-radius:999px;',
+    'color:var(--bc-fg);white-space:nowrap;}',
+    '.bc-my-data-download:hover,.bc-my-data-erase:hover{background:var(--bc-surface);}',
+    '.bc-my-data button:disabled{opacity:.55;cursor:default;}',
+    '.bc-my-data-status{flex-basis:100%;color:var(--bc-fg);}.bc-my-data-status:empty{display:none;}',
     '.bc-error{margin:0;padding:10px 12px;border-radius:8px;color:var(--bc-low);background:var(--bc-low-bg);',
     'border:1px solid currentColor;font-size:13px;}',
     // form
@@ -789,7 +815,21 @@
     var searchActions = el('div', 'bc-search-actions');
     searchActions.append(askQuery, el('span', 'bc-hint', '↑ ↓ to choose · Enter to open · Esc to clear'));
     searchPane.append(searchRow, searchStatus, results, searchActions);
-    panel.append(header, log, form, searchPane, status);
+    var footer = el('div', 'bc-footer');
+    var footerRow = el('div', 'bc-footer-row');
+    var about = makeLink(options.api + '/privacy/', 'About bookchat and your data');
+    about.className = 'bc-about';
+    var myDataOpen = button('bc-my-data-open', 'My data', null,
+      { 'aria-expanded': 'false', 'aria-controls': 'bc-my-data' });
+    footerRow.append(about, myDataOpen);
+    var myDataBox = el('div', 'bc-my-data', null, { id: 'bc-my-data', hidden: '' });
+    var myDataDownload = button('bc-my-data-download', 'Download');
+    var myDataErase = button('bc-my-data-erase', 'Delete');
+    var myDataStatus = el('span', 'bc-my-data-status', null, { role: 'status' });
+    myDataBox.append(el('p', null, 'Your conversation and questions to the course staff from this browser:'),
+      myDataDownload, myDataErase, myDataStatus);
+    footer.append(footerRow, myDataBox);
+    panel.append(header, log, form, searchPane, footer, status);
 
     var bubble = button('bc-ask-selection', 'Ask about this', null, { hidden: '' });
 
@@ -1395,6 +1435,64 @@
       }, HANDOFF_RECHECK) : null;
     }
 
+    // ---- "My data": what bookchat holds of this browser's conversation and hand-offs, downloaded or deleted
+
+    function toggleMyData() {
+      var opening = myDataBox.hidden;
+      myDataBox.hidden = !opening;
+      myDataOpen.setAttribute('aria-expanded', String(opening));
+      myDataStatus.textContent = '';
+      if (opening) myDataDownload.focus();
+    }
+
+    /** The ids this browser holds: the conversation (sessionStorage) and the hand-offs' tokens (localStorage). */
+    function myDataIds() {
+      return { session_ids: state.sessionId ? [state.sessionId] : [],
+        handoff_tokens: storedHandoffs().map(function (entry) { return entry.token; }) };
+    }
+
+    async function myData(erase) {
+      var ids = myDataIds();
+      if (!ids.session_ids.length && !ids.handoff_tokens.length) {
+        myDataStatus.textContent = 'Nothing: this browser holds no conversation or question to the course staff.';
+        return;
+      }
+      if (erase && !window.confirm('Delete your conversation and questions to the course staff from bookchat? ' +
+          "This can't be undone.")) return;
+      myDataDownload.disabled = myDataErase.disabled = true;
+      myDataStatus.textContent = erase ? 'Deleting…' : 'Preparing the file…';
+      try {
+        var body = await api.myData(ids, erase);
+        if (erase) forgetMyData(body);
+        else saveJson(body, 'bookchat-my-data.json');
+        if (!erase) myDataStatus.textContent = 'Downloaded: bookchat-my-data.json.';
+      } catch (error) {
+        myDataStatus.textContent = error.userMessage ? error.message : MESSAGES.unreachable;
+      } finally {
+        myDataDownload.disabled = myDataErase.disabled = false;
+      }
+    }
+
+    /** After a deletion: the conversation and the hand-offs' tokens are forgotten here too, and gone from the panel. */
+    function forgetMyData(erased) {
+      if (state.request) state.request.abort();
+      state.sessionId = null;
+      storage('remove', sessionKey);
+      lasting('remove', handoffKey);
+      clearTimeout(handoffs.timer);
+      handoffs.last = {};
+      showEmptyState();
+      myDataStatus.textContent = 'Deleted: ' + (erased.conversations || 0) + ' conversation(s), ' +
+        (erased.handoffs || 0) + ' question(s) to the course staff.';
+    }
+
+    function saveJson(data, name) {
+      var link = el('a', null, null, { download: name });
+      link.href = URL.createObjectURL(new Blob([JSON.stringify(data, null, 2)], { type: 'application/json' }));
+      link.click();
+      setTimeout(function () { URL.revokeObjectURL(link.href); }, 10000);
+    }
+
     // ---- searching: the mode, the combobox, the results
 
     // pausedUntil: after a 429, no search is sent before this time (ms); the box's text is searched then, once.
@@ -1646,6 +1744,9 @@
       }
     });
     askQuery.addEventListener('click', askAboutQuery);
+    myDataOpen.addEventListener('click', toggleMyData);
+    myDataDownload.addEventListener('click', function () { myData(false); });
+    myDataErase.addEventListener('click', function () { myData(true); });
     if (options.search === 'replace') {
       // Before the site's own handlers (capture phase), which then never see the key or the click.
       window.addEventListener('keydown', function (event) {
