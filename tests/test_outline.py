@@ -54,7 +54,7 @@ def test_the_bundled_manuals_outline_is_its_sidebar(client, manual_book):
     assert outline[0]["pages"][0]["label"] == "Welcome"
     assert [p["label"] for p in outline[3]["pages"]] == ["Admin and review", "Measuring answer quality",
                                                          "Deploying and running", "Backup and restore", "Security",
-                                                         "Metrics", "Configuration", "Language models", "All settings",
+                                                         "Privacy and data", "Metrics", "Configuration", "Language models", "All settings",
                                                          "Commands", "FAQ"]
 
 
