@@ -59,6 +59,7 @@ def test_a_ready_node_says_so(client):
 
 
 @pytest.mark.slow
+@pytest.mark.drill  # a bootstrap process against a database not ready for it
 def test_an_unset_up_database_gets_one_line_saying_what_to_run(django_db_setup, tmp_path):
     """As a new user meets it: `ingest` (or a web node) on a database that was never migrated."""
     from django.db import connection
@@ -103,6 +104,7 @@ def test_each_pgvector_problem_is_one_line_saying_what_to_do(state, expected):
 
 
 @pytest.mark.slow
+@pytest.mark.drill  # a bootstrap process against a database not ready for it
 def test_bootstrap_by_a_user_who_may_not_install_pgvector_says_so_in_one_line(django_db_setup, tmp_path):
     """A managed database where the app's user may not run CREATE EXTENSION: one line, before any migration."""
     from django.db import connection
@@ -133,6 +135,7 @@ def test_bootstrap_by_a_user_who_may_not_install_pgvector_says_so_in_one_line(dj
 
 
 @pytest.mark.slow
+@pytest.mark.drill  # a bootstrap process against a database not ready for it
 def test_bootstrap_waits_for_a_database_that_is_not_up_then_says_why_in_one_line(tmp_path):
     """--wait keeps trying (a container platform starts PostgreSQL beside it); past the wait, one line, no trace."""
     import socket

@@ -60,6 +60,7 @@ def database_outage(name: str):
 
 
 @pytest.mark.slow
+@pytest.mark.drill  # gunicorn and a real outage of the database: ~15 s
 def test_database_outage_answers_503_and_the_workers_recover_without_a_restart(openai_server, manual_book, served):
     openai_server.reset()
     llm = {"BOOKCHAT_LLM_BASE_URL": openai_server.base_url, "BOOKCHAT_LLM_API_KEY": "test",

@@ -158,6 +158,7 @@ async def over_http(url: str, key: str):
 
 
 @pytest.mark.django_db
+@pytest.mark.drill  # a served MCP endpoint asked past its limit: ~12 s
 def test_an_assistant_over_http_needs_a_key_and_keeps_to_the_api_rate_limit(mcp_key):
     from django.utils import timezone
 

@@ -9,9 +9,13 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import NEEDS, REPO
 
 NODE_TESTS = "tests/test_docusaurus_site_fixture.py"
+# A drill (make drills): each test runs a pytest session of its own.
+pytestmark = pytest.mark.drill
 
 
 def pytest_without_node(*args: str, **env: str) -> subprocess.CompletedProcess:

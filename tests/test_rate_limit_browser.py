@@ -36,7 +36,9 @@ from tests.test_browser import (  # noqa: F401 (the real-browser fixtures)
     widget_key,
 )
 
-pytestmark = [pytest.mark.slow, pytest.mark.needs("browser"), pytest.mark.usefixtures("counters_removed")]
+# A drill (make drills): each test waits out real limits, the longest page and widget tests make test had.
+pytestmark = [pytest.mark.slow, pytest.mark.drill, pytest.mark.needs("browser"),
+              pytest.mark.usefixtures("counters_removed")]
 
 SECOND = "How do I publish a book from CI?"
 WAITING = re.compile(r"Many questions at once — trying again in \d+ s")
