@@ -25,7 +25,7 @@ from chat.lti import launch as launching
 from chat.lti.admin import LtiPlatformAdmin
 from chat.lti.apps import LtiConfig
 from chat.lti.framing import LAUNCH_SESSION
-from chat.lti.models import LaunchRecord, LearnerKey, LtiPlatform
+from chat.lti.models import DeploymentBook, LaunchRecord, LearnerKey, LtiPlatform
 from chat.models import Conversation
 from ingestion.models import Book, BookAccess
 from ingestion.roles import allowed_slugs
@@ -51,7 +51,14 @@ def platform(db):
 def on_the_manual(platform, manual_book) -> str:
     """The platform's launches open the bundled manual, which answers questions."""
     LtiPlatform.objects.update(book=Book.objects.get(slug=MANUAL))
+    DeploymentBook.objects.update(book=Book.objects.get(slug=MANUAL))
     return MANUAL
+
+
+def unbind() -> None:
+    """No book for the platform nor its deployments: a deep link picks it."""
+    LtiPlatform.objects.update(book=None)
+    DeploymentBook.objects.all().delete()
 
 
 def launch_form(client, platform: Platform, launch: Launch) -> tuple[str, dict]:
@@ -199,7 +206,7 @@ def deep_link(client, platform: Platform, book: str, chapter: str = "") -> tuple
 
 
 def test_deep_linking_round_trip_opens_the_picked_book_and_chapter(client, platform):
-    LtiPlatform.objects.update(book=None)
+    unbind()
     item, launch_id = deep_link(client, platform, BOOK, chapter="Getting started")
     assert item["type"] == "ltiResourceLink" and item["url"] == f"{TOOL}/lti/launch"
     assert item["custom"] == {"book": BOOK, "chapter": "Getting started"}
@@ -207,6 +214,20 @@ def test_deep_linking_round_trip_opens_the_picked_book_and_chapter(client, platf
     assert again.status_code == 400  # the pick is used once
     response = launched(client, platform, Launch(custom=item["custom"]))
     assert response["Location"] == f"/?book={BOOK}&q=Getting+started"
+
+
+def test_each_deployment_opens_its_own_courses_book(client, platform):
+    """One platform, a deployment per course (``lti platform add`` again with another deployment id and book): each
+    launch opens its deployment's book, and may not ask for the other course's."""
+    Book.objects.create(slug="lti-course-two", title="Course book two", embedder_name="none", embedder_dimension=1)
+    summary, created = registry.add(**platform.registration_args() | {"deployment_id": "dep-2"}, book="lti-course-two")
+    assert not created and summary["deployment_books"] == {"dep-1": BOOK, "dep-2": "lti-course-two"}
+    assert summary["book"] == BOOK, "the platform's own book is the first registration's"
+    assert launched(client, platform, Launch())["Location"] == f"/?book={BOOK}"
+    platform.deployment_id = "dep-2"
+    assert launched(client, platform, Launch())["Location"] == "/?book=lti-course-two"
+    refused = launched(client, platform, Launch(custom={"book": BOOK}))
+    assert refused.status_code == 403 and "opens the book &#x27;lti-course-two&#x27; only" in refused.content.decode()
 
 
 def test_a_learner_cannot_deep_link(client, platform):
@@ -221,7 +242,7 @@ def test_keys_rotate_on_both_sides(client, platform):
     platform.rotate(retire_old=True)  # only the newest is published: bookchat fetched the JWKS again
     assert launched(client, platform, Launch()).status_code == 302
     # the tool's side: django-lti's rotate_keys; the platform verifies the deep link signed with the new key
-    LtiPlatform.objects.update(book=None)
+    unbind()
     first = Key.objects.active().get()
     Key.objects.filter(pk=first.pk).update(datetime_created=timezone.now() - timedelta(days=8))
     call_command("rotate_keys", stdout=StringIO())
@@ -265,7 +286,7 @@ BAD = [
      400, "LTI 1.3.0 launches"),
     ("no roles", Launch(roles=[]), None, {}, 403, "names no role"),
     ("book that doesn't exist", Launch(custom={"book": "no-such-book"}),
-     lambda p: LtiPlatform.objects.update(book=None), {}, 404, "There is no book"),
+     lambda p: unbind(), {}, 404, "There is no book"),
     ("another course's book", Launch(custom={"book": "no-such-book"}), None, {}, 403, "opens the book"),
 ]
 

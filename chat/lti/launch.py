@@ -14,7 +14,7 @@ from pylti1p3.deployment import Deployment
 from pylti1p3.exception import LtiException
 
 from chat.lti import storage
-from chat.lti.models import LtiPlatform
+from chat.lti.models import DeploymentBook, LtiPlatform
 from ingestion.models import Book
 
 RESOURCE = "LtiResourceLinkRequest"
@@ -22,6 +22,7 @@ DEEP_LINK = "LtiDeepLinkingRequest"
 PRIVACY = "DataPrivacyLaunchRequest"
 HANDLED = (RESOURCE, DEEP_LINK, PRIVACY)
 CUSTOM = "https://purl.imsglobal.org/spec/lti/claim/custom"
+DEPLOYMENT_ID = "https://purl.imsglobal.org/spec/lti/claim/deployment_id"
 MESSAGE_TYPE = "https://purl.imsglobal.org/spec/lti/claim/message_type"
 VERSION = "https://purl.imsglobal.org/spec/lti/claim/version"
 ROLES = "https://purl.imsglobal.org/spec/lti/claim/roles"
@@ -126,14 +127,24 @@ def platform_of(registration: LtiRegistration) -> LtiPlatform:
     return LtiPlatform.objects.get_or_create(registration=registration)[0]
 
 
-def book_of(registration: LtiRegistration, body: dict) -> Book | None:
-    """The launch's book: the custom parameter ``book``, else the platform's (None for a deep link that picks it)."""
+def bound_book(registration: LtiRegistration, deployment_id: str) -> Book | None:
+    """The book a launch is bound to: its deployment's (``DeploymentBook``), else its platform's, else none."""
+    own = (DeploymentBook.objects.filter(deployment__registration=registration, deployment__deployment_id=deployment_id)
+           .select_related("book").first())
+    if own is not None:
+        return own.book
     platform = platform_of(registration)
+    return platform.book if platform.book_id else None
+
+
+def book_of(registration: LtiRegistration, body: dict) -> Book | None:
+    """The launch's book: the custom parameter ``book``, else the one its deployment or platform is bound to (None
+    for a deep link that picks it); a custom ``book`` other than the bound one is refused."""
+    bound = bound_book(registration, str(body.get(DEPLOYMENT_ID) or ""))
     wanted = str((body.get(CUSTOM) or {}).get("book") or "").strip()
-    if platform.book_id and wanted and wanted != platform.book.slug:
-        raise LaunchRefused(f"This course's platform opens the book {platform.book.slug!r} only, not {wanted[:64]!r}.",
-                            status=403)
-    slug = wanted or (platform.book.slug if platform.book_id else "")
+    if bound is not None and wanted and wanted != bound.slug:
+        raise LaunchRefused(f"This course opens the book {bound.slug!r} only, not {wanted[:64]!r}.", status=403)
+    slug = wanted or (bound.slug if bound is not None else "")
     if not slug:
         if body.get(MESSAGE_TYPE) in (DEEP_LINK, PRIVACY):
             return None

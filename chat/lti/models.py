@@ -1,6 +1,6 @@
 """What bookchat keeps for LTI besides django-lti's tables: a platform's bookchat side (its book, whether it is
-trusted, whether a launch may keep names), the launches in flight (OIDC state and nonce, a deep link's request), and
-the learners' pseudonym key."""
+trusted, whether a launch may keep names), a deployment's own book, the launches in flight (OIDC state and nonce,
+a deep link's request), and the learners' pseudonym key."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import secrets
 from urllib.parse import urlsplit
 
 from django.db import models
-from lti_tool.models import LtiRegistration
+from lti_tool.models import LtiDeployment, LtiRegistration
 
 from ingestion.models import Book
 
@@ -42,6 +42,20 @@ class LtiPlatform(models.Model):
             if origin and origin not in found:
                 found.append(origin)
         return found
+
+
+class DeploymentBook(models.Model):
+    """The book one deployment of a platform opens (a course's, when the LMS gives each course a deployment of its
+    own): over the platform's book, and bound like it (a deep link may not pick another)."""
+
+    deployment = models.OneToOneField(LtiDeployment, on_delete=models.CASCADE, related_name="bookchat")
+    book = models.ForeignKey(Book, on_delete=models.CASCADE, related_name="lti_deployments")
+
+    class Meta:
+        verbose_name = "LTI deployment's book"
+
+    def __str__(self) -> str:
+        return f"{self.deployment.deployment_id} → {self.book.slug}"
 
 
 class LaunchRecord(models.Model):

@@ -2,9 +2,12 @@
 administrator pastes (``manage.py lti tool-config``): the service the command is a thin shell over.
 
 ``add`` makes django-lti's registration (issuer + client id), its deployment (active: launches from an unknown or
-inactive deployment are refused) and bookchat's ``LtiPlatform`` (the book; untrusted; no names kept); adding another
-deployment id to a registered issuer and client id adds the deployment. ``remove`` removes one deployment with
-``--deployment-id``, else the whole registration (its deployments and LTI users with it)."""
+inactive deployment are refused) and bookchat's ``LtiPlatform`` (untrusted; no names kept); adding another
+deployment id to a registered issuer and client id adds the deployment. ``--book`` binds the deployment to the book
+(``DeploymentBook``: an LMS that gives each course a deployment of its own gives each its book); on a new
+registration it is also the platform's book, which its deployments without one of their own open. ``remove``
+removes one deployment with ``--deployment-id``, else the whole registration (its deployments and LTI users with
+it)."""
 
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ from django.db import transaction
 from lti_tool.models import LtiDeployment, LtiRegistration
 
 from bookchat.base.errors import NotFound, RequestError
-from chat.lti.models import LtiPlatform
+from chat.lti.models import DeploymentBook, LtiPlatform
 from ingestion.models import Book
 
 _URL = URLValidator(schemes=["http", "https"])
@@ -41,6 +44,8 @@ def summary(registration: LtiRegistration) -> dict:
     return {"name": registration.name, "issuer": registration.issuer, "client_id": registration.client_id,
             "deployments": sorted(registration.deployments.filter(is_active=True).values_list("deployment_id",
                                                                                                flat=True)),
+            "deployment_books": dict(DeploymentBook.objects.filter(deployment__registration=registration)
+                                     .values_list("deployment__deployment_id", "book__slug")),
             "auth_url": registration.auth_url, "token_url": registration.token_url,
             "keyset_url": registration.keyset_url, "active": registration.is_active,
             "book": platform.book.slug if platform and platform.book_id else None,
@@ -64,10 +69,16 @@ def add(*, issuer: str, client_id: str, deployment_id: str, auth_url: str, token
     if LtiDeployment.objects.filter(registration=registration, deployment_id=values["deployment_id"]).exists():
         raise RequestError(f"deployment {values['deployment_id']!r} of {values['issuer']} ({values['client_id']}) "
                            "is registered already", code="already_registered", field="deployment_id")
-    LtiDeployment.objects.create(registration=registration, deployment_id=values["deployment_id"], is_active=True)
+    deployment = LtiDeployment.objects.create(registration=registration, deployment_id=values["deployment_id"],
+                                              is_active=True)
+    if found is not None:
+        DeploymentBook.objects.create(deployment=deployment, book=found)
     platform, _ = LtiPlatform.objects.get_or_create(registration=registration)
-    if created or found is not None:
-        platform.book, platform.trusted = found or platform.book, trusted or platform.trusted
+    if created:
+        platform.book, platform.trusted = found, trusted
+        platform.save()
+    elif trusted and not platform.trusted:
+        platform.trusted = True
         platform.save()
     return summary(registration), created
 

@@ -135,7 +135,9 @@ def staff_landing(request, lti_launch: LtiLaunch, platform: LtiPlatform, book: B
 
 
 def deep_link_form(request, lti_launch: LtiLaunch, platform: LtiPlatform):
-    books = [platform.book] if platform.book_id else list(Book.objects.roots().order_by("title", "slug"))
+    deployment = str(lti_launch.get_launch_data().get(launching.DEPLOYMENT_ID) or "")
+    bound = launching.bound_book(platform.registration, deployment)
+    books = [bound] if bound is not None else list(Book.objects.roots().order_by("title", "slug"))
     chapters = []
     for book in books[:1]:
         chapters = [entry["chapter"] for entry in book_outline(book) if entry.get("chapter")]
