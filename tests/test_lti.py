@@ -436,6 +436,15 @@ def test_the_admin_shows_platforms_and_the_app_has_its_own_label(admin_client, p
     assert LtiPlatformAdmin.fields[:2] == ["registration", "book"]
 
 
+def test_a_login_clears_the_logins_abandoned_before_it(client, platform):
+    storage.put("state-abandoned", {"nonce": "n"}, 1)
+    LaunchRecord.objects.filter(key="state-abandoned").update(expires_at=timezone.now() - timedelta(seconds=1))
+    storage.put("state-in-flight", {"nonce": "m"}, 600)
+    assert client.get(platform.login_url(Launch())).status_code == 302
+    keys = set(LaunchRecord.objects.values_list("key", flat=True))
+    assert "state-abandoned" not in keys and "state-in-flight" in keys and len(keys) == 2  # and the new login's
+
+
 def test_expired_launch_records_are_swept_and_a_refusal_says_why(db):
     storage.put("state-old", {"nonce": "n"}, 1)
     LaunchRecord.objects.update(expires_at=timezone.now() - timedelta(seconds=1))

@@ -35,6 +35,8 @@ def take(key: str):
 
 
 def sweep() -> int:
+    """Delete the expired records (logins abandoned at the platform's page, deep links never answered); each OIDC
+    login runs it, so the table holds only the launches in flight."""
     return LaunchRecord.objects.filter(expires_at__lte=timezone.now()).delete()[0]
 
 

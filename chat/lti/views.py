@@ -62,6 +62,7 @@ def oidc_login(request):
     if not _param(request, "login_hint") or not _ours(request, target):
         return refused(request, launching.LaunchRefused("The login request lacks a login hint or names a launch URL "
                                                          "that is not bookchat's."))
+    storage.sweep()  # the logins abandoned at the platform's page: each new login clears those expired
     state, nonce = "state-" + secrets.token_urlsafe(24), secrets.token_urlsafe(32)
     storage.put(launching.state_key(state), {"nonce": nonce, "registration": registration.pk},
                 storage.STATE_SECONDS)
