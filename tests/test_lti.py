@@ -16,10 +16,12 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.test import RequestFactory
 from django.utils import timezone
+from django_otp.oath import totp
 from lti_tool.models import Key, LtiDeployment, LtiRegistration, LtiUser
 
 from audit.models import AuditLog, Handoff
 from audit.privacy import notices
+from bookchat.twofactor.devices import twofactor_confirm, twofactor_start
 from chat.lti import identity, registry, storage, views
 from chat.lti import launch as launching
 from chat.lti.admin import LtiPlatformAdmin
@@ -171,6 +173,29 @@ def test_an_instructor_lands_on_the_books_hand_offs_as_staff_limited_to_that_boo
     # the second launch links the same user
     launched(client, platform, Launch(user="teacher-1", roles=[INSTRUCTOR]))
     assert get_user_model().objects.filter(lti_users__sub="teacher-1").count() == 1
+
+
+def test_an_instructor_with_an_app_is_asked_for_the_code_alone_not_a_password(client, platform, settings):
+    """An LTI-made staff user has no password: once they have an app, an untrusted launch asks for its code (here one
+    of the recovery codes their setup gave) and goes on to the inbox, instead of a login form they can't use."""
+    settings.BOOKCHAT = {**settings.BOOKCHAT, "ADMIN_2FA": "required"}
+    launched(client, platform, Launch(user="teacher-3", roles=[INSTRUCTOR]))
+    user = get_user_model().objects.get(lti_users__sub="teacher-3")
+    device = twofactor_start(user=user)
+    codes = twofactor_confirm(device=device, code=f"{totp(device.bin_key):06d}")
+    response = launched(client, platform, Launch(user="teacher-3", roles=[INSTRUCTOR]))
+    inbox = client.get(response["Location"])
+    assert inbox.status_code == 302 and inbox["Location"].startswith("/admin/twofactor/verify?next=")
+    form = client.get(inbox["Location"])
+    assert form.status_code == 200 and "Enter your authenticator code" in form.content.decode()
+    not_now = f"{(totp(device.bin_key) + 1) % 1_000_000:06d}"  # an app code that is wrong (throttling the app's)
+    wrong = client.post("/admin/twofactor/verify", {"code": not_now, "next": response["Location"]})
+    assert wrong.status_code == 200 and "not right" in wrong.content.decode()
+    right = client.post("/admin/twofactor/verify", {"code": codes[0], "next": response["Location"]})
+    assert right.status_code == 302 and right["Location"] == response["Location"]
+    assert client.get(response["Location"]).status_code == 200
+    away = client.post("/admin/twofactor/verify", {"code": codes[1], "next": "https://elsewhere.example/"})
+    assert away["Location"] == "/admin/", "a verified session is sent to the admin, never off the site"
 
 
 def test_an_instructor_launch_asks_for_the_second_factor_unless_the_platform_is_trusted(client, platform, settings):

@@ -56,7 +56,8 @@ class TwoFactorAuthenticationForm(AdminAuthenticationForm):
 
 class TwoFactorMiddleware:
     """On the admin's URLs, for a logged-in staff user: a session not verified by a code while the user has an app
-    (one from before the app was set up) is logged out and sent to log in again; in ``required`` mode, a user
+    (one from before the app was set up) is logged out and sent to log in again (a user without a password, as an
+    LTI launch makes, is asked for the code alone instead); in ``required`` mode, a user
     without an app is sent to set one up from every admin URL but the two-factor pages and logging out. Placed
     after django-otp's ``OTPMiddleware`` (which says whether the session is verified) and the messages'."""
 
@@ -73,6 +74,10 @@ class TwoFactorMiddleware:
         if user.is_verified() or request.session.get(LTI_VERIFIED_SESSION):
             return None
         if twofactor_on(user):
+            if not user.has_usable_password():  # arrived by an LTI launch: no password to log in again with
+                if request.path.startswith((reverse("twofactor-verify"), reverse("admin:logout"))):
+                    return None
+                return redirect_to_login(request.get_full_path(), reverse("twofactor-verify"))
             logout(request)
             messages.info(request, "Log in again with your authenticator code.")
             return redirect_to_login(request.get_full_path(), reverse("admin:login"))

@@ -1,7 +1,8 @@
 """The admin's "Two-factor authentication" pages for the logged-in staff user: its state, setting up an
-authenticator app (QR code and key, then its first code), new recovery codes, and turning it off (optional mode
-only). Served under ``/admin/twofactor/`` by ``urlpatterns`` (``bookchat.urls``), through ``admin_view``: staff
-only, CSRF-protected, never cached. Recovery codes are shown once, in the response that made them."""
+authenticator app (QR code and key, then its first code), new recovery codes, turning it off (optional mode only),
+and the code alone for a launched session (``verify``). Served under ``/admin/twofactor/`` by ``urlpatterns``
+(``bookchat.urls``), through ``admin_view``: staff only, CSRF-protected, never cached. Recovery codes are shown
+once, in the response that made them."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from django import forms
 from django.contrib import admin, messages
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
-from django.urls import path
+from django.urls import path, reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 from django_otp import login as otp_login
@@ -100,10 +102,34 @@ def turn_off(request):
     return status(request, off_form=form)
 
 
+def verify(request):
+    """The code alone, for a session that is logged in but not verified while its user has an app, and that has no
+    password to log in again with (staff who arrive by an LTI launch from their course: the middleware sends them
+    here rather than to the login form)."""
+    target = request.POST.get("next") or request.GET.get("next") or ""
+    if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
+        target = reverse("admin:index")
+    if not twofactor_on(request.user) or request.user.is_verified():
+        return redirect(target)
+    form = CodeForm(request.POST or None)
+    if form.is_valid():
+        try:
+            device = code_check(user=request.user, code=form.cleaned_data["code"])
+        except CodeThrottled as exc:
+            form.add_error("code", exc.message)
+        else:
+            if device is not None:
+                otp_login(request, device)
+                return redirect(target)
+            form.add_error("code", "That code is not right: enter the code your app shows now, or a recovery code.")
+    return _render(request, "verify.html", form=form, next=target)
+
+
 urlpatterns = [
     path("", admin.site.admin_view(status), name="twofactor"),
     path("start", admin.site.admin_view(start), name="twofactor-start"),
     path("setup", admin.site.admin_view(setup), name="twofactor-setup"),
     path("recovery-codes", admin.site.admin_view(new_recovery_codes), name="twofactor-recovery-codes"),
     path("off", admin.site.admin_view(turn_off), name="twofactor-off"),
+    path("verify", admin.site.admin_view(verify), name="twofactor-verify"),
 ]
