@@ -83,24 +83,25 @@ llm-test: $(VENV)/.installed-llm
 	$(BIN)/python -m pytest -m llm $(PYTEST_ARGS)
 
 # ruff; the import rules ([tool.importlinter]); pylint's duplicate-code check alone ([tool.pylint]); no function in
-# any package but tests/ over 60 lines ([tool.bookchat.function-length]); tests/MODULES.md as the code makes it.
+# any package but tests/ over 60 lines ([tool.bookchat.function-length]); tests/MODULES.md as the code makes it;
+# the manual's "Privacy and data" page as the data inventory makes it.
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/pylint bookchat chat ingestion audit bench
 	$(BIN)/python -m tests.support.long_functions
 	$(BIN)/python -m tests.support.codemap --check
+	$(BIN)/python -m audit.privacy.manual --check
 
 # tests/MODULES.md, which test covers which module, generated from the code and the tests (make lint checks it).
 codemap: $(VENV)/.installed
 	$(BIN)/python -m tests.support.codemap --write
 
 # The manual's settings reference, generated from bookchat/base/conf.py (tests/test_settings.py checks it), and its
-# "Privacy and data" page, from the data inventory in audit/privacy/ (tests/test_privacy.py checks it).
+# "Privacy and data" page, from the data inventory in audit/privacy/ (make lint and tests/test_privacy.py check it).
 docs: $(VENV)/.installed
 	$(BIN)/python -c "from bookchat.base.conf import settings_reference; print(settings_reference(), end='')" > docs/operating/settings.md
-	DJANGO_SETTINGS_MODULE=bookchat.settings $(BIN)/python -c "import django; django.setup(); \
-	from audit.privacy.manual import privacy_reference; print(privacy_reference(), end='')" > docs/operating/privacy.md
+	$(BIN)/python -m audit.privacy.manual --write
 
 format: $(VENV)/.installed-dev
 	$(BIN)/ruff check --fix .

@@ -76,6 +76,17 @@ def test_the_manuals_privacy_page_is_the_one_the_declaration_makes():
         assert text in page
 
 
+def test_make_lints_check_fails_on_a_page_the_inventory_did_not_make(tmp_path, monkeypatch, capsys):
+    from audit.privacy import manual
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "docs" / "operating").mkdir(parents=True)
+    assert manual.main(["--write"]) == 0 and manual.main(["--check"]) == 0
+    (tmp_path / PAGE).write_text((tmp_path / PAGE).read_text() + "A sentence nobody generated.\n")
+    assert manual.main(["--check"]) == 1 and "run make docs" in capsys.readouterr().err
+    assert manual.main(["--bogus"]) == 2
+
+
 def test_an_erased_rows_figures_keep_numbers_and_truths_only():
     assert figures({"covered": True, "best_cosine": 0.8, "terms": ["a", 2], "matched": "meaning", "none": None,
                     "nested": {"n": 1, "why": "text"}}) == {"covered": True, "best_cosine": 0.8, "terms": [2],

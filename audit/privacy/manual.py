@@ -1,7 +1,11 @@
 """The manual's "Privacy and data" page (``docs/operating/privacy.md``), made from the inventory and the notices:
-``make docs`` writes it, ``tests/test_privacy.py`` fails when the checked-in page differs."""
+``make docs`` writes it, ``make lint`` and ``tests/test_privacy.py`` fail when the checked-in page differs."""
 
 from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
 
 from audit.privacy import inventory, notices
 from bookchat.base.conf import SETTINGS, shown_default
@@ -56,3 +60,27 @@ def privacy_reference() -> str:
 
 def _paragraphs(texts: list[str]) -> list[str]:
     return [line for text in texts for line in (text, "")]
+
+
+def main(argv: list[str]) -> int:
+    """``python -m audit.privacy.manual --write`` (``make docs``) writes the page; ``--check`` (``make lint``) fails,
+    naming what to run, when the checked-in page is not what the inventory makes."""
+    import django
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bookchat.settings")
+    django.setup()
+    page, made = Path(PAGE), privacy_reference()
+    if argv == ["--write"]:
+        page.write_text(made)
+        return 0
+    if argv == ["--check"]:
+        if page.read_text() == made:
+            return 0
+        print(f"{PAGE} differs from the data inventory (audit/privacy/): run make docs and commit it", file=sys.stderr)
+        return 1
+    print("usage: python -m audit.privacy.manual --write | --check", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
