@@ -30,7 +30,7 @@ from chat.channels.serializers import TextField, invalid
 EMAIL = r"^[^@\s]+@[^@\s]+\.[^@\s]+$"
 EMAIL_MAX = 254
 _EMAIL = re.compile(EMAIL)
-STRICT_COMPONENTS = ("HandoffRequest",)
+STRICT_COMPONENTS = ("HandoffRequest", "MyDataRequest")  # audit.privacy.views's too
 
 
 def form_facts() -> dict:
@@ -131,8 +131,8 @@ class HandoffFormSerializer(serializers.Serializer):
 
 
 def finish_schema(result: dict, generator, request, public) -> dict:
-    """drf-spectacular's post-processing hook (``SPECTACULAR_SETTINGS``): a hand-off's body refuses unknown keys,
-    as the code does."""
+    """drf-spectacular's post-processing hook (``SPECTACULAR_SETTINGS``): the bodies of a hand-off and of "My data"
+    refuse unknown keys, as the code does."""
     schemas = result.get("components", {}).get("schemas", {})
     for name in STRICT_COMPONENTS:
         if name in schemas:

@@ -118,8 +118,9 @@ def _add(learner: Learner, session, pseudonym: str) -> None:
 def browser_learner(*, session_ids: Iterable, tokens: Iterable) -> Learner:
     """Exactly the conversations and hand-offs a browser names (malformed ids refused, ``bad_learner``)."""
     session_ids, tokens = list(session_ids or []), list(tokens or [])
-    if len(session_ids) + len(tokens) > MAX_BROWSER_IDS:
-        raise RequestError(f"at most {MAX_BROWSER_IDS} conversation ids and hand-off tokens", code="bad_learner")
+    if len(session_ids) > 2 * MAX_BROWSER_IDS or len(tokens) > MAX_BROWSER_IDS:  # the page's own ids beside the body's
+        raise RequestError(f"at most {MAX_BROWSER_IDS} conversation ids and {MAX_BROWSER_IDS} hand-off tokens",
+                           code="bad_learner")
     learner = Learner()
     for value in session_ids:
         session = as_uuid(value) if isinstance(value, str) else None

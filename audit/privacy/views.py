@@ -33,10 +33,10 @@ from rest_framework.response import Response
 
 from audit.privacy import inventory, notices
 from audit.privacy.erasure import erase_learner, export_learner
-from audit.privacy.learners import MAX_BROWSER_IDS, browser_learner
+from audit.privacy.learners import MAX_BROWSER_IDS, TOKEN, browser_learner
 from audit.privacy.manual import governed_by
 from bookchat.base.api import ERRORS, StrictSerializer
-from bookchat.base.errors import RequestError
+from bookchat.base.errors import NotFound, RequestError
 from chat.channels.access import PAGE_CONVERSATIONS
 from chat.channels.api import ClientView
 from chat.channels.parsers import json_body
@@ -65,12 +65,16 @@ def privacy_page(request):
         "erasure": [inline(t) for t in notices.ERASURE]}), request.path_info)
 
 
+UUID_TEXT = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"  # as session_id gives it
+
+
 class MyDataRequestSerializer(StrictSerializer):
-    session_ids = serializers.ListField(child=serializers.CharField(max_length=64), required=False, default=list,
+    # Each id as the schema says it (a UUID; a token's characters): an id the browser never had finds nothing.
+    session_ids = serializers.ListField(child=serializers.RegexField(UUID_TEXT), required=False, default=list,
                                         max_length=MAX_BROWSER_IDS,
                                         help_text="The browser's conversation ids (`session_id`).")
-    handoff_tokens = serializers.ListField(child=serializers.CharField(max_length=64), required=False, default=list,
-                                           max_length=MAX_BROWSER_IDS,
+    handoff_tokens = serializers.ListField(child=serializers.RegexField(TOKEN.pattern, min_length=20, max_length=64),
+                                           required=False, default=list, max_length=MAX_BROWSER_IDS,
                                            help_text="The tokens of the browser's hand-offs.")
 
 
@@ -84,11 +88,11 @@ def _learner(request):
         raise RequestError(f"invalid request: {body.errors}", code="bad_learner")
     session = getattr(request._request, "session", None)
     page_ids = list((session.get(PAGE_CONVERSATIONS) or {}).values()) if session is not None else []
-    learner = browser_learner(session_ids=[*body.validated_data["session_ids"], *page_ids],
+    learner = browser_learner(session_ids=[*map(str, body.validated_data["session_ids"]), *page_ids],
                               tokens=body.validated_data["handoff_tokens"])
-    if learner.empty:
-        raise RequestError("name the browser's conversations (session_ids) or hand-offs (handoff_tokens)",
-                           code="bad_learner")
+    if learner.empty:  # a valid request naming nothing (the schema can't say "one of the two, not empty")
+        raise NotFound("this browser names no conversation or hand-off of its own (session_ids, handoff_tokens)",
+                       code="nothing_named")
     return learner
 
 
