@@ -88,18 +88,25 @@ def turn_off(request):
         messages.error(request, "This site requires two-factor authentication: it can't be turned off.")
         return redirect("twofactor")
     form = CodeForm(request.POST)
-    if form.is_valid():
-        try:
-            device = code_check(user=request.user, code=form.cleaned_data["code"])
-        except CodeThrottled as exc:
-            form.add_error("code", exc.message)
-        else:
-            if device is not None:
-                twofactor_off(user=request.user)
-                messages.success(request, "Two-factor authentication is off.")
-                return redirect("twofactor")
-            form.add_error("code", "That code is not right: enter the code your app shows now, or a recovery code.")
+    if _accepted(request, form) is not None:
+        twofactor_off(user=request.user)
+        messages.success(request, "Two-factor authentication is off.")
+        return redirect("twofactor")
     return status(request, off_form=form)
+
+
+def _accepted(request, form: CodeForm):
+    """The device that accepts the form's code, or None with the form saying why (not right, or throttled)."""
+    if not form.is_valid():
+        return None
+    try:
+        device = code_check(user=request.user, code=form.cleaned_data["code"])
+    except CodeThrottled as exc:
+        form.add_error("code", exc.message)
+        return None
+    if device is None:
+        form.add_error("code", "That code is not right: enter the code your app shows now, or a recovery code.")
+    return device
 
 
 def verify(request):
@@ -112,16 +119,10 @@ def verify(request):
     if not twofactor_on(request.user) or request.user.is_verified():
         return redirect(target)
     form = CodeForm(request.POST or None)
-    if form.is_valid():
-        try:
-            device = code_check(user=request.user, code=form.cleaned_data["code"])
-        except CodeThrottled as exc:
-            form.add_error("code", exc.message)
-        else:
-            if device is not None:
-                otp_login(request, device)
-                return redirect(target)
-            form.add_error("code", "That code is not right: enter the code your app shows now, or a recovery code.")
+    device = _accepted(request, form)
+    if device is not None:
+        otp_login(request, device)
+        return redirect(target)
     return _render(request, "verify.html", form=form, next=target)
 
 
