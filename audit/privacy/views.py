@@ -100,7 +100,8 @@ class MyDataView(ClientView):
     @extend_schema(operation_id="my_data", request=MyDataRequestSerializer,
                    responses={200: OpenApiTypes.OBJECT, **ERRORS}, description=(
                        "Everything bookchat holds of the conversations and hand-offs this browser names (and the "
-                       "chat page's session's): one JSON document. 400 `bad_learner`: nothing, or a malformed id."))
+                       "chat page's session's): one JSON document. 400 `bad_learner`: a malformed id; 404 "
+                       "`nothing_named`: no id named."))
     def post(self, request):
         response = Response(export_learner(learner=_learner(request)))
         response["Cache-Control"] = "private, no-store"
