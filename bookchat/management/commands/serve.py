@@ -162,7 +162,8 @@ class Command(BaseCommand):
 
     def _queue_own_book(self, path: str, slug: str) -> Following:
         """Index the user's book in the background (incremental: unchanged pages cost nothing)."""
-        self.stdout.write(f"Indexing your book in {path} in the background …")
+        self.stdout.write(f"Indexing your book in {path} in the background as the book {slug!r} (commands "
+                          f"name it with --book {slug}) …")
 
         def done(report) -> None:
             self.stdout.write(summary(report))  # as `ingest` reports it, errors and warnings included
