@@ -40,6 +40,13 @@ size() {
     "${PODMAN[@]}" image inspect "$1" --format '{{.Size}}' | awk -v tag="$1" '{printf "%s: %.0f MB\n", tag, $1 / 1e6}'
 }
 
+# The wheels are built by the checkout's .venv for the base's Python, 3.11: a .venv of another Python (make picks
+# the newest it finds) would build wheels the image can't install.
+if ! .venv/bin/python -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null; then
+    echo "deploy/image.sh: the image runs Python 3.11 (Debian bookworm's), and this checkout's .venv is" \
+        "$(.venv/bin/python -V 2>&1 || echo missing): make clean && make image PYTHON=python3.11" >&2
+    exit 1
+fi
 BASE=localhost/bookchat-base:bookworm
 base "$BASE" bookworm python3,python3-venv,libgomp1,ca-certificates
 rm -rf build/wheelhouse build/image-context
