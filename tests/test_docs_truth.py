@@ -1,7 +1,8 @@
-"""The docs name only what exists: every ``manage.py`` command and its flags, every ``make`` target and every
-path under ``/api/``, ``/admin/`` and ``/mcp`` that README.md and the bundled manual (``docs/``) name is
-checked against the code (argparse, the Makefile, the URL resolver), so that a renamed flag or route fails here
-rather than in a newcomer's terminal."""
+"""The docs name only what exists: every ``manage.py`` command and its flags (and the same commands run in a
+container, ``exec web-1 bookchat …``, ``kubectl exec … -- bookchat …``), every ``make`` target, every file of the
+repository and every path under ``/api/``, ``/admin/`` and ``/mcp`` that README.md, CONTRIBUTING.md, CHANGELOG.md
+and the bundled manual (``docs/``) name is checked against the code (argparse, the Makefile, the file tree, the URL
+resolver), so that a renamed flag, file or route fails here rather than in a newcomer's terminal."""
 
 from __future__ import annotations
 
@@ -16,15 +17,18 @@ from django.urls import Resolver404, resolve
 from bookchat.views import api_not_found
 from tests.conftest import REPO
 
-_COMMAND = re.compile(r"manage\.py ([a-z_]+)([^`|\n]*)")
+_COMMAND = re.compile(r"(?:manage\.py|exec [\w/-]+ bookchat|-- bookchat) ([a-z_]+)([^`|\n]*)")
 _FLAG = re.compile(r"(?<![\w-])(--?[a-z][a-z0-9-]*)")
 _MAKE = re.compile(r"(?:`|^\s*(?:\$ )?)make ([a-z][a-z-]*)", re.M)
 _PATH = re.compile(r"(?<![\w/.])(/(?:api|admin|mcp)(?:/[^\s`'\")\]|,]*)?)")
+# A file of the repository, as the docs write it in code: `deploy/kubernetes/ingress.yaml`, `tests/test_upgrade.py`.
+_FILE = re.compile(r"`((?:deploy|tests|docs|bench|bookchat|chat|ingestion|audit|static|templates)/[\w./-]*[\w-]"
+                   r"\.(?:py|ya?ml|sh|md|mdx|json|jsonl|txt|js|css|html))`")
 _PLACEHOLDER = re.compile(r"\{[^}]*\}|<[^>]*>|\b[A-Z][A-Z_]+\b|…")
 
 
 def documents() -> list[Path]:
-    return [REPO / "README.md", *(REPO / "CONTRIBUTING.md",) * (REPO / "CONTRIBUTING.md").exists(),
+    return [*(REPO / name for name in ("README.md", "CONTRIBUTING.md", "CHANGELOG.md") if (REPO / name).exists()),
             *sorted((REPO / "docs").rglob("*.md")), *sorted((REPO / "docs").rglob("*.mdx"))]
 
 
@@ -106,3 +110,16 @@ def test_every_path_the_docs_name_exists():
     assert any(found.group(1).startswith("/api/v1/ask") for _, found in named)
     wrong = [f"{where}: {found.group(1)}" for where, found in named if not resolves(found.group(1))]
     assert not wrong, "\n".join(wrong)
+
+
+def test_every_file_the_docs_name_exists():
+    named = mentions(_FILE)
+    assert any(found.group(1) == "deploy/compose.yaml" for _, found in named), "the pattern finds the docs' files"
+    wrong = [f"{where}: {found.group(1)}" for where, found in named if not (REPO / found.group(1)).exists()]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_a_command_run_in_a_container_is_checked_like_manage_py():
+    found = _COMMAND.search("`kubectl exec deploy/bookchat-web -- bookchat apikey create --kind secret`")
+    assert found.groups() == ("apikey", " create --kind secret")
+    assert _COMMAND.search("`docker compose exec web-1 bookchat backup /data/b.tar.gz`").group(1) == "backup"
