@@ -7,7 +7,8 @@ page edited with a sentence nobody could guess, one deleted, one added) by ``man
 continuously: every answer comes from the old book or the new one, never a mix. The new sentence is then answered
 with its citation and the deleted page is gone from answers, search and the page list. A worker killed mid-sync
 leaves the previous book answering, and publishing again completes it. The manual's GitLab CI and pull-request
-recipes run verbatim too, on a held-out book (the mdBook guide), as dry runs.
+recipes run verbatim too, on a held-out book (the mdBook guide), as dry runs; and the GitHub recipe publishes through
+the manual's nginx with TLS, to a server without its proxy settings, while another sync of the book runs.
 """
 
 from __future__ import annotations
@@ -352,6 +353,43 @@ def test_the_manuals_ci_recipes_check_a_held_out_book_verbatim(servers, tmp_path
     from ingestion.models import Book
 
     assert not committed(lambda: Book.objects.filter(slug=slug).exists()), "dry runs store nothing"
+
+
+@pytest.mark.needs("nginx")
+def test_the_github_recipe_publishes_through_nginx_with_tls_waiting_out_a_sync_in_progress(servers, tmp_path, served):
+    """Behind the manual's nginx, with TLS, on a server without its proxy settings (so the status URL it builds
+    says http:// and no port), while another sync of the book runs: the recipe waits out the 409 as Retry-After
+    says, then polls the status URL on BOOKCHAT_URL's address to the end."""
+    from ingestion.models import IngestionJob
+    from tests.support.proxies import Nginx
+
+    web = servers["web"]
+    slug = f"drill-tls-{uuid.uuid4().hex[:8]}"
+    key = publishing_key(slug)
+    site = tmp_path / "site"
+    (site / "docs").mkdir(parents=True)
+    rules = " ".join(f"Rule {n} of the lock concerns gates, sluices and the water level." for n in range(12))
+    (site / "docs" / "locks.md").write_text("# Lock rules\n\n" + "".join(
+        f"## Chamber {k}\n\n{rules} Chamber {k} is for narrowboats.\n\n" for k in range(24)))
+    busy = post_sources(web.url, slug, site, key)  # long enough to embed that the recipe meets it running
+    assert busy.status_code == 202, busy.text
+    repo = tmp_path / "repo"
+    shutil.copytree(site, repo / "book")
+    (repo / "book" / "docs" / "bridges.md").write_text("# Bridges\n\nThe swing bridge at Calder Quay opens on "
+                                                       "the hour for boats taller than 2.4 metres.\n")
+    with Nginx(tmp_path / "nginx", upstream=web.port) as nginx:
+        workflow = manual_yaml(".github/workflows/bookchat.yml")
+        values = {"vars.BOOKCHAT_URL": nginx.https_url, "secrets.BOOKCHAT_PUBLISH_KEY": key}
+        runner = {"BOOKCHAT_BOOK": slug, "BOOK_DIR": "book", "GITHUB_SHA": "89abcdef",
+                  "CURL_CA_BUNDLE": str(nginx.cert)}
+        result = run_github_step(workflow, "publish", cwd=repo, values=values, env=runner)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"sync queued: {nginx.https_url}/api/v1/" in result.stdout, result.stdout
+    assert ": done" in result.stdout, result.stdout
+    refused = committed(lambda: list(IngestionJob.objects.filter(book_slug=slug, status="refused")
+                                     .values_list("error_code", flat=True)))
+    assert refused and set(refused) == {"sync_in_progress"}, refused
+    assert "bridges.md" in documents_found(search(web.url, slug, "swing bridge Calder Quay"))
 
 
 # -- helpers -----------------------------------------------------------------------------------------------
