@@ -93,11 +93,21 @@ def compile_all(*, force: bool = False) -> list[Path]:
     return written
 
 
+HEADER = """# bookchat's interface in {language} ({domain}: {what}).
+# New strings come from `python -m bookchat.base.catalogues --update`, untranslated; tests/test_catalogues.py
+# fails until each is translated with the same placeholders."""
+
+
 def update(domain: Domain, locale: str) -> tuple[int, int]:
     """Adds the domain's new strings to its catalogue for ``locale`` (untranslated) and drops the gone ones;
     (added, dropped)."""
     wanted, po = extracted(domain.sources), domain.po(locale)
-    catalogue = read(po) if po.is_file() else Catalog(locale=locale, domain=domain.name, project="bookchat")
+    catalogue = read(po) if po.is_file() else Catalog(locale=locale, domain=domain.name)
+    catalogue.project, catalogue.version, catalogue.msgid_bugs_address = "bookchat", "1", ""
+    catalogue.header_comment = HEADER.format(domain=domain.name, language=catalogue.locale.english_name,
+                                              what="the scripts" if domain.name == "djangojs" else "the pages")
+    catalogue.last_translator = catalogue.language_team = "bookchat's contributors"
+    catalogue.fuzzy = False
     have = {message.id for message in catalogue if message.id}
     for msgid in sorted(wanted - have):
         catalogue.add(msgid, "")
