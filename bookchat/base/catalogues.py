@@ -54,7 +54,10 @@ def _strings_of(path: Path) -> set[str]:
     if path.suffix == ".html":
         from django.utils.translation.template import templatize
 
-        method, data = "python", templatize(path.read_text(encoding="utf-8"), origin=str(path)).encode()
+        # templatize keeps the template's layout (as X's) around its gettext calls: unindented, Python's tokenizer
+        # reads it whatever the template's indentation.
+        text = templatize(path.read_text(encoding="utf-8"), origin=str(path))
+        method, data = "python", "\n".join(line.lstrip() for line in text.splitlines()).encode()
     else:
         method, data = ("javascript" if path.suffix == ".js" else "python"), path.read_bytes()
     found = set()

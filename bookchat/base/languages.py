@@ -22,8 +22,10 @@ LANGUAGES = [
     ("ur", "اردو"), ("ar", "العربية"), ("zh-hans", "中文"),
 ]
 RIGHT_TO_LEFT = {"ur", "ar"}
-# Paths (without the sub-path prefix) that stay in English whatever the reader's browser says.
+# Paths (without the sub-path prefix) that stay in English whatever the reader's browser says; but a hand-off's
+# status URL, under the API, is a student's page when a browser asks for it (Accept: text/html).
 ENGLISH_ONLY = ("/admin/", "/api/", "/mcp", "/metrics")
+STUDENT_PAGES_UNDER_API = "/api/v1/handoffs/"
 
 
 def base_tag(django_code: str) -> str:
@@ -86,7 +88,9 @@ class ReaderLanguageMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        english_only = request.path_info.startswith(ENGLISH_ONLY)
+        path = request.path_info
+        english_only = path.startswith(ENGLISH_ONLY) and not (
+            path.startswith(STUDENT_PAGES_UNDER_API) and "text/html" in request.headers.get("Accept", ""))
         language = "en" if english_only else translation.get_language_from_request(request)
         translation.activate(language)
         request.LANGUAGE_CODE = translation.get_language()
