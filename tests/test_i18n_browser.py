@@ -40,7 +40,7 @@ def compiled():
 
 
 def html_language(page) -> tuple[str, str]:
-    return page.evaluate("[document.documentElement.lang, document.documentElement.dir]")
+    return tuple(page.evaluate("[document.documentElement.lang, document.documentElement.dir]"))
 
 
 def ask_on_page(page, question: str) -> None:
@@ -54,7 +54,7 @@ def check_page_answer(page, language: str, you_asked: str) -> None:
     """The last turn labelled in the reader's language; in the question's, with the book cited, when the pipeline
     says which language the answer is in."""
     turn = page.locator("article.turn").last
-    assert turn.locator(".question .who").inner_text() == you_asked
+    assert turn.locator(".question .who").text_content() == you_asked  # (shown upper-case by the style sheet)
     text = turn.locator(".answer-text")
     assert text.get_attribute("dir") == "auto"
     if text.get_attribute("lang"):  # the pipeline's `language` (issue 76's cross-lingual answering)

@@ -543,6 +543,7 @@
     'font-family:system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;font-size:14px;',
     'line-height:1.5;color:var(--bc-fg);font-weight:400;font-style:normal;letter-spacing:normal;text-align:start;',
     'text-transform:none;visibility:visible;direction:ltr;-webkit-font-smoothing:antialiased;}',
+    ".bc-root[dir=rtl]{direction:rtl;}",  // the reader's language (Urdu, Arabic): mirrored by logical properties
     '.bc-root.bc-dark{' + DARK_VARS + '}',
     '@media (prefers-color-scheme:dark){.bc-root{' + DARK_VARS + '}}',
     '*,*::before,*::after{box-sizing:border-box;}',
