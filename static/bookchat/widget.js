@@ -1891,10 +1891,12 @@
 
   function start() {
     if (window.BookchatWidget) return;
-    window.BookchatWidget = Object.freeze({ version: '1',
-      open: function () { if (current) current.open(); },
-      close: function () { if (current) current.close(); },
-      search: function () { if (current) current.search(); } });
+    // The widget of the language in force (a switch builds another): each call goes to it, with its arguments.
+    var call = function (name) {
+      return function () { if (current) return current[name].apply(null, arguments); };
+    };
+    window.BookchatWidget = Object.freeze({ version: '1', open: call('open'), close: call('close'),
+      search: call('search') });
     mount(readerLanguages(), false);
   }
 
