@@ -6,6 +6,7 @@ catalogues; and compiled, so that Django reads what the .po says. Reads the .po 
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -90,3 +91,20 @@ def test_every_catalogue_is_compiled_and_django_reads_it():
         assert translation.gettext("Ask about this") == "Preguntar sobre esto"
     with translation.override("zh-hans"):
         assert translation.gettext("Sources") == "来源"
+
+
+def test_the_system_check_warns_of_a_catalogue_changed_since_it_was_compiled():
+    from bookchat.checks import check_catalogues
+
+    catalogues.compile_all()
+    assert check_catalogues() == []
+    po = catalogues.CATALOGUES[0].po("ur")
+    mo = po.with_suffix(".mo")
+    stat = mo.stat()
+    try:
+        os.utime(mo, (stat.st_atime, po.stat().st_mtime - 60))  # the .po edited after the last compile
+        warnings = check_catalogues()
+        assert [w.id for w in warnings] == ["bookchat.W001"] and "ur" in warnings[0].msg
+    finally:
+        catalogues.compile_all()
+    assert check_catalogues() == []
