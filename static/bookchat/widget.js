@@ -1002,7 +1002,7 @@
     }
 
     function renderQuestion(question, selection) {
-      var node = el('div', 'bc-question');
+      var node = el('div', 'bc-question', null, { dir: 'auto' });  // the student's words, in their direction
       if (selection) node.append(el('span', 'bc-question-quote', '“' + truncate(selection, 80) + '”'));
       node.append(document.createTextNode(question));
       return node;
@@ -1010,7 +1010,7 @@
 
     function renderPendingAnswer() {
       var node = el('div', 'bc-answer', null, { 'data-state': 'streaming' });
-      var text = el('div', 'bc-answer-text');
+      var text = el('div', 'bc-answer-text', null, { dir: 'auto' });  // a label in one script, a quote in another
       var typing = el('span', 'bc-typing');
       typing.append(el('i', 'bc-dot'), el('i', 'bc-dot'), el('i', 'bc-dot'), el('span', 'bc-sr', t('Looking in the book…')));
       text.append(typing);
@@ -1046,6 +1046,10 @@
       node.dataset.state = 'done';
       if (final.answer_id) node.dataset.answerId = String(final.answer_id);
       if (final.refused) node.dataset.refused = 'true';
+      // The language the answer is written in (the question's: the pipeline's `language`), for screen readers.
+      if (typeof final.language === 'string' && /^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$/.test(final.language)) {
+        view.text.setAttribute('lang', final.language);
+      }
       if (typeof final.answer_html === 'string') {
         view.text.innerHTML = final.answer_html;  // sanitised by the server; the only HTML we insert
         fixLinks(view.text, final.sources);
@@ -1069,13 +1073,13 @@
         badge.title = t('Confidence {percent}%', { percent: Math.round(final.confidence * 100) });
       }
       meta.append(badge);
-      if (final.confidence_note && !final.refused && !staff) meta.append(el('span', 'bc-level-note', final.confidence_note));
+      if (final.confidence_note && !final.refused && !staff) meta.append(el('span', 'bc-level-note', final.confidence_note, { dir: 'auto' }));
       node.append(meta);
-      if (final.disclaimer) node.append(el('p', 'bc-disclaimer', final.disclaimer));
-      if (final.notice) node.append(el('p', 'bc-notice', final.notice));
+      if (final.disclaimer) node.append(el('p', 'bc-disclaimer', final.disclaimer, { dir: 'auto' }));
+      if (final.notice) node.append(el('p', 'bc-notice', final.notice, { dir: 'auto' }));
       var suggestions = (final.suggestions || []).filter(function (s) { return s && safeUrl(s.url); });
       if (final.refused && suggestions.length) node.append(renderSuggestions(suggestions));
-      if (final.sources && final.sources.length) node.append(renderSources(final.sources));
+      if (final.sources && final.sources.length) node.append(renderSources(final.sources, final.book_language));
       if (final.answer_id) node.append(renderFeedback(String(final.answer_id), final.session_id));
       // "Ask the course staff" stands out where the book fell short: refused, withheld or unsure.
       var fellShort = final.refused || final.flagged_for_review || level === 'unsure' || level === 'low';
@@ -1144,7 +1148,8 @@
       });
     }
 
-    function renderSources(sources) {
+    /** The cited sections; their excerpts are the book's words, in the book's language (``bookLanguage``). */
+    function renderSources(sources, bookLanguage) {
       var box = el('div', 'bc-sources');
       box.append(el('p', 'bc-section-title', t('Sources')));
       var list = el('ol');
@@ -1153,7 +1158,11 @@
         var place = [source.chapter, source.section].filter(Boolean)
           .filter(function (part, i, parts) { return i === 0 || part !== parts[0]; }).join(' › ');
         item.append(makeLink(source.url, '[' + source.n + '] ' + (place || source.heading_path || t('Source'))));
-        if (source.excerpt) item.append(el('p', 'bc-excerpt', source.excerpt));
+        var excerpt = el('p', 'bc-excerpt', source.excerpt, { dir: 'auto' });
+        if (typeof bookLanguage === 'string' && /^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$/.test(bookLanguage)) {
+          excerpt.setAttribute('lang', bookLanguage);
+        }
+        if (source.excerpt) item.append(excerpt);
         list.append(item);
       });
       box.append(list);
