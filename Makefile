@@ -36,8 +36,10 @@ $(VENV)/.installed-dev: pyproject.toml | $(VENV)/.created
 
 # The suite starts hundreds of Python processes (servers, workers, commands); where PYTHONDONTWRITEBYTECODE is
 # set (as on CI's machine) none keeps what it compiles, so each would compile bookchat's modules anew: once here.
+# Then the interface's translation catalogues (.po → .mo, generated, not in git; bookchat.base.catalogues), each
+# only when its .po is newer: a fresh clone's pages and widget speak the reader's language from the first run.
 APPS := bookchat chat ingestion audit bench tests
-COMPILE = $(BIN)/python -m compileall -q $(APPS)
+COMPILE = $(BIN)/python -m compileall -q $(APPS) && $(BIN)/python -m bookchat.base.catalogues
 
 run: $(VENV)/.installed
 	$(COMPILE)

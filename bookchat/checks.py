@@ -3,7 +3,8 @@ and gunicorn (``bookchat.wsgi``) refuse a bad value with a message instead of fa
 
 What is checked comes from ``bookchat.base.conf.SETTINGS``: a setting's ``choices``, ``minimum`` and ``rate``
 format, plus what a choice needs (the Qdrant store a place to find Qdrant; optional packages installed) and
-that `BOOKCHAT_Q_BROKER` is `postgres` or a Redis URL.
+that `BOOKCHAT_Q_BROKER` is `postgres` or a Redis URL. A warning, not an error, when a translation catalogue was
+not compiled (or changed since): the interface then shows English, or old strings, in that language.
 """
 
 from __future__ import annotations
@@ -11,8 +12,10 @@ from __future__ import annotations
 import importlib.util
 import re
 
-from django.core.checks import Error, register
+from django.conf import settings as django_settings
+from django.core.checks import Error, Warning, register  # noqa: A004 (Django's name)
 
+from bookchat.base import catalogues
 from bookchat.base.broker import q_cluster_broker
 from bookchat.base.conf import SETTINGS, Setting, parse_rate, setting
 from bookchat.base.errors import ConfigurationError
@@ -36,6 +39,15 @@ def check_settings(app_configs=None, **kwargs) -> list[Error]:
         elif spec.minimum is not None and isinstance(value, int | float) and value < spec.minimum:
             errors.append(Error(f"{spec.env}={value!r} is below its minimum, {spec.minimum}.", id="bookchat.E003"))
     return errors + _check_needs()
+
+
+@register(TAG)
+def check_catalogues(app_configs=None, **kwargs) -> list[Warning]:
+    """Each ``.po`` of the apps with its ``.mo``, no older than it in a checkout."""
+    return [Warning(f"{po.relative_to(catalogues.ROOT)} is not compiled, or changed since it was: the interface "
+                    f"shows English (or old strings) in {po.parent.parent.name}.", id="bookchat.W001",
+                    hint="Run `python -m bookchat.base.catalogues` (make run and make test do).")
+            for po in catalogues.outdated(by_time=getattr(django_settings, "IN_CHECKOUT", True))]
 
 
 def _check_rate(spec: Setting) -> list[Error]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bookchat import logins
-from bookchat.base import broker, conf, embedded_db, queues, secret_keys, security, subpath
+from bookchat.base import broker, conf, embedded_db, languages, queues, secret_keys, security, subpath
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # templates/ and static/ sit at the top of a checkout; a wheel carries them inside this package (pyproject.toml).
@@ -72,6 +72,9 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "bookchat.base.security.ProbesByAddressMiddleware",  # /api/v1/health and ready answer a probe by IP address
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # The reader's language on the student-facing pages (switch's cookie, else Accept-Language); English in the
+    # admin, the API and MCP (bookchat.base.languages says why).
+    "bookchat.base.languages.ReaderLanguageMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -100,6 +103,7 @@ TEMPLATES = [
         "OPTIONS": {
             "context_processors": [
                 "django.template.context_processors.request",
+                "django.template.context_processors.i18n",  # LANGUAGES, LANGUAGE_CODE, LANGUAGE_BIDI: the switch, dir
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "audit.api.pages.handoff_form_context",  # the chat page's "Ask the course staff" form (audit's)
@@ -123,7 +127,10 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
 
-LANGUAGE_CODE = "en-us"
+LANGUAGE_CODE = "en"
+# The interface's languages (bookchat.base.languages): catalogues in bookchat/locale (the page and the widget) and
+# chat/locale (the pipeline's words), compiled by `python -m bookchat.base.catalogues`; any other falls back to English.
+LANGUAGES = languages.LANGUAGES
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

@@ -15,7 +15,7 @@ from bookchat.readiness import ReadyView
 from bookchat.scraping import metrics_view
 from bookchat.twofactor import setup_pages
 from bookchat.twofactor.login import TwoFactorAuthenticationForm
-from bookchat.views import api_not_found
+from bookchat.views import api_not_found, interface_catalogue
 from chat.channels import page
 from chat.channels.access import SecretKeyAuthentication
 from chat.channels.mcp_http import McpView
@@ -36,7 +36,9 @@ urlpatterns = [
     path("answers/<uuid:answer_id>/feedback", page.feedback, name="chat-feedback"),
     path("", include(handoff_page_routes)),  # "Ask the course staff" without JavaScript (audit's)
     path("privacy/", privacy_page, name="privacy"),  # what bookchat keeps, from audit.privacy's inventory
+    path("i18n/", include("django.conf.urls.i18n")),  # set_language: the page's language switch (a cookie)
     path("api/v1/ready", ReadyView.as_view(), name="api-ready"),  # the deployment's, not an app's
+    path("api/v1/interface", interface_catalogue, name="api-interface"),  # the widget's strings, per language
     path("api/v1/", include("chat.urls")),
     path("api/v1/", include(handoff_api_routes)),  # hand-offs to the course staff (audit's)
     # Publishing is ingestion's; its callers are chat's keys: a secret key in a header (nothing else), publishes

@@ -50,6 +50,7 @@ fi
 BASE=localhost/bookchat-base:bookworm
 base "$BASE" bookworm python3,python3-venv,libgomp1,ca-certificates
 rm -rf build/wheelhouse build/image-context
+.venv/bin/python -m bookchat.base.catalogues --force  # the .mo files the wheel carries (generated, not in git)
 .venv/bin/pip wheel --quiet --wheel-dir build/wheelhouse '.[redis]' \
     'async-timeout>=4.0.3'  # redis needs it below Python 3.11.3: the base's is 3.11.2, this machine's may be newer
 mkdir -p build/image-context/build

@@ -101,7 +101,7 @@ def test_markup_in_a_question_never_reaches_the_page_as_html(client):
     ask_form(client, "<script>alert('x')</script><img src=x onerror=alert(1)> How do I ingest a folder?")
     html = client.get(f"/?book={BOOK}").content.decode()
     # The turn is on the page, its question as text without the markup, and answered.
-    assert '<span class="who">You asked</span><p>How do I ingest a folder?</p>' in html
+    assert '<span class="who">You asked</span><p dir="auto">How do I ingest a folder?</p>' in html
     assert html.count('<div class="answer">') == 1
     assert "<script>alert" not in html and "onerror=alert" not in html and "<img src=x" not in html
 

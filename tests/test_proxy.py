@@ -46,7 +46,8 @@ def test_the_url_prefix_is_a_path_with_one_leading_slash(raw, prefix):
     django = subpath_settings({"URL_PREFIX": raw})
     if prefix:
         assert django == {"FORCE_SCRIPT_NAME": prefix, "STATIC_URL": f"{prefix}/static/",
-                          "SESSION_COOKIE_PATH": f"{prefix}/", "CSRF_COOKIE_PATH": f"{prefix}/"}
+                          "SESSION_COOKIE_PATH": f"{prefix}/", "CSRF_COOKIE_PATH": f"{prefix}/",
+                          "LANGUAGE_COOKIE_PATH": f"{prefix}/"}
     else:
         assert django == {"FORCE_SCRIPT_NAME": None, "STATIC_URL": "static/"}
 

@@ -28,9 +28,12 @@ BROWSER = [
     "searches as typed go the same way, without cookies.",
     "In the browser the widget keeps the conversation in `sessionStorage` (`bookchat:session:BOOK`: it ends with the "
     "tab) and the tokens of the reader's hand-offs in `localStorage` (`bookchat:handoffs:BOOK`), so that the staff's "
-    "replies show on the next visit.",
+    "replies show on the next visit. It asks for its labels (`GET /api/v1/interface`) in the browser's languages, "
+    "or in the one the reader picked with its language switch, which it keeps in `localStorage` "
+    "(`bookchat:language`).",
     "The chat page keeps a session cookie (its conversations' ids and, after an LMS launch, the pseudonym, held on "
-    "the server) and the same hand-off tokens in `localStorage`.",
+    "the server) and the same hand-off tokens in `localStorage`; a reader who picks a language with its switch gets "
+    "a cookie that keeps it (`django_language`).",
     "\"My data\" under the chat page, and in the widget's footer, downloads (one JSON file), or deletes after a "
     "confirmation, the conversations and hand-offs of this browser (`POST /api/v1/my-data` and `POST "
     "/api/v1/my-data/erase`, sent the browser's own conversation ids and hand-off tokens: the page adds its "

@@ -61,6 +61,7 @@ def https_settings(bookchat: dict) -> dict:
         "SECURE_REDIRECT_EXEMPT": [rf"^{re.escape((prefix + path).lstrip('/'))}$" for path in PROBE_PATHS],
         "SESSION_COOKIE_SECURE": https,
         "CSRF_COOKIE_SECURE": https,
+        "LANGUAGE_COOKIE_SECURE": https,
         "SECURE_HSTS_SECONDS": bookchat["HSTS_SECONDS"] if https else 0,
         "SECURE_HSTS_INCLUDE_SUBDOMAINS": bool(bookchat["HSTS_INCLUDE_SUBDOMAINS"]),
         "SECURE_HSTS_PRELOAD": bool(bookchat["HSTS_PRELOAD"]),

@@ -41,4 +41,4 @@ def subpath_settings(bookchat: dict) -> dict:
         return {"FORCE_SCRIPT_NAME": None, "STATIC_URL": "static/"}
     # STATIC_URL is given whole: Django adds the script prefix to a relative one only once a request has set it.
     return {"FORCE_SCRIPT_NAME": prefix, "STATIC_URL": f"{prefix}/static/", "SESSION_COOKIE_PATH": f"{prefix}/",
-            "CSRF_COOKIE_PATH": f"{prefix}/"}
+            "CSRF_COOKIE_PATH": f"{prefix}/", "LANGUAGE_COOKIE_PATH": f"{prefix}/"}

@@ -22,10 +22,13 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils.dateparse import parse_datetime
 from django.utils.http import url_has_allowed_host_and_scheme, urlencode
+from django.utils.translation import get_language, gettext_lazy
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from bookchat.base.conf import setting
 from bookchat.base.errors import BookchatError, RequestError
+from bookchat.base.languages import script_messages
 from chat.channels.access import PAGE_BOUND_BOOK, PAGE_SESSION_FLAG, PageClient
 from chat.channels.asking import ClientRequests
 from chat.channels.error_responses import error_reply
@@ -41,9 +44,12 @@ from chat.pipeline.source_cards import Source
 from ingestion.models import Book, DefaultBook, IngestionJob
 from ingestion.reading.outline import book_outline
 
-LEVEL_LABELS = {"high": "High confidence", "medium": "Medium confidence", "unsure": "Not sure", "low": "Low confidence",
-                "staff": "Answered by the course staff"}
-REFUSAL_LABELS = {"unsure": "Not answered directly"}  # any other refusal: "Not covered"
+# In the reader's language (bookchat/locale); the notes under them come from the pipeline, in the question's.
+LEVEL_LABELS = {"high": gettext_lazy("High confidence"), "medium": gettext_lazy("Medium confidence"),
+                "unsure": gettext_lazy("Not sure"), "low": gettext_lazy("Low confidence"),
+                "staff": gettext_lazy("Answered by the course staff")}
+REFUSAL_LABELS = {"unsure": gettext_lazy("Not answered directly")}  # any other refusal: NOT_COVERED
+NOT_COVERED = gettext_lazy("Not covered")
 
 
 def _books(request=None) -> list[Book]:
@@ -85,7 +91,10 @@ def turn_context(turn: Turn, feedback: str | None) -> dict:
         "level": level,
         "level_label": LEVEL_LABELS.get(level, ""),
         "level_note": response.get("confidence_note"),
-        "refusal_label": REFUSAL_LABELS.get(response.get("refusal_reason"), "Not covered"),
+        "refusal_label": REFUSAL_LABELS.get(response.get("refusal_reason"), NOT_COVERED),
+        # The answer's language and its book's (the pipeline's, when it says): the text's lang, the quotes'.
+        "language": response.get("language"),
+        "book_language": response.get("book_language"),
         "confidence": response.get("confidence"),
         "disclaimer": response.get("disclaimer"),
         "notice": response.get("notice"),
@@ -143,6 +152,7 @@ def _page(request, *, book: Book | None, books: list[Book], status: int = 200, e
         "outline": book_outline(edition) if book is not None else [],
         "session_id": str(conversation.id) if conversation else "",
         "max_question_chars": setting("MAX_QUESTION_CHARS"), "max_selected_chars": setting("MAX_SELECTED_CHARS"),
+        "page_messages": script_messages(get_language() or "en"),  # chat.js's strings, in the page's language
     }
     page = render(request, "bookchat/chat.html", context, status=status)
     for header, value in (search or {}).get("headers", {}).items():  # a refused search's Retry-After
@@ -159,9 +169,9 @@ def votes_on(turns: list[Turn]) -> dict:
 def chat_page(request):
     if launch_required(request):
         return render(request, "bookchat/lti_message.html", {
-            "title": "Open bookchat from your course",
-            "paragraphs": ["This chat is open to the students of a course: open it from your course's page in your "
-                       "learning platform."]}, status=403)
+            "title": _("Open bookchat from your course"),
+            "paragraphs": [_("This chat is open to the students of a course: open it from your course's page in your "
+                             "learning platform.")]}, status=403)
     books = _books(request)
     if request.method != "POST":
         return _page(request, book=_current_book(request, books, request.GET.get("book")), books=books)

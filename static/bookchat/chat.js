@@ -18,6 +18,8 @@
  * hand-off's status (the status URL's own page block, /api/v1/handoffs/<token> as HTML, so it looks as without
  * this file) is shown under its answer when the answer is on the page, else in "Your questions to the course
  * staff": on load, when the reader comes back to the tab, and every few minutes while one waits.
+ * Its strings are in the page's language: t() looks them up in the catalogue the page embeds (<script
+ * id="bookchat-messages">, the djangojs catalogue of bookchat/locale), English when it has none.
  */
 (function () {
   "use strict";
@@ -35,6 +37,19 @@
   var book = conversation.dataset.book;
   var busy = false;
   var RETRY_CAP = 60;  // s: a 429's wait up to this is waited out and the question sent again, once; longer, said
+
+  var MESSAGES = (function () {
+    var node = document.getElementById("bookchat-messages");
+    try { return (node && JSON.parse(node.textContent)) || {}; } catch (ignored) { return {}; }
+  })();
+
+  /* msgid in the page's language, its {name}s filled from params. */
+  function t(msgid, params) {
+    var text = typeof MESSAGES[msgid] === "string" ? MESSAGES[msgid] : msgid;
+    return !params ? text : text.replace(/\{(\w+)\}/g, function (whole, name) {
+      return Object.prototype.hasOwnProperty.call(params, name) ? String(params[name]) : whole;
+    });
+  }
 
   function AskError(message) { this.message = message; }
 
@@ -72,18 +87,18 @@
       var code = block.querySelector("pre code") || block.querySelector("pre");
       if (!code) return;
       var title = block.querySelector(".bookchat-code-title");
-      var copy = element("button", "code-copy", "Copy");
+      var copy = element("button", "code-copy", t("Copy"));
       copy.type = "button";
-      copy.setAttribute("aria-label", title ? "Copy code: " + title.textContent : "Copy code");
+      copy.setAttribute("aria-label", title ? t("Copy code: {title}", { title: title.textContent }) : t("Copy code"));
       copy.addEventListener("click", function () {
         copyText(code.textContent).then(function () {
-          copy.textContent = "Copied";
-          announce("Code copied to the clipboard.");
+          copy.textContent = t("Copied");
+          announce(t("Code copied to the clipboard."));
         }, function () {
-          copy.textContent = "Copy failed";
-          announce("Couldn't copy the code; select it and copy by hand.");
+          copy.textContent = t("Copy failed");
+          announce(t("Couldn't copy the code; select it and copy by hand."));
         }).then(function () {
-          window.setTimeout(function () { copy.textContent = "Copy"; }, 2000);
+          window.setTimeout(function () { copy.textContent = t("Copy"); }, 2000);
         });
       });
       block.appendChild(copy);
@@ -95,12 +110,15 @@
   function pendingTurn(text) {
     var turn = element("article", "turn pending");
     var asked = element("div", "question");
-    asked.appendChild(element("span", "who", "You asked"));
-    asked.appendChild(element("p", "", text));
+    asked.appendChild(element("span", "who", t("You asked")));
+    var said = element("p", "", text);
+    said.dir = "auto";
+    asked.appendChild(said);
     var answer = element("div", "answer");
     var head = element("div", "answer-head");
-    head.appendChild(element("span", "who", "Answer"));
+    head.appendChild(element("span", "who", t("Answer")));
     var body = element("div", "answer-text streaming");
+    body.dir = "auto";
     body.setAttribute("aria-busy", "true");
     body.textContent = "…";
     answer.appendChild(head);
@@ -121,18 +139,20 @@
   }
 
   function duration(seconds) {
-    return seconds < 120 ? seconds + " s" : Math.ceil(seconds / 60) + " min";
+    return seconds < 120 ? t("{n} s", { n: seconds }) : t("{n} min", { n: Math.ceil(seconds / 60) });
   }
 
   async function errorMessage(response, what) {
     var retry = retryAfter(response);
-    if (response.status === 429 && retry) return what ? "Too many " + what + "; try again in " + duration(retry) + "."
-      : "Many questions at once — try again in " + duration(retry) + ".";
+    if (response.status === 429 && retry) {
+      return what === "hand-offs" ? t("Too many questions to the course staff; try again in {wait}.", { wait: duration(retry) })
+        : t("Many questions at once — try again in {wait}.", { wait: duration(retry) });
+    }
     try {
       var data = await response.json();
       if (data && data.message) return data.message.charAt(0).toUpperCase() + data.message.slice(1) + ".";
     } catch (ignored) { /* not JSON */ }
-    return "The server answered with an error (HTTP " + response.status + "). Please try again.";
+    return t("The server answered with an error (HTTP {status}). Please try again.", { status: response.status });
   }
 
   /* Call onEvent(name, data) for each Server-Sent Event of the response body. */
@@ -192,7 +212,7 @@
     var note = element("p", "notice rate-limited");
     body.textContent = "";
     body.appendChild(note);
-    announce("Many questions at once. Trying again in " + seconds + " seconds.");
+    announce(t("Many questions at once. Trying again in {n} seconds.", { n: seconds }));
     return new Promise(function (resolve) {
       var end = Date.now() + seconds * 1000;
       (function tick() {
@@ -201,7 +221,7 @@
           body.textContent = "…";
           return resolve();
         }
-        note.textContent = "Many questions at once — trying again in " + duration(left);
+        note.textContent = t("Many questions at once — trying again in {wait}", { wait: duration(left) });
         window.setTimeout(tick, Math.min(1000, end - Date.now()));
       })();
     });
@@ -226,7 +246,7 @@
     var payload = { question: text, book: book };
     if (conversation.dataset.session) payload.session_id = conversation.dataset.session;
     if (selected && selected.value.trim()) payload.selected_text = selected.value.trim();
-    announce("Answering…");
+    announce(t("Answering…"));
     var streamed = "";
     try {
       var response = await sendQuestion(payload, turn);
@@ -239,10 +259,10 @@
         } else if (name === "final") {
           final = data;
         } else if (name === "error") {
-          throw new AskError(data.message || "The answer failed; please ask again.");
+          throw new AskError(data.message || t("The answer failed; please ask again."));
         }
       });
-      if (!final) throw new AskError("The answer was cut off; please ask again.");
+      if (!final) throw new AskError(t("The answer was cut off; please ask again."));
       conversation.dataset.session = final.session_id;
       var rendered = await fetchTurn(final.answer_id);
       if (rendered) {
@@ -262,7 +282,7 @@
       announce(spoken);
     } catch (error) {
       var message = error instanceof AskError ? error.message
-        : "Couldn't reach bookchat. Check your connection and try again.";
+        : t("Couldn't reach bookchat. Check your connection and try again.");
       showError(turn, message);
       announce(message);
     }
@@ -315,10 +335,10 @@
       feedback.querySelectorAll(".thumb").forEach(function (thumb) {
         thumb.setAttribute("aria-pressed", String(thumb.value === rating));
       });
-      status.textContent = "Thanks for your feedback.";
+      status.textContent = t("Thanks for your feedback.");
       if (rating === "down") offerHandoff(feedback.closest("article.turn"));
     } catch (error) {
-      status.textContent = error instanceof AskError ? error.message : "Couldn't send your feedback; try again.";
+      status.textContent = error instanceof AskError ? error.message : t("Couldn't send your feedback; try again.");
     }
   });
 
@@ -373,7 +393,7 @@
       section = element("section", "staff-questions");
       section.id = "staff-questions";
       section.setAttribute("aria-labelledby", "staff-questions-title");
-      var title = element("h2", "", "Your questions to the course staff");
+      var title = element("h2", "", t("Your questions to the course staff"));
       title.id = "staff-questions-title";
       section.appendChild(title);
       section.appendChild(element("ol"));
@@ -417,8 +437,8 @@
       showStatus(entry, block);
       var now = block.dataset.status;
       if (lastStatus[entry.token] === "open" && now !== "open") {
-        announce("The course staff replied to your question: " + block.querySelector(".handoff-title").textContent
-          .replace(/\s+/g, " ").trim() + ".");
+        announce(t("The course staff replied to your question: {status}.",
+          { status: block.querySelector(".handoff-title").textContent.replace(/\s+/g, " ").trim() }));
       }
       lastStatus[entry.token] = now;
       if (now === "open") waiting = true;
@@ -432,14 +452,14 @@
     var details = turn && turn.querySelector("details.handoff");
     if (!details || details.classList.contains("prominent")) return;
     details.classList.add("prominent");
-    details.querySelector("summary").textContent = "Not what you needed? Ask the course staff";
+    details.querySelector("summary").textContent = t("Not what you needed? Ask the course staff");
   }
 
   conversation.addEventListener("input", function (event) {
     var note = event.target;
     if (!note.matches || !note.matches(".handoff-form textarea[name=note]")) return;
     note.form.querySelector(".handoff-count").textContent =
-      note.value.length + " of " + note.dataset.max + " characters";
+      t("{n} of {max} characters", { n: note.value.length, max: note.dataset.max });
   });
 
   conversation.addEventListener("submit", async function (event) {
@@ -453,7 +473,7 @@
     var email = form.elements.contact_email;
     if (email && email.value.trim()) payload.contact_email = email.value.trim();
     send.disabled = true;
-    status.textContent = "Sending…";
+    status.textContent = t("Sending…");
     try {
       var response = await fetch(root + "api/v1/answers/" + encodeURIComponent(answerId) + "/handoff", {
         method: "POST", credentials: "same-origin", body: JSON.stringify(payload),
@@ -461,7 +481,7 @@
       });
       if (!response.ok) throw new AskError(await errorMessage(response, "hand-offs"));
       var token = String((await response.json()).status_url || "").split("?")[0].split("/").pop();
-      if (!TOKEN.test(token)) throw new AskError("The server's answer couldn't be read; please try again.");
+      if (!TOKEN.test(token)) throw new AskError(t("The server's answer couldn't be read; please try again."));
       keepHandoff(token, answerId);
       lastStatus[token] = "open";
       var block = await handoffStatus(token).catch(function () { return null; });
@@ -470,11 +490,11 @@
         title.tabIndex = -1;  // focus follows the form, which is gone
         title.focus();
       } else {
-        status.textContent = "Sent to the course staff. Their reply will show here.";
+        status.textContent = t("Sent to the course staff. Their reply will show here.");
       }
-      announce("Sent to the course staff. Their reply will show under this answer.");
+      announce(t("Sent to the course staff. Their reply will show under this answer."));
     } catch (error) {
-      status.textContent = error instanceof AskError ? error.message : "Couldn't send it; please try again.";
+      status.textContent = error instanceof AskError ? error.message : t("Couldn't send it; please try again.");
     } finally {
       send.disabled = false;
     }
@@ -529,8 +549,8 @@
       var action = event.target.dataset && event.target.dataset.myData;
       if (!action) return;
       var status = myData.querySelector(".my-data-status");
-      if (action === "erase" && !window.confirm("Delete your conversations and questions to the course staff " +
-          "from bookchat? This can't be undone.")) return;
+      if (action === "erase" && !window.confirm(t("Delete your conversations and questions to the course staff from bookchat? " +
+          "This can't be undone."))) return;
       var tokens = storedHandoffs().map(function (entry) { return entry.token; });
       try {
         var response = await fetch(root + "api/v1/my-data" + (action === "erase" ? "/erase" : ""), {
@@ -544,14 +564,14 @@
           link.href = URL.createObjectURL(new Blob([JSON.stringify(body, null, 2)], { type: "application/json" }));
           link.download = "bookchat-my-data.json";
           link.click();
-          status.textContent = "Downloaded.";
+          status.textContent = t("Downloaded.");
         } else {
           storeHandoffs([]);
-          status.textContent = "Deleted: " + body.conversations + " conversation(s), " + body.handoffs +
-            " question(s) to the course staff.";
+          status.textContent = t("Deleted: {conversations} conversation(s), {handoffs} question(s) to the course staff.",
+            { conversations: body.conversations, handoffs: body.handoffs });
         }
       } catch (error) {
-        status.textContent = error instanceof AskError ? error.message : "Couldn't reach bookchat; try again.";
+        status.textContent = error instanceof AskError ? error.message : t("Couldn't reach bookchat; try again.");
       }
     });
   }

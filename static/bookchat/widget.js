@@ -18,6 +18,10 @@
  *   data-search-button    what "replace" takes over (a CSS selector; default: Docusaurus' DocSearch button
  *                         and any element with a data-bookchat-search attribute)
  * The reader's language (<html lang>) is sent as the question's locale: a translated book answers in it.
+ * The widget's own strings are in the reader's interface language: the one chosen with its switch (kept in
+ * localStorage, "bookchat:language"), else the browser's (navigator.languages), else English; the catalogue comes
+ * from GET /api/v1/interface?lang=… (public, no key), with the direction the panel takes (rtl for Urdu and Arabic).
+ * Changing the language builds the panel again in it; the conversation goes on (its session is kept).
  *
  * API used (every call carries ?key=pk_…, cross-origin, without cookies):
  *   GET  /api/v1/search                     sections as the reader types (the search mode), with the
@@ -31,6 +35,7 @@
  *   GET  /api/v1/handoffs/<token>           what the staff did with it: the reply and its citations, or why not
  *   POST /api/v1/my-data                    "My data": this browser's conversation and hand-offs, downloaded
  *   POST /api/v1/my-data/erase              ... or deleted (after a confirmation), and then forgotten here too
+ *   GET  /api/v1/interface?lang=            the widget's strings in the reader's language (no key)
  *
  * The conversation lives in sessionStorage (it ends with the tab); the tokens of the reader's hand-offs live in
  * localStorage, per book ("bookchat:handoffs:<book>"), so the staff's replies show after a reload and on the next
@@ -58,22 +63,35 @@
   var MAX_SELECTION = 2000;
   var MAX_QUESTION = 1000;
   var MAX_COMMENT = 2000;
+  var CATALOGUE = {};  // msgid → the reader's language's text (GET /api/v1/interface); empty: English
+  var LANGUAGE_KEY = 'bookchat:language';
+  function N_(msgid) { return msgid; }  // marks a string for the catalogue; t() translates it where it is shown
+  /** msgid in the reader's language, its {name}s filled from params. */
+  function t(msgid, params) {
+    var text = typeof CATALOGUE[msgid] === 'string' ? CATALOGUE[msgid] : msgid;
+    return !params ? text : text.replace(/\{(\w+)\}/g, function (whole, name) {
+      return Object.prototype.hasOwnProperty.call(params, name) ? String(params[name]) : whole;
+    });
+  }
   var MESSAGES = {
-    unreachable: "This site is not allowed to use this chat (the key doesn't allow this origin), " +
-      "or the chat server can't be reached.",
-    cutOff: 'The answer was cut off; please ask again.',
-    unreadable: "The chat server sent a response the widget couldn't read; please ask again."
+    unreachable: N_("This site is not allowed to use this chat (the key doesn't allow this origin), or the chat server can't be reached."),
+    cutOff: N_('The answer was cut off; please ask again.'),
+    unreadable: N_("The chat server sent a response the widget couldn't read; please ask again.")
   };
-  var LEVELS = { high: 'High confidence', medium: 'Medium confidence', unsure: 'Not sure', low: 'Low confidence' };
-  var REFUSALS = { not_covered: 'Not covered', unanswerable: 'Not covered', unsure: 'Not answered directly' };
-  var SEARCH_HINT = 'Type a few words: the sections that use them appear as you type.';
+  var LEVELS = { high: N_('High confidence'), medium: N_('Medium confidence'), unsure: N_('Not sure'),
+    low: N_('Low confidence') };
+  var REFUSALS = { not_covered: N_('Not covered'), unanswerable: N_('Not covered'), unsure: N_('Not answered directly') };
+  var SEARCH_HINT = N_('Type a few words: the sections that use them appear as you type.');
   var SEARCH_DELAY = 150;  // ms after the last keystroke
   var RETRY_CAP = 60;  // s: a 429's wait up to this is waited out and the question sent again, once; longer, said
   var HANDOFFS_KEPT = 20;  // the newest hand-offs kept per book; each is one status request when the panel opens
   var HANDOFF_RECHECK = 120000;  // ms between looks while a hand-off waits and the panel is open
   var TOKEN = /^[A-Za-z0-9_-]{16,64}$/;
-  var HANDOFF_TITLES = { open: 'Sent to the course staff', answered: 'Answered by the course staff',
-    declined: 'Declined by the course staff', coverage: 'Noted by the course staff' };
+  var HANDOFF_TITLES = { open: N_('Sent to the course staff'), answered: N_('Answered by the course staff'),
+    declined: N_('Declined by the course staff'), coverage: N_('Noted by the course staff') };
+  // "… on DATE": each title with its date, as one sentence to translate.
+  var HANDOFF_DATED = { open: N_('Sent to the course staff on {date}'), answered: N_('Answered by the course staff on {date}'),
+    declined: N_('Declined by the course staff on {date}'), coverage: N_('Noted by the course staff on {date}') };
 
   // ---------------------------------------------------------------- options
 
@@ -91,9 +109,9 @@
       key: data.key.trim(),
       book: data.book.trim(),
       position: data.position === 'bottom-left' ? 'bottom-left' : 'bottom-right',
-      title: (data.title || '').trim() || 'Ask the book',
+      title: (data.title || '').trim(),  // else t('Ask the book'), once the language is known
       color: color && window.CSS && CSS.supports('color', color) ? color : null,
-      placeholder: (data.placeholder || '').trim() || 'Ask a question about this book',
+      placeholder: (data.placeholder || '').trim(),  // else t('Ask a question about this book')
       version: (data.version || '').trim(),
       search: ['replace', 'off'].indexOf((data.search || '').trim()) >= 0 ? data.search.trim() : 'on',
       searchButton: (data.searchButton || '').trim() || '.DocSearch-Button, [data-bookchat-search]',
@@ -245,7 +263,7 @@
         // A rejected fetch is a network failure or (far more often) a 403 without CORS
         // headers: the origin isn't allowed by the key, and the browser hides the response.
         if (isAbort(error)) throw error;
-        throw userError(MESSAGES.unreachable);
+        throw userError(t(MESSAGES.unreachable));
       }
     }
 
@@ -254,16 +272,17 @@
       try { body = await response.json(); } catch (e) { /* not JSON */ }
       if (response.status === 429) {
         var seconds = retryAfter(response, body);
-        var many = what ? 'Too many ' + what : 'Many questions at once';
-        var limited = userError(many + (what ? '; ' : ' — ') + 'try again in ' +
-          (seconds ? duration(seconds) + '.' : 'a moment.'));
+        var wait = seconds ? duration(seconds) : t('a moment');
+        var limited = userError(what === 'searches' ? t('Too many searches; try again in {wait}.', { wait: wait })
+          : what === 'hand-offs' ? t('Too many questions to the course staff; try again in {wait}.', { wait: wait })
+          : t('Many questions at once — try again in {wait}.', { wait: wait }));
         limited.retryAfter = seconds || 0;
         return limited;
       }
       if (body && typeof body.message === 'string' && body.message) {
         return userError(capitalize(body.message), body.field);
       }
-      return userError('The chat server answered with an error (HTTP ' + response.status + ').');
+      return userError(t('The chat server answered with an error (HTTP {status}).', { status: response.status }));
     }
 
     /** Streams an answer: calls onToken(text) as it is written, resolves with the final object. */
@@ -271,7 +290,7 @@
       if (typeof ReadableStream === 'undefined' || typeof TextDecoder === 'undefined') {
         var plain = await post('/api/v1/ask', payload, signal);
         if (!plain.ok) throw await failure(plain);
-        try { return await plain.json(); } catch (e) { throw userError(MESSAGES.unreadable); }
+        try { return await plain.json(); } catch (e) { throw userError(t(MESSAGES.unreadable)); }
       }
       var response = await post('/api/v1/ask/stream', payload, signal);
       if (!response.ok) throw await failure(response);
@@ -279,11 +298,11 @@
       var parser = createSseParser(function (name, data) {
         if (outcome) return;
         if (name === 'token' && data && typeof data.text === 'string') onToken(data.text);
-        else if (name === 'final') outcome = data ? { final: data } : { error: userError(MESSAGES.unreadable) };
-        else if (name === 'error') outcome = { error: userError((data && data.message) || MESSAGES.cutOff) };
+        else if (name === 'final') outcome = data ? { final: data } : { error: userError(t(MESSAGES.unreadable)) };
+        else if (name === 'error') outcome = { error: userError((data && data.message) || t(MESSAGES.cutOff)) };
       });
       await readBody(response, parser, function () { return outcome !== null; });
-      if (!outcome) throw userError(MESSAGES.cutOff);
+      if (!outcome) throw userError(t(MESSAGES.cutOff));
       if (outcome.error) throw outcome.error;
       return outcome.final;
     }
@@ -304,10 +323,10 @@
         response = await fetch(endpoint('/api/v1/search') + query, { mode: 'cors', credentials: 'omit', signal: signal });
       } catch (error) {
         if (isAbort(error)) throw error;
-        throw userError(MESSAGES.unreachable);
+        throw userError(t(MESSAGES.unreachable));
       }
       if (!response.ok) throw await failure(response, 'searches');
-      try { return await response.json(); } catch (e) { throw userError(MESSAGES.unreadable); }
+      try { return await response.json(); } catch (e) { throw userError(t(MESSAGES.unreadable)); }
     }
 
     /** Tell bookchat which section of a search the reader opened (the coverage gaps count searches whose
@@ -330,12 +349,12 @@
       try {
         return await fetch(endpoint(path), { mode: 'cors', credentials: 'omit' });
       } catch (error) {
-        throw userError(MESSAGES.unreachable);
+        throw userError(t(MESSAGES.unreachable));
       }
     }
 
     async function json(response) {
-      try { return await response.json(); } catch (e) { throw userError(MESSAGES.unreadable); }
+      try { return await response.json(); } catch (e) { throw userError(t(MESSAGES.unreadable)); }
     }
 
     /** Hand an answer to the course staff: resolves with {handoff, status_url}. */
@@ -415,7 +434,7 @@
   }
 
   function duration(seconds) {
-    return seconds < 120 ? seconds + ' s' : Math.ceil(seconds / 60) + ' min';
+    return seconds < 120 ? t('{n} s', { n: seconds }) : t('{n} min', { n: Math.ceil(seconds / 60) });
   }
 
   /** Resolves after ``seconds``, calling onTick(seconds left) each second from the first; rejects with an
@@ -456,7 +475,7 @@
       parser.end();
     } catch (error) {
       if (isAbort(error)) throw error;
-      if (!finished()) throw userError(MESSAGES.cutOff);
+      if (!finished()) throw userError(t(MESSAGES.cutOff));
     }
     if (finished()) reader.cancel().catch(function () {});
   }
@@ -522,8 +541,9 @@
     '--bc-code-comment:#59636e;--bc-code-keyword:#cf222e;--bc-code-string:#0a3069;--bc-code-number:#0550ae;',
     '--bc-code-function:#8250df;--bc-code-tag:#116329;--bc-code-builtin:#953800;',
     'font-family:system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;font-size:14px;',
-    'line-height:1.5;color:var(--bc-fg);font-weight:400;font-style:normal;letter-spacing:normal;text-align:left;',
+    'line-height:1.5;color:var(--bc-fg);font-weight:400;font-style:normal;letter-spacing:normal;text-align:start;',
     'text-transform:none;visibility:visible;direction:ltr;-webkit-font-smoothing:antialiased;}',
+    ".bc-root[dir=rtl]{direction:rtl;}",  // the reader's language (Urdu, Arabic): mirrored by logical properties
     '.bc-root.bc-dark{' + DARK_VARS + '}',
     '@media (prefers-color-scheme:dark){.bc-root{' + DARK_VARS + '}}',
     '*,*::before,*::after{box-sizing:border-box;}',
@@ -559,15 +579,15 @@
     '.bc-empty strong{display:block;color:var(--bc-fg);font-weight:600;font-size:15px;margin-bottom:4px;}',
     '.bc-question{align-self:flex-end;max-width:85%;background:var(--bc-accent);color:var(--bc-on-accent);padding:8px 12px;',
     'border-radius:14px 14px 4px 14px;white-space:pre-wrap;overflow-wrap:anywhere;}',
-    '.bc-question-quote{display:block;font-size:12.5px;opacity:.85;border-left:2px solid currentColor;',
-    'padding-left:8px;margin-bottom:4px;}',
+    '.bc-question-quote{display:block;font-size:12.5px;opacity:.85;border-inline-start:2px solid currentColor;',
+    'padding-inline-start:8px;margin-bottom:4px;}',
     '.bc-answer{align-self:stretch;display:flex;flex-direction:column;gap:10px;}',
     '.bc-answer-text{overflow-wrap:anywhere;}',
     '.bc-answer[data-state="streaming"] .bc-answer-text{white-space:pre-wrap;}',
     '.bc-answer-text>:first-child{margin-top:0;}.bc-answer-text>:last-child{margin-bottom:0;}',
     '.bc-answer-text p,.bc-answer-text ul,.bc-answer-text ol,.bc-answer-text pre,.bc-answer-text blockquote,',
     '.bc-answer-text table{margin:0 0 10px;}',
-    '.bc-answer-text ul,.bc-answer-text ol{padding-left:22px;}',
+    '.bc-answer-text ul,.bc-answer-text ol{padding-inline-start:22px;}',
     '.bc-answer-text code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px;',
     'background:var(--bc-surface);padding:1px 4px;border-radius:4px;}',
     '.bc-answer-text pre{background:var(--bc-surface);padding:10px;border-radius:8px;overflow-x:auto;}',
@@ -579,7 +599,7 @@
     'color:var(--bc-muted);background:var(--bc-surface);border-bottom:1px solid var(--bc-border);padding:4px 10px;',
     'border-radius:8px 8px 0 0;}',
     '.bc-answer-text .bookchat-code-title+pre{border-radius:0 0 8px 8px;}',
-    '.bc-copy{position:absolute;top:4px;right:4px;font-size:11.5px;padding:2px 8px;border-radius:6px;',
+    '.bc-copy{position:absolute;top:4px;inset-inline-end:4px;font-size:11.5px;padding:2px 8px;border-radius:6px;',
     'border:1px solid var(--bc-border);background:var(--bc-bg);color:var(--bc-fg);}',
     '.bc-answer-text pre span[class^="c"]{color:var(--bc-code-comment);font-style:italic;}',
     '.bc-answer-text pre span[class^="k"],.bc-answer-text pre span.ow{color:var(--bc-code-keyword);}',
@@ -590,7 +610,7 @@
     '.bc-answer-text pre span.nb,.bc-answer-text pre span.bp,.bc-answer-text pre span.gd{color:var(--bc-code-builtin);}',
     '.bc-answer-text pre span.gp{color:var(--bc-code-comment);user-select:none;}',
     '.bookchat-math{font-family:"Latin Modern Math","STIX Two Math",Cambria,serif;white-space:pre-wrap;}',
-    '.bc-answer-text blockquote{border-left:3px solid var(--bc-border);padding-left:10px;color:var(--bc-muted);}',
+    '.bc-answer-text blockquote{border-inline-start:3px solid var(--bc-border);padding-inline-start:10px;color:var(--bc-muted);}',
     '.bc-answer-text table{border-collapse:collapse;display:block;overflow-x:auto;}',
     '.bc-answer-text th,.bc-answer-text td{border:1px solid var(--bc-border);padding:4px 8px;}',
     '.bc-answer-text a.bookchat-cite{font-size:11.5px;font-weight:600;text-decoration:none;vertical-align:super;',
@@ -636,9 +656,9 @@
     // "Ask the course staff" under an answer, and what the staff did with it
     '.bc-badge[data-level="staff"]{color:var(--bc-high);background:var(--bc-high-bg);}',
     '.bc-handoff{font-size:12.5px;}',
-    '.bc-handoff-prominent{padding:8px 10px;border:1px solid var(--bc-border);border-left:3px solid var(--bc-accent);',
+    '.bc-handoff-prominent{padding:8px 10px;border:1px solid var(--bc-border);border-inline-start:3px solid var(--bc-accent);',
     'border-radius:8px;background:var(--bc-surface);}',
-    '.bc-handoff-open{color:var(--bc-link);text-decoration:underline;text-underline-offset:2px;text-align:left;}',
+    '.bc-handoff-open{color:var(--bc-link);text-decoration:underline;text-underline-offset:2px;text-align:start;}',
     '.bc-handoff-prominent .bc-handoff-open{font-weight:600;font-size:13px;}',
     '.bc-handoff-form{display:flex;flex-direction:column;gap:6px;margin-top:8px;}',
     '.bc-handoff-form label{font-weight:600;}',
@@ -652,9 +672,9 @@
     '.bc-handoff-send:disabled{opacity:.55;cursor:default;}',
     '.bc-handoff-form-status{margin:0;}.bc-handoff-form-status:empty{display:none;}',
     '.bc-handoff-status{display:flex;flex-direction:column;gap:8px;padding:10px 12px;border:1px solid var(--bc-border);',
-    'border-left:3px solid var(--bc-high);border-radius:8px;overflow-wrap:anywhere;}',
-    '.bc-handoff-status[data-status="open"]{border-left-color:var(--bc-accent);}',
-    '.bc-handoff-status[data-status="declined"]{border-left-color:var(--bc-muted);}',
+    'border-inline-start:3px solid var(--bc-high);border-radius:8px;overflow-wrap:anywhere;}',
+    '.bc-handoff-status[data-status="open"]{border-inline-start-color:var(--bc-accent);}',
+    '.bc-handoff-status[data-status="declined"]{border-inline-start-color:var(--bc-muted);}',
     '.bc-handoff-status>p{margin:0;}',
     '.bc-handoff-title{font-weight:650;font-size:13.5px;}',
     '.bc-handoff-label{display:block;font-size:11.5px;font-weight:600;color:var(--bc-muted);text-transform:uppercase;',
@@ -670,6 +690,8 @@
     'font-size:12px;color:var(--bc-muted);}',
     '.bc-footer-row{display:flex;gap:12px;align-items:center;}',
     '.bc-footer-row a{color:var(--bc-muted);}',
+    '.bc-language-select{font:inherit;font-size:12px;color:var(--bc-fg);background:var(--bc-bg);',
+    'border:1px solid var(--bc-border);border-radius:6px;padding:1px 4px;max-width:9em;}',
     '.bc-my-data-open{color:var(--bc-muted);text-decoration:underline;text-underline-offset:2px;}',
     '.bc-my-data{display:flex;flex-wrap:wrap;gap:6px;align-items:center;}',
     '.bc-my-data p{margin:0;flex-basis:100%;}',
@@ -683,7 +705,7 @@
     // form
     '.bc-form{border-top:1px solid var(--bc-border);padding:10px 12px 12px;display:flex;flex-direction:column;gap:8px;}',
     '.bc-selection{display:flex;align-items:center;gap:8px;font-size:12.5px;padding:6px 6px 6px 10px;',
-    'background:var(--bc-surface);border-left:3px solid var(--bc-accent);border-radius:6px;}',
+    'background:var(--bc-surface);border-inline-start:3px solid var(--bc-accent);border-radius:6px;}',
     '.bc-selection-text{flex:1;min-width:0;color:var(--bc-muted);overflow-wrap:anywhere;}',
     '.bc-selection-remove{width:24px;height:24px;border-radius:6px;font-size:16px;line-height:1;color:var(--bc-muted);}',
     '.bc-row{display:flex;gap:8px;align-items:flex-end;}',
@@ -739,7 +761,12 @@
 
   // ---------------------------------------------------------------- the widget
 
-  function createWidget(options) {
+  /** The widget in the reader's language (``ui``: what GET /api/v1/interface answered); ``onLanguage(code)`` when the
+   * reader picks another. ``destroy`` takes it off the page, with every listener it put on the site's page. */
+  function createWidget(options, ui, onLanguage) {
+    var lifetime = new AbortController();
+    var listening = { signal: lifetime.signal };
+    var title = options.title || t('Ask the book');
     var api = createApi(options);
     var sessionKey = 'bookchat:session:' + options.book;
     var state = { sessionId: storage('get', sessionKey), selection: null, offered: null, accepted: null, request: null };
@@ -764,21 +791,22 @@
     host.id = 'bookchat-widget';
     var shadow = host.attachShadow({ mode: 'open' });
     var style = el('style', null, CSS_TEXT);
-    var root = el('div', 'bc-root' + (options.position === 'bottom-left' ? ' bc-left' : ''));
+    var root = el('div', 'bc-root' + (options.position === 'bottom-left' ? ' bc-left' : ''),
+      null, { lang: ui.language, dir: ui.dir });
     root.style.setProperty('--bc-accent', options.color || '#2563eb');
 
-    var launcher = button('bc-launcher', null, 'Open chat', { 'aria-expanded': 'false', 'aria-controls': 'bc-panel' });
+    var launcher = button('bc-launcher', null, t('Open chat'), { 'aria-expanded': 'false', 'aria-controls': 'bc-panel' });
     launcher.innerHTML = CHAT_ICON;  // our own static SVG
-    var panel = el('div', 'bc-panel', null, { id: 'bc-panel', role: 'dialog', 'aria-label': options.title, hidden: '' });
+    var panel = el('div', 'bc-panel', null, { id: 'bc-panel', role: 'dialog', 'aria-label': title, hidden: '' });
 
     var header = el('div', 'bc-header');
     var heading = el('div', 'bc-heading');
-    heading.append(el('h2', 'bc-title', options.title), el('p', 'bc-subtitle', 'Answers cite the book'));
-    var newButton = button('bc-new', 'New conversation');
-    var closeButton = button('bc-close', '×', 'Close chat');
-    var modes = el('div', 'bc-modes', null, { role: 'group', 'aria-label': 'Mode' });
-    var askMode = button('bc-mode bc-mode-ask', 'Ask', null, { 'aria-pressed': 'true' });
-    var searchMode = button('bc-mode bc-mode-search', 'Search', null, { 'aria-pressed': 'false' });
+    heading.append(el('h2', 'bc-title', title), el('p', 'bc-subtitle', t('Answers cite the book')));
+    var newButton = button('bc-new', t('New conversation'));
+    var closeButton = button('bc-close', '×', t('Close chat'));
+    var modes = el('div', 'bc-modes', null, { role: 'group', 'aria-label': t('Mode') });
+    var askMode = button('bc-mode bc-mode-ask', t('Ask'), null, { 'aria-pressed': 'true' });
+    var searchMode = button('bc-mode bc-mode-search', t('Search'), null, { 'aria-pressed': 'false' });
     modes.append(askMode, searchMode);
     modes.hidden = options.search === 'off';
     header.append(heading, modes, newButton, closeButton);
@@ -791,47 +819,47 @@
     var form = el('form', 'bc-form', null, { novalidate: '' });
     var chip = el('div', 'bc-selection', null, { hidden: '' });
     var chipText = el('span', 'bc-selection-text');
-    var chipRemove = button('bc-selection-remove', '×', 'Remove the selected text');
+    var chipRemove = button('bc-selection-remove', '×', t('Remove the selected text'));
     chip.append(chipText, chipRemove);
-    var label = el('label', 'bc-sr', 'Your question', { for: 'bc-input' });
+    var label = el('label', 'bc-sr', t('Your question'), { for: 'bc-input' });
     var input = el('textarea', 'bc-input', null,
-      { id: 'bc-input', rows: '1', maxlength: String(MAX_QUESTION), placeholder: options.placeholder });
-    var send = el('button', 'bc-send', 'Send', { type: 'submit' });
+      { id: 'bc-input', rows: '1', maxlength: String(MAX_QUESTION), placeholder: options.placeholder || t('Ask a question about this book') });
+    var send = el('button', 'bc-send', t('Send'), { type: 'submit' });
     var row = el('div', 'bc-row');
     row.append(input, send);
-    form.append(chip, label, row, el('p', 'bc-hint', 'Enter to send · Shift+Enter for a new line'));
+    form.append(chip, label, row, el('p', 'bc-hint', t('Enter to send · Shift+Enter for a new line')));
 
     var searchPane = el('div', 'bc-search', null, { hidden: '' });
     var searchRow = el('div', 'bc-search-row');
     var searchInput = el('input', 'bc-search-input', null, {
       id: 'bc-search-input', type: 'search', role: 'combobox', 'aria-autocomplete': 'list', 'aria-expanded': 'false',
       'aria-controls': 'bc-results', autocomplete: 'off', spellcheck: 'false', maxlength: String(MAX_QUESTION),
-      placeholder: 'Search the book', 'aria-describedby': 'bc-search-status'
+      placeholder: t('Search the book'), 'aria-describedby': 'bc-search-status'
     });
-    searchRow.append(el('label', 'bc-sr', 'Search the book', { for: 'bc-search-input' }), searchInput);
-    var searchStatus = el('p', 'bc-search-status', SEARCH_HINT, { id: 'bc-search-status', role: 'status' });
-    var results = el('ul', 'bc-results', null, { id: 'bc-results', role: 'listbox', 'aria-label': 'Sections found' });
-    var askQuery = button('bc-ask-query', 'Ask about this', null, { disabled: '' });
+    searchRow.append(el('label', 'bc-sr', t('Search the book'), { for: 'bc-search-input' }), searchInput);
+    var searchStatus = el('p', 'bc-search-status', t(SEARCH_HINT), { id: 'bc-search-status', role: 'status' });
+    var results = el('ul', 'bc-results', null, { id: 'bc-results', role: 'listbox', 'aria-label': t('Sections found') });
+    var askQuery = button('bc-ask-query', t('Ask about this'), null, { disabled: '' });
     var searchActions = el('div', 'bc-search-actions');
-    searchActions.append(askQuery, el('span', 'bc-hint', '↑ ↓ to choose · Enter to open · Esc to clear'));
+    searchActions.append(askQuery, el('span', 'bc-hint', t('↑ ↓ to choose · Enter to open · Esc to clear')));
     searchPane.append(searchRow, searchStatus, results, searchActions);
     var footer = el('div', 'bc-footer');
     var footerRow = el('div', 'bc-footer-row');
-    var about = makeLink(options.api + '/privacy/', 'About bookchat and your data');
+    var about = makeLink(options.api + '/privacy/', t('About bookchat and your data'));
     about.className = 'bc-about';
-    var myDataOpen = button('bc-my-data-open', 'My data', null,
+    var myDataOpen = button('bc-my-data-open', t('My data'), null,
       { 'aria-expanded': 'false', 'aria-controls': 'bc-my-data' });
-    footerRow.append(about, myDataOpen);
+    footerRow.append(about, languageSwitch(), myDataOpen);
     var myDataBox = el('div', 'bc-my-data', null, { id: 'bc-my-data', hidden: '' });
-    var myDataDownload = button('bc-my-data-download', 'Download');
-    var myDataErase = button('bc-my-data-erase', 'Delete');
+    var myDataDownload = button('bc-my-data-download', t('Download'));
+    var myDataErase = button('bc-my-data-erase', t('Delete'));
     var myDataStatus = el('span', 'bc-my-data-status', null, { role: 'status' });
-    myDataBox.append(el('p', null, 'Your conversation and questions to the course staff from this browser:'),
+    myDataBox.append(el('p', null, t('Your conversation and questions to the course staff from this browser:')),
       myDataDownload, myDataErase, myDataStatus);
     footer.append(footerRow, myDataBox);
     panel.append(header, log, form, searchPane, footer, status);
 
-    var bubble = button('bc-ask-selection', 'Ask about this', null, { hidden: '' });
+    var bubble = button('bc-ask-selection', t('Ask about this'), null, { hidden: '' });
 
     root.append(launcher, panel, bubble);
     shadow.append(style, root);
@@ -865,15 +893,17 @@
       var html = document.documentElement;
       var sync = function () { root.classList.toggle('bc-dark', html.getAttribute('data-theme') === 'dark'); };
       sync();
-      new MutationObserver(sync).observe(html, { attributes: true, attributeFilter: ['data-theme'] });
+      var observer = new MutationObserver(sync);
+      observer.observe(html, { attributes: true, attributeFilter: ['data-theme'] });
+      lifetime.signal.addEventListener('abort', function () { observer.disconnect(); });
     }
 
     // ---- the log
 
     function showEmptyState() {
       var empty = el('div', 'bc-empty');
-      empty.append(el('strong', null, 'Ask anything about this book'),
-        document.createTextNode('Answers are drawn only from the book, and each one lists its sources.'));
+      empty.append(el('strong', null, t('Ask anything about this book')),
+        document.createTextNode(t('Answers are drawn only from the book, and each one lists its sources.')));
       log.replaceChildren(empty);
     }
 
@@ -913,7 +943,7 @@
       addToLog(renderQuestion(question, selection));
       var view = renderPendingAnswer();
       addToLog(view.node);
-      say('Looking in the book…');
+      say(t('Looking in the book…'));
       var payload = { question: question, book: options.book };
       if (state.sessionId) payload.session_id = state.sessionId;
       if (selection) payload.selected_text = selection;
@@ -942,7 +972,7 @@
           state.sessionId = null;
           storage('remove', sessionKey);
         }
-        renderError(view, error.userMessage || MESSAGES.unreachable);
+        renderError(view, error.userMessage || t(MESSAGES.unreachable));
       } finally {
         if (state.request === controller) {
           state.request = null;
@@ -959,7 +989,7 @@
         return await api.ask(payload, view.addToken, signal);
       } catch (error) {
         if (!error.retryAfter || error.retryAfter > RETRY_CAP) throw error;
-        say('Many questions at once. Trying again in ' + error.retryAfter + ' seconds.');
+        say(t('Many questions at once. Trying again in {n} seconds.', { n: error.retryAfter }));
         await countDown(error.retryAfter, signal, view.waiting);
         view.restart();
         return api.ask(payload, view.addToken, signal);
@@ -972,7 +1002,7 @@
     }
 
     function renderQuestion(question, selection) {
-      var node = el('div', 'bc-question');
+      var node = el('div', 'bc-question', null, { dir: 'auto' });  // the student's words, in their direction
       if (selection) node.append(el('span', 'bc-question-quote', '“' + truncate(selection, 80) + '”'));
       node.append(document.createTextNode(question));
       return node;
@@ -980,9 +1010,9 @@
 
     function renderPendingAnswer() {
       var node = el('div', 'bc-answer', null, { 'data-state': 'streaming' });
-      var text = el('div', 'bc-answer-text');
+      var text = el('div', 'bc-answer-text', null, { dir: 'auto' });  // a label in one script, a quote in another
       var typing = el('span', 'bc-typing');
-      typing.append(el('i', 'bc-dot'), el('i', 'bc-dot'), el('i', 'bc-dot'), el('span', 'bc-sr', 'Looking in the book…'));
+      typing.append(el('i', 'bc-dot'), el('i', 'bc-dot'), el('i', 'bc-dot'), el('span', 'bc-sr', t('Looking in the book…')));
       text.append(typing);
       node.append(text);
       var streamed = '';
@@ -996,7 +1026,7 @@
             node.dataset.state = 'waiting';
             text.replaceChildren(note);
           }
-          note.textContent = 'Many questions at once — trying again in ' + duration(left);
+          note.textContent = t('Many questions at once — trying again in {wait}', { wait: duration(left) });
         },
         restart: function () {
           note = null;
@@ -1016,6 +1046,10 @@
       node.dataset.state = 'done';
       if (final.answer_id) node.dataset.answerId = String(final.answer_id);
       if (final.refused) node.dataset.refused = 'true';
+      // The language the answer is written in (the question's: the pipeline's `language`), for screen readers.
+      if (typeof final.language === 'string' && /^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$/.test(final.language)) {
+        view.text.setAttribute('lang', final.language);
+      }
       if (typeof final.answer_html === 'string') {
         view.text.innerHTML = final.answer_html;  // sanitised by the server; the only HTML we insert
         fixLinks(view.text, final.sources);
@@ -1031,21 +1065,21 @@
       var staff = !final.refused && (final.confidence_level === 'staff' || Boolean(final.staff_answer));
       var answeredOn = staff && final.staff_answer ? formatDate(final.staff_answer.answered_at) : '';
       var badge = final.refused
-        ? el('span', 'bc-badge', REFUSALS[final.refusal_reason] || REFUSALS.not_covered, { 'data-level': 'none' })
-        : staff ? el('span', 'bc-badge', HANDOFF_TITLES.answered + (answeredOn ? ' on ' + answeredOn : ''),
+        ? el('span', 'bc-badge', t(REFUSALS[final.refusal_reason] || REFUSALS.not_covered), { 'data-level': 'none' })
+        : staff ? el('span', 'bc-badge', answeredOn ? t(HANDOFF_DATED.answered, { date: answeredOn }) : t(HANDOFF_TITLES.answered),
           { 'data-level': 'staff' })
-        : el('span', 'bc-badge', LEVELS[level], { 'data-level': level });
+        : el('span', 'bc-badge', t(LEVELS[level]), { 'data-level': level });
       if (typeof final.confidence === 'number' && !final.refused && !staff) {
-        badge.title = 'Confidence ' + Math.round(final.confidence * 100) + '%';
+        badge.title = t('Confidence {percent}%', { percent: Math.round(final.confidence * 100) });
       }
       meta.append(badge);
-      if (final.confidence_note && !final.refused && !staff) meta.append(el('span', 'bc-level-note', final.confidence_note));
+      if (final.confidence_note && !final.refused && !staff) meta.append(el('span', 'bc-level-note', final.confidence_note, { dir: 'auto' }));
       node.append(meta);
-      if (final.disclaimer) node.append(el('p', 'bc-disclaimer', final.disclaimer));
-      if (final.notice) node.append(el('p', 'bc-notice', final.notice));
+      if (final.disclaimer) node.append(el('p', 'bc-disclaimer', final.disclaimer, { dir: 'auto' }));
+      if (final.notice) node.append(el('p', 'bc-notice', final.notice, { dir: 'auto' }));
       var suggestions = (final.suggestions || []).filter(function (s) { return s && safeUrl(s.url); });
       if (final.refused && suggestions.length) node.append(renderSuggestions(suggestions));
-      if (final.sources && final.sources.length) node.append(renderSources(final.sources));
+      if (final.sources && final.sources.length) node.append(renderSources(final.sources, final.book_language));
       if (final.answer_id) node.append(renderFeedback(String(final.answer_id), final.session_id));
       // "Ask the course staff" stands out where the book fell short: refused, withheld or unsure.
       var fellShort = final.refused || final.flagged_for_review || level === 'unsure' || level === 'low';
@@ -1067,16 +1101,16 @@
         var code = block.querySelector('pre');
         if (!code) return;
         var title = block.querySelector('.bookchat-code-title');
-        var copy = button('bc-copy', 'Copy', title ? 'Copy code: ' + title.textContent : 'Copy code');
+        var copy = button('bc-copy', t('Copy'), title ? t('Copy code: {title}', { title: title.textContent }) : t('Copy code'));
         copy.addEventListener('click', function () {
           copyText(code.textContent).then(function () {
-            copy.textContent = 'Copied';
-            say('Code copied to the clipboard.');
+            copy.textContent = t('Copied');
+            say(t('Code copied to the clipboard.'));
           }, function () {
-            copy.textContent = 'Copy failed';
-            say("Couldn't copy the code; select it and copy by hand.");
+            copy.textContent = t('Copy failed');
+            say(t("Couldn't copy the code; select it and copy by hand."));
           }).then(function () {
-            setTimeout(function () { copy.textContent = 'Copy'; }, 2000);
+            setTimeout(function () { copy.textContent = t('Copy'); }, 2000);
           });
         });
         block.append(copy);
@@ -1110,20 +1144,25 @@
         }
         applyLinkTarget(link, url);
         var n = link.classList.contains('bookchat-cite') && link.getAttribute('data-n');
-        if (n && titles[n]) link.title = 'Source ' + n + ': ' + titles[n];
+        if (n && titles[n]) link.title = t('Source {n}: {title}', { n: n, title: titles[n] });
       });
     }
 
-    function renderSources(sources) {
+    /** The cited sections; their excerpts are the book's words, in the book's language (``bookLanguage``). */
+    function renderSources(sources, bookLanguage) {
       var box = el('div', 'bc-sources');
-      box.append(el('p', 'bc-section-title', 'Sources'));
+      box.append(el('p', 'bc-section-title', t('Sources')));
       var list = el('ol');
       sources.forEach(function (source) {
         var item = el('li', 'bc-source');
         var place = [source.chapter, source.section].filter(Boolean)
           .filter(function (part, i, parts) { return i === 0 || part !== parts[0]; }).join(' › ');
-        item.append(makeLink(source.url, '[' + source.n + '] ' + (place || source.heading_path || 'Source')));
-        if (source.excerpt) item.append(el('p', 'bc-excerpt', source.excerpt));
+        item.append(makeLink(source.url, '[' + source.n + '] ' + (place || source.heading_path || t('Source'))));
+        var excerpt = el('p', 'bc-excerpt', source.excerpt, { dir: 'auto' });
+        if (typeof bookLanguage === 'string' && /^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$/.test(bookLanguage)) {
+          excerpt.setAttribute('lang', bookLanguage);
+        }
+        if (source.excerpt) item.append(excerpt);
         list.append(item);
       });
       box.append(list);
@@ -1132,7 +1171,7 @@
 
     function renderSuggestions(suggestions) {
       var box = el('div', 'bc-suggestions');
-      box.append(el('p', 'bc-section-title', 'Related sections:'));
+      box.append(el('p', 'bc-section-title', t('Related sections:')));
       var list = el('ul');
       suggestions.forEach(function (s) {
         var item = el('li');
@@ -1153,28 +1192,28 @@
 
     function renderFeedback(answerId, sessionId) {
       var box = el('div', 'bc-feedback');
-      var up = button('bc-thumb-up', null, 'Helpful', { 'aria-pressed': 'false' });
-      var down = button('bc-thumb-down', null, 'Not helpful', { 'aria-pressed': 'false' });
+      var up = button('bc-thumb-up', null, t('Helpful'), { 'aria-pressed': 'false' });
+      var down = button('bc-thumb-down', null, t('Not helpful'), { 'aria-pressed': 'false' });
       up.innerHTML = down.innerHTML = THUMB_ICON;  // our own static SVG
       var status = el('span', 'bc-feedback-status', null, { role: 'status' });
       var comment = el('div', 'bc-comment', null, { hidden: '' });
       var commentInput = el('textarea', 'bc-comment-input', null, { rows: '2', maxlength: String(MAX_COMMENT),
-        'aria-label': 'Comment on this answer (optional)', placeholder: 'What was good or missing? (optional)' });
-      var commentSend = button('bc-comment-send', 'Send comment');
+        'aria-label': t('Comment on this answer (optional)'), placeholder: t('What was good or missing? (optional)') });
+      var commentSend = button('bc-comment-send', t('Send comment'));
       comment.append(commentInput, commentSend);
-      box.append(el('span', null, 'Was this helpful?'), up, down, status, comment);
+      box.append(el('span', null, t('Was this helpful?')), up, down, status, comment);
       var rating = null;
 
       async function sendFeedback(body, controls, thanks) {
         controls.forEach(function (c) { c.disabled = true; });
-        status.textContent = 'Sending…';
+        status.textContent = t('Sending…');
         if (sessionId) body.session_id = String(sessionId);
         try {
           await api.feedback(answerId, body);
           status.textContent = thanks;
           return true;
         } catch (error) {
-          status.textContent = error.userMessage || MESSAGES.unreachable;
+          status.textContent = error.userMessage || t(MESSAGES.unreachable);
           return false;
         } finally {
           controls.forEach(function (c) { c.disabled = false; });
@@ -1182,7 +1221,7 @@
       }
 
       async function vote(value) {
-        if (!(await sendFeedback({ rating: value }, [up, down], 'Thanks for the feedback!'))) return;
+        if (!(await sendFeedback({ rating: value }, [up, down], t('Thanks for the feedback!')))) return;
         rating = value;
         up.setAttribute('aria-pressed', String(value === 'up'));
         down.setAttribute('aria-pressed', String(value === 'down'));
@@ -1200,7 +1239,7 @@
         var text = commentInput.value.trim().slice(0, MAX_COMMENT);
         if (!text || !rating) return commentInput.focus();
         if (await sendFeedback({ rating: rating, comment: text }, [up, down, commentSend, commentInput],
-          'Thanks, your comment was sent.')) comment.hidden = true;
+          t('Thanks, your comment was sent.'))) comment.hidden = true;
       });
       return box;
     }
@@ -1243,8 +1282,8 @@
 
     function setProminent(box, prominent) {
       box.classList.toggle('bc-handoff-prominent', Boolean(prominent));
-      box.querySelector('.bc-handoff-open').textContent = prominent ? 'Not what you needed? Ask the course staff'
-        : 'Ask the course staff';
+      box.querySelector('.bc-handoff-open').textContent = prominent ? t('Not what you needed? Ask the course staff')
+        : t('Ask the course staff');
     }
 
     async function toggleHandoffForm(box, ask, answerId) {
@@ -1274,18 +1313,18 @@
       var note = el('textarea', 'bc-handoff-note', null,
         { id: id + '-note', rows: '3', 'aria-describedby': id + '-about ' + id + '-count' });
       if (max) note.maxLength = max;
-      var count = el('p', 'bc-handoff-count', max ? 'Up to ' + max + ' characters.' : '', { id: id + '-count' });
-      form.append(el('p', 'bc-handoff-about', 'The course staff get your question, this answer and the conversation ' +
-        'before it, and reply here.', { id: id + '-about' }),
-        el('label', null, 'A note for the course staff (optional)', { for: id + '-note' }), note, count);
+      var count = el('p', 'bc-handoff-count', max ? t('Up to {max} characters.', { max: max }) : '', { id: id + '-count' });
+      form.append(el('p', 'bc-handoff-about', t('The course staff get your question, this answer and the conversation before it, and reply here.'),
+        { id: id + '-about' }),
+        el('label', null, t('A note for the course staff (optional)'), { for: id + '-note' }), note, count);
       var email = null;
       if (facts.contact_email === true) {
         email = el('input', 'bc-handoff-email', null,
           { id: id + '-email', type: 'email', maxlength: '254', autocomplete: 'email' });
-        form.append(el('label', null, 'Your e-mail address (optional, if the staff may write to you)',
+        form.append(el('label', null, t('Your e-mail address (optional, if the staff may write to you)'),
           { for: id + '-email' }), email);
       }
-      var send = el('button', 'bc-handoff-send', 'Send to the course staff', { type: 'submit' });
+      var send = el('button', 'bc-handoff-send', t('Send to the course staff'), { type: 'submit' });
       var status = el('p', 'bc-handoff-form-status', null, { role: 'status' });
       form.append(send, status);
       note.addEventListener('input', function () {
@@ -1302,11 +1341,11 @@
 
     async function sendHandoff(answerId, body, send, status) {
       send.disabled = true;
-      status.textContent = 'Sending…';
+      status.textContent = t('Sending…');
       try {
         var sent = await api.handoff(answerId, body);
         var token = String((sent && sent.status_url) || '').split('?')[0].split('/').pop();
-        if (!TOKEN.test(token)) throw userError(MESSAGES.unreadable);
+        if (!TOKEN.test(token)) throw userError(t(MESSAGES.unreadable));
         keepHandoff(token, answerId);
         handoffs.last[token] = 'open';
         var entry = { token: token, answer_id: answerId };
@@ -1315,10 +1354,10 @@
         var title = node.querySelector('.bc-handoff-title');
         title.tabIndex = -1;  // focus follows the form, which is gone
         title.focus();
-        say('Sent to the course staff. Their reply will show under this answer.');
+        say(t('Sent to the course staff. Their reply will show under this answer.'));
         scheduleHandoffCheck(true);
       } catch (error) {
-        status.textContent = error.userMessage || MESSAGES.unreachable;
+        status.textContent = error.userMessage || t(MESSAGES.unreachable);
       } finally {
         send.disabled = false;
       }
@@ -1331,10 +1370,10 @@
       var reply = status === 'answered' && data.reply && typeof data.reply === 'object' ? data.reply : null;
       var when = formatDate(reply ? reply.answered_at : status === 'open' ? data.asked_at : data.closed_at);
       var node = el('section', 'bc-handoff-status', null,
-        { 'data-status': status, 'data-token': entry.token, 'aria-label': 'Your question to the course staff' });
-      node.append(el('p', 'bc-handoff-title', HANDOFF_TITLES[status] + (when ? ' on ' + when : '')));
-      if (data.question) node.append(labelled('bc-handoff-question', 'Your question', data.question));
-      if (data.note) node.append(labelled('bc-handoff-note-shown', 'Your note', data.note));
+        { 'data-status': status, 'data-token': entry.token, 'aria-label': t('Your question to the course staff') });
+      node.append(el('p', 'bc-handoff-title', when ? t(HANDOFF_DATED[status], { date: when }) : t(HANDOFF_TITLES[status])));
+      if (data.question) node.append(labelled('bc-handoff-question', t('Your question'), data.question));
+      if (data.note) node.append(labelled('bc-handoff-note-shown', t('Your note'), data.note));
       if (reply) {
         var text = el('div', 'bc-answer-text bc-staff-reply');
         if (typeof reply.answer_html === 'string') {
@@ -1347,13 +1386,13 @@
         var citations = (Array.isArray(reply.citations) ? reply.citations : []).filter(function (c) { return c; });
         if (citations.length) node.append(renderSources(citations));
       } else if (status === 'declined') {
-        node.append(labelled('bc-handoff-reason', 'Their reason', data.declined_reason || ''));
+        node.append(labelled('bc-handoff-reason', t('Their reason'), data.declined_reason || ''));
       } else if (status === 'coverage') {
-        node.append(el('p', null, 'The course staff think the book should cover this, and its authors were told.'));
+        node.append(el('p', null, t('The course staff think the book should cover this, and its authors were told.')));
       } else {
-        node.append(el('p', null, 'Their reply will show here when it comes.'));
+        node.append(el('p', null, t('Their reply will show here when it comes.')));
       }
-      var link = makeLink(options.api + '/api/v1/handoffs/' + encodeURIComponent(entry.token), 'Link to this question');
+      var link = makeLink(options.api + '/api/v1/handoffs/' + encodeURIComponent(entry.token), t('Link to this question'));
       var more = el('p', 'bc-handoff-link');
       more.append(link, document.createTextNode(' (keep it to come back to the reply from any browser)'));
       node.append(more);
@@ -1392,7 +1431,7 @@
       var box = log.querySelector('.bc-staff');
       if (!box) {
         box = el('section', 'bc-staff', null, { 'aria-labelledby': 'bc-staff-title' });
-        box.append(el('h3', 'bc-staff-title', 'Your questions to the course staff', { id: 'bc-staff-title' }),
+        box.append(el('h3', 'bc-staff-title', t('Your questions to the course staff'), { id: 'bc-staff-title' }),
           el('ol', 'bc-staff-list'));
         log.prepend(box);
       }
@@ -1416,7 +1455,7 @@
           var data = found[i].data;
           placeHandoffStatus(entry, renderHandoffStatus(entry, data));
           if (handoffs.last[entry.token] === 'open' && data.status !== 'open') {
-            say('The course staff replied to your question: ' + truncate(String(data.question || ''), 80));
+            say(t('The course staff replied to your question: {question}', { question: truncate(String(data.question || ''), 80) }));
           }
           handoffs.last[entry.token] = data.status;
           if (data.status === 'open') waiting = true;
@@ -1454,20 +1493,19 @@
     async function myData(erase) {
       var ids = myDataIds();
       if (!ids.session_ids.length && !ids.handoff_tokens.length) {
-        myDataStatus.textContent = 'Nothing: this browser holds no conversation or question to the course staff.';
+        myDataStatus.textContent = t('Nothing: this browser holds no conversation or question to the course staff.');
         return;
       }
-      if (erase && !window.confirm('Delete your conversation and questions to the course staff from bookchat? ' +
-          "This can't be undone.")) return;
+      if (erase && !window.confirm(t("Delete your conversation and questions to the course staff from bookchat? This can't be undone."))) return;
       myDataDownload.disabled = myDataErase.disabled = true;
-      myDataStatus.textContent = erase ? 'Deleting…' : 'Preparing the file…';
+      myDataStatus.textContent = erase ? t('Deleting…') : t('Preparing the file…');
       try {
         var body = await api.myData(ids, erase);
         if (erase) forgetMyData(body);
         else saveJson(body, 'bookchat-my-data.json');
-        if (!erase) myDataStatus.textContent = 'Downloaded: bookchat-my-data.json.';
+        if (!erase) myDataStatus.textContent = t('Downloaded: {file}.', { file: 'bookchat-my-data.json' });
       } catch (error) {
-        myDataStatus.textContent = error.userMessage ? error.message : MESSAGES.unreachable;
+        myDataStatus.textContent = error.userMessage ? error.message : t(MESSAGES.unreachable);
       } finally {
         myDataDownload.disabled = myDataErase.disabled = false;
       }
@@ -1482,8 +1520,8 @@
       clearTimeout(handoffs.timer);
       handoffs.last = {};
       showEmptyState();
-      myDataStatus.textContent = 'Deleted: ' + (erased.conversations || 0) + ' conversation(s), ' +
-        (erased.handoffs || 0) + ' question(s) to the course staff.';
+      myDataStatus.textContent = t('Deleted: {conversations} conversation(s), {handoffs} question(s) to the course staff.',
+        { conversations: erased.conversations || 0, handoffs: erased.handoffs || 0 });
     }
 
     function saveJson(data, name) {
@@ -1541,7 +1579,7 @@
         }, function (error) {
           if (isAbort(error) || seq !== searchState.seq) return;
           if (error.retryAfter) return pauseSearches(error.retryAfter, !resumed);
-          renderResults(null, error.userMessage || MESSAGES.unreadable);
+          renderResults(null, error.userMessage || t(MESSAGES.unreadable));
         });
       });
     }
@@ -1551,8 +1589,8 @@
     function pauseSearches(seconds, resume) {
       var wait = Math.min(seconds, RETRY_CAP);
       searchState.pausedUntil = Date.now() + wait * 1000;
-      searchStatus.textContent = 'Many searches at once; the results follow your typing again in ' + duration(wait) +
-        '.';
+      searchStatus.textContent = t('Many searches at once; the results follow your typing again in {wait}.',
+        { wait: duration(wait) });
       clearTimeout(searchState.resume);
       searchState.resume = setTimeout(function () {
         searchState.pausedUntil = 0;
@@ -1589,10 +1627,12 @@
       var count = searchState.items.length;
       searchInput.setAttribute('aria-expanded', String(count > 0));
       if (error) searchStatus.textContent = error;
-      else if (!result) searchStatus.textContent = SEARCH_HINT;
-      else if (!count) searchStatus.textContent = 'Nothing found. Try other words, or ask.';
-      else searchStatus.textContent = (result.matched === 'meaning' ? 'No section uses these words; the nearest ' +
-        'in meaning: ' : '') + count + (count === 1 ? ' section.' : ' sections.');
+      else if (!result) searchStatus.textContent = t(SEARCH_HINT);
+      else if (!count) searchStatus.textContent = t('Nothing found. Try other words, or ask.');
+      else if (result.matched === 'meaning') {
+        searchStatus.textContent = count === 1 ? t('No section uses these words; the nearest in meaning: 1 section.')
+          : t('No section uses these words; the nearest in meaning: {n} sections.', { n: count });
+      } else searchStatus.textContent = count === 1 ? t('1 section.') : t('{n} sections.', { n: count });
     }
 
     /** The snippet as text, its matched words in <mark>, from the offsets the server gives (never as HTML). */
@@ -1662,7 +1702,7 @@
     function setSelection(text) {
       state.selection = text || null;
       chip.hidden = !text;
-      chipText.textContent = text ? 'About: “' + truncate(text, 80) + '”' : '';
+      chipText.textContent = text ? t('About: “{text}”', { text: truncate(text, 80) }) : '';
     }
 
     function pageSelection() {
@@ -1754,39 +1794,62 @@
         event.preventDefault();
         event.stopImmediatePropagation();
         openSearch();
-      }, true);
+      }, { capture: true, signal: lifetime.signal });
       document.addEventListener('click', function (event) {
         if (!isSearchButton(event.target)) return;
         event.preventDefault();
         event.stopImmediatePropagation();
         openSearch();
-      }, true);
+      }, { capture: true, signal: lifetime.signal });
     } else if (options.search === 'on') {
       window.addEventListener('keydown', function (event) {
         if (event.defaultPrevented || !isSearchKey(event)) return;  // the site's own search came first
         event.preventDefault();
         openSearch();
-      });
+      }, listening);
     }
     document.addEventListener('visibilitychange', function () {
       if (document.visibilityState === 'visible' && isOpen()) refreshHandoffs();  // back to the tab: any reply?
-    });
+    }, listening);
     bubble.addEventListener('mousedown', function (event) { event.preventDefault(); });  // keep the selection
     bubble.addEventListener('click', askAboutSelection);
 
     var laterUpdateBubble = debounce(updateBubble, 180);
-    document.addEventListener('selectionchange', laterUpdateBubble);
-    document.addEventListener('mouseup', laterUpdateBubble);
-    document.addEventListener('keyup', function (event) { if (event.key !== 'Escape') laterUpdateBubble(); });
-    window.addEventListener('scroll', function () { if (!bubble.hidden) laterUpdateBubble(); }, { passive: true });
+    document.addEventListener('selectionchange', laterUpdateBubble, listening);
+    document.addEventListener('mouseup', laterUpdateBubble, listening);
+    document.addEventListener('keyup', function (event) { if (event.key !== 'Escape') laterUpdateBubble(); }, listening);
+    window.addEventListener('scroll', function () { if (!bubble.hidden) laterUpdateBubble(); },
+      { passive: true, signal: lifetime.signal });
     document.addEventListener('keydown', function (event) {
       if (event.key !== 'Escape') return;
       hideBubble();
       var fromWidget = event.composedPath().indexOf(host) >= 0 || document.activeElement === document.body;
       if (isOpen() && fromWidget) close();
-    });
+    }, listening);
 
-    return { open: open, close: close, search: openSearch };
+    function destroy() {
+      if (state.request) state.request.abort();
+      clearTimeout(handoffs.timer);
+      lifetime.abort();
+      host.remove();
+    }
+
+    /** The interface's languages, each named in itself; the reader's choice is kept (by ``onLanguage``). */
+    function languageSwitch() {
+      var box = el('span', 'bc-language');
+      var select = el('select', 'bc-language-select', null, { id: 'bc-language' });
+      (ui.languages || []).forEach(function (language) {
+        var option = el('option', null, String(language.name), { value: String(language.code), lang: String(language.code) });
+        option.selected = language.code === ui.language;
+        select.append(option);
+      });
+      select.addEventListener('change', function () { onLanguage(select.value); });
+      box.append(el('label', 'bc-sr', t('Language'), { for: 'bc-language' }), select);
+      box.hidden = !(ui.languages || []).length;
+      return box;
+    }
+
+    return { open: open, close: close, search: openSearch, destroy: destroy, isOpen: isOpen };
   }
 
   // ---------------------------------------------------------------- start
@@ -1794,11 +1857,56 @@
   var options = readOptions(script);
   if (!options) return;
 
+  var ENGLISH = { language: 'en', dir: 'ltr', messages: {}, languages: [] };
+
+  /** The reader's languages, best first: the one chosen with the switch, else the browser's. */
+  function readerLanguages() {
+    var chosen = lasting('get', LANGUAGE_KEY);
+    var wanted = chosen ? [chosen] : (navigator.languages && navigator.languages.length ? navigator.languages
+      : [navigator.language || '']);
+    return Array.prototype.filter.call(wanted, function (tag) {
+      return /^[A-Za-z]{1,8}(-[A-Za-z0-9]{1,8})*$/.test(tag);
+    }).slice(0, 8).join(',');
+  }
+
+  /** The interface in the first of ``languages`` bookchat speaks; English when it speaks none or can't be reached. */
+  async function loadInterface(languages) {
+    try {
+      var response = await fetch(options.api + '/api/v1/interface?lang=' + encodeURIComponent(languages),
+        { mode: 'cors', credentials: 'omit' });
+      var body = response.ok ? await response.json() : null;
+      if (body && body.messages && typeof body.messages === 'object' && /^(ltr|rtl)$/.test(body.dir)) return body;
+    } catch (e) { /* unreachable: the interface in English, and asking says why */ }
+    return ENGLISH;
+  }
+
+  var current = null;
+
+  async function mount(languages, reopen) {
+    var ui = await loadInterface(languages);
+    var wasOpen = reopen && current && current.isOpen();
+    if (current) current.destroy();
+    CATALOGUE = ui.messages;
+    current = createWidget(options, ui, function (code) {
+      lasting('set', LANGUAGE_KEY, code);
+      mount(code, true);
+    });
+    if (wasOpen) {
+      current.open();
+      var select = document.getElementById('bookchat-widget').shadowRoot.getElementById('bc-language');
+      if (select) select.focus();  // where the reader was
+    }
+  }
+
   function start() {
     if (window.BookchatWidget) return;
-    var widget = createWidget(options);
-    window.BookchatWidget = Object.freeze({ version: '1', open: widget.open, close: widget.close,
-      search: widget.search });
+    // The widget of the language in force (a switch builds another): each call goes to it, with its arguments.
+    var call = function (name) {
+      return function () { if (current) return current[name].apply(null, arguments); };
+    };
+    window.BookchatWidget = Object.freeze({ version: '1', open: call('open'), close: call('close'),
+      search: call('search') });
+    mount(readerLanguages(), false);
   }
 
   if (document.body) start();
