@@ -219,7 +219,7 @@ def test_the_export_holds_every_place_and_the_erasure_leaves_no_canary_but_the_c
 
 def test_a_hand_off_token_finds_the_whole_learner(data_dir):
     made = canary_learner(data_dir)
-    code, out, _ = run_command("privacy", "export", "--learner", made["token"], "--json")
+    code, out, _ = run_command("privacy", "export", f"--learner={made['token']}", "--json")  # may start with -
     assert code == 0
     assert json.loads(out)["learner"]["pseudonyms"] == [made["learner"]]
 

@@ -44,11 +44,12 @@ BROWSER = [
 # (the request, the law, what to run)
 REQUESTS = [
     ("See what is held about them", "FERPA: inspect and review education records; GDPR article 15 (access)",
-     "`manage.py privacy export --learner ID --json`, or the admin's \"Export the learner's data\" action"),
+     "`manage.py privacy export --learner=ID --json` (with `=`: a hand-off token may start with `-`), or the "
+     "admin's \"Export the learner's data\" action"),
     ("A copy to take elsewhere", "GDPR article 20 (portability)",
      "The same export: one JSON document"),
     ("Erase it", "GDPR article 17 (erasure); FERPA: a school's records policy",
-     "`manage.py privacy erase --learner ID` (asks first; `--yes` for scripts), or the admin's \"Erase the "
+     "`manage.py privacy erase --learner=ID` (asks first; `--yes` for scripts), or the admin's \"Erase the "
      "learner's data\" action"),
     ("Correct it", "FERPA: amendment; GDPR article 16 (rectification)",
      "bookchat keeps the learner's words as written and never edits them: erase them, and the learner asks again"),

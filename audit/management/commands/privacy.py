@@ -40,7 +40,8 @@ class Command(BaseCommand):
         erase.add_argument("--yes", action="store_true", help="Erase without asking.")
         for sub in (export, erase):
             sub.add_argument("--learner", required=True, metavar="ID",
-                             help="LMS pseudonym, conversation id (session_id) or hand-off token.")
+                             help="LMS pseudonym, conversation id (session_id) or hand-off token; write --learner=ID "
+                                  "for a token that starts with '-'.")
             sub.add_argument("--json", action="store_true", help="Print one JSON object.")
 
     def handle(self, *args, **options) -> None:
