@@ -64,6 +64,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from django.utils.translation import gettext_noop
+
 from bookchat.base.conf import setting
 from chat.pipeline.answerability import specific_terms
 from chat.pipeline.retrieval import RetrievedChunk
@@ -94,12 +96,13 @@ UNSEEN_NEVER_HIGH = 0.5  # a question naming a thing with this share of its othe
 _QUANTITY = re.compile(r"\b(?:how\s+(?:many|much|long|big|large|old|often|fast|far|high|wide|deep|small)"
                        r"|what\s+(?:year|size|percentage)|(?:which|what)\s+(?:[\w.-]+\s+)?version)\b", re.IGNORECASE)
 # What a level means, in a reader's words (the page, the widget and MCP show it beside the level).
+# In English: each is a msgid, said in the question's language (``chat.pipeline.wording.level_note``).
 LEVEL_NOTES = {
-    "high": "In tests on other books, about 9 in 10 answers at this level were right.",
-    "medium": "Often right, but not always: check the cited sections before relying on it.",
-    "unsure": "Not sure: this is the closest passage the book has, which may not answer what you asked. "
-              "It has been sent to the book's reviewers.",
-    "low": "Probably not quite what you asked: check the cited sections before relying on it.",
+    "high": gettext_noop("In tests on other books, about 9 in 10 answers at this level were right."),
+    "medium": gettext_noop("Often right, but not always: check the cited sections before relying on it."),
+    "unsure": gettext_noop("Not sure: this is the closest passage the book has, which may not answer what you asked. "
+                           "It has been sent to the book's reviewers."),
+    "low": gettext_noop("Probably not quite what you asked: check the cited sections before relying on it."),
 }
 
 _MD_LINK = re.compile(r"!?\[([^\]]*)\]\(\s*<?([^\s)>]*)>?[^)]*\)")
