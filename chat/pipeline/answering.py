@@ -163,7 +163,7 @@ def prepare(request: AskRequest, *, deadline: Deadline | None = None) -> Prepare
         crosslingual = language != written_in
         retrieval = retrieve(book=book, question=resolved, selected_text=request.selected_text,
                              chapter=request.chapter, top_k=request.max_results, deadline=deadline,
-                             crosslingual=crosslingual)
+                             language=language)
         scope = check_scope(book, retrieval, crosslingual=crosslingual)
         # A staff answer answers a question on its own: not a follow-up, nor a question about a selected passage.
         staff = None if follows or request.selected_text else staff_matching.match(

@@ -26,7 +26,8 @@ languages, less closely than within one): measured on docusaurus-docs, the best 
 asked in Spanish, Urdu, Chinese or French was 0.036 below the same questions in English at the median, while
 off-topic questions scored the same in any language. So their scope score is the best cosine alone, against a
 threshold of their own: the ``XL_OFF_QUANTILE`` quantile of the best cosines of translated off-topic questions
-(``chat/data/off_topic_questions.i18n.txt``, not tuned on any book), never above the book's own threshold. It is
+(``chat/data/off_topic_questions.i18n.txt``, not tuned on any book; their vectors moved to the book's language as a
+question's are, ``chat.pipeline.crosslingual``), never above the book's own threshold. It is
 measured on the first cross-lingual question a book gets (or by ``calibrate``) and kept with the calibration.
 
 Coverage is measured on the top fused passages, so the threshold belongs to the fusion mode
@@ -49,7 +50,9 @@ from django.utils import timezone
 from bookchat.base.conf import setting
 from chat.models import ScopeCalibration
 from chat.pipeline.answerability import MAX_PROBE_REFUSALS, check_retrieved
+from chat.pipeline.crosslingual import off_topic_vectors
 from chat.pipeline.deadline import Deadline
+from chat.pipeline.language import book_language
 from chat.pipeline.retrieval import Retrieval, get_dense_search, retrieve
 from chat.pipeline.terms import STOP_WORDS, plain_text, split_sentences
 from ingestion.indexing.embedders import get_embedder
@@ -61,8 +64,7 @@ logger = logging.getLogger(__name__)
 
 METHOD = "off-topic q95 + 0.005, capped at kw4 probes q05; score = cosine + w * coverage; cased probes (v2)"
 OFF_TOPIC_FILE = Path(__file__).resolve().parent.parent / "data" / "off_topic_questions.txt"
-XL_OFF_TOPIC_FILE = OFF_TOPIC_FILE.with_name("off_topic_questions.i18n.txt")
-XL_METHOD = "translated off-topic best cosine q75 + 0.005, capped at the book's threshold (v1)"
+XL_METHOD = "translated off-topic best cosine (moved vectors) q75 + 0.005, capped at the book's threshold (v2)"
 XL_OFF_QUANTILE = 0.75
 PROBES = 80
 OFF_QUANTILE = 0.95
@@ -76,23 +78,15 @@ def off_topic_questions() -> list[str]:
     return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
 
 
-def translated_off_topic_questions() -> list[str]:
-    """The translated off-topic questions (every language together)."""
-    lines = XL_OFF_TOPIC_FILE.read_text(encoding="utf-8").splitlines()
-    return [line.split("\t", 1)[1].strip() for line in lines if "\t" in line and not line.startswith("#")]
+_vectors: dict[str, list] = {}
 
 
-_vectors: dict[tuple[str, bool], list] = {}
-
-
-def _off_topic_vectors(*, translated: bool = False) -> list:
+def _off_topic_vectors() -> list:
     """The off-topic questions' query vectors, embedded once per process and embedder."""
     embedder = get_embedder()
-    key = (embedder.name, translated)
-    if key not in _vectors:
-        questions = translated_off_topic_questions() if translated else off_topic_questions()
-        _vectors[key] = list(embedder.embed_queries(questions))
-    return _vectors[key]
+    if embedder.name not in _vectors:
+        _vectors[embedder.name] = list(embedder.embed_queries(off_topic_questions()))
+    return _vectors[embedder.name]
 
 
 def scope_score(retrieval: Retrieval) -> float:
@@ -158,7 +152,7 @@ def measure_crosslingual(book: Book, calibration: dict) -> dict:
         search = get_dense_search()
         cosines = np.asarray([max(search.candidates(cursor, book=book, vector=v, limit=1, document_ids=None,
                                                     seconds=60.0).values(), default=0.0)
-                              for v in _off_topic_vectors(translated=True)])
+                              for v in off_topic_vectors(book_language(book))])
     level = float(np.quantile(cosines, XL_OFF_QUANTILE)) + MARGIN
     measured = {"method": XL_METHOD, "threshold": round(min(level, calibration["threshold"]), 4),
                 "off_topic": _summary(cosines), "seconds": round(time.monotonic() - started, 2)}

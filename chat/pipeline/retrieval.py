@@ -14,7 +14,8 @@ relative to the pool, while the scope decision needs an absolute measure, in eit
 The fused pool's best 30 are then re-ordered by the re-ranker (``chat.pipeline.reranking``, unless
 ``RERANKER=off``); a candidate's ``score`` becomes its probability, the fused score stays in ``fused``.
 
-A question asked in another language than the book's (``crosslingual``) shares no words with it but its names,
+A question asked in another language than the book's (``language`` not the book's) is searched with its vector
+moved towards the book's language (``chat.pipeline.crosslingual``), and shares no words with the book but its names,
 numbers and code: the lexical side searches for those alone (``answerability.crosslingual_terms``, nothing when
 it has none), and the re-ranker reads them as the question, so BM25 on words the book doesn't have never decides
 and the dense order stands where no name is shared.
@@ -35,6 +36,7 @@ from django.db.models import Q
 from bookchat.base.conf import setting
 from bookchat.base.errors import BookchatError, ConfigurationError, DeadlineExceeded, NotFound
 from chat.pipeline.answerability import crosslingual_terms
+from chat.pipeline.crosslingual import moved
 from chat.pipeline.deadline import Deadline
 from chat.pipeline.language import book_language
 from chat.pipeline.lexical import SCAN_BUDGET, LexicalResult, bm25_search
@@ -265,12 +267,13 @@ def fuse(dense: dict[str, float], lexical: dict[str, float], *, mode: str | None
 def retrieve(*, book: Book, question: str, selected_text: str = "", chapter: str | None = None,
              top_k: int | None = None, deadline: Deadline | None = None, query_vector=None,
              stage_seconds: float | None = None, scan_budget: int = SCAN_BUDGET,
-             crosslingual: bool = False) -> Retrieval:
+             language: str | None = None) -> Retrieval:
     """The ``top_k`` chunks of ``book`` that best answer ``question`` (about ``selected_text``, if given).
     ``query_vector`` skips embedding the query when the caller already has its vector; ``stage_seconds``
     replaces ``RETRIEVAL_SECONDS`` as this stage's share of the deadline (for batch callers like calibration);
-    ``scan_budget`` bounds the lexical candidate scan (``lexical.SCAN_BUDGET``); ``crosslingual``: the question is
-    in another language than the book's, and only its names, numbers and code are searched for lexically.
+    ``scan_budget`` bounds the lexical candidate scan (``lexical.SCAN_BUDGET``); ``language``: the question's, when
+    known; in another language than the book's, its vector is moved to the book's language and only its names,
+    numbers and code are searched for lexically.
 
     The steps: embed the query, search both ways (``_search``), fuse the scores (``_fused``), order the pool
     (``_ranked``: selected-text boost, re-ranker, sentence re-sort), keep the first ``top_k``."""
@@ -283,13 +286,17 @@ def retrieve(*, book: Book, question: str, selected_text: str = "", chapter: str
     document_ids = chapter_documents(book, chapter) if chapter else None
     query = f"{question}\n\n{selected_text}" if selected_text else question
     # What the lexical side and the re-ranker read: for a cross-lingual question, its names as the book writes them.
-    words_of = " ".join(crosslingual_terms(question, book_language(book))) if crosslingual else question
+    written_in = book_language(book)
+    crosslingual = bool(language) and language != written_in
+    words_of = " ".join(crosslingual_terms(question, written_in)) if crosslingual else question
     lexical_query = f"{words_of}\n\n{selected_text}" if selected_text else words_of
     budget = deadline.stage_budget(setting("RETRIEVAL_SECONDS") if stage_seconds is None else stage_seconds)
     stage_end = time.monotonic() + budget
     deadline.check("retrieval")
     clock = _StageClock()
     vector = embedder.embed_query(query) if query_vector is None else query_vector
+    if crosslingual and query_vector is None:
+        vector = moved(vector, language, written_in)
     clock.mark("embed")
     found = _search(dense_search, book=book, query=lexical_query, vector=vector,
                     pool=max(setting("CANDIDATE_POOL"), top_k), document_ids=document_ids, stage_end=stage_end,
