@@ -99,11 +99,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.crosslingual", description=__doc__.split("\n\n")[0])
     parser.add_argument("--book", action="append", choices=BOOKS, help="only this book (repeatable)")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument("--offsets", action="store_true",
+                        help="only measure the language offsets with the configured embedder and write them "
+                             "(chat/data/language_offsets.json)")
     args = parser.parse_args(argv)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bookchat.settings")
     import django  # noqa: PLC0415
 
     django.setup()
+    if args.offsets:
+        from chat.pipeline.crosslingual import write_offsets  # noqa: PLC0415
+
+        print(f"wrote {write_offsets()}")
+        return 0
     results = {}
     for book in args.book or BOOKS:
         results[book] = evaluate_book(book, lambda line: print(line, file=sys.stderr, flush=True))

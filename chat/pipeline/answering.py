@@ -304,7 +304,8 @@ def assess_confidence(p: Prepared, draft: Draft, grounding: GroundingReport) -> 
         question=p.request.question, resolved_question=p.resolved_question, answer=draft.answer,
         chunks=p.retrieval.chunks, cited=grounding.cited_sources, scope_score=p.scope_score, threshold=p.threshold,
         calibration=p.calibration, selected_overlap=p.retrieval.best_selected_overlap,
-        selected_text=p.request.selected_text, previous_answer=p.turns[-1].answer if p.follows else ""))
+        selected_text=p.request.selected_text, previous_answer=p.turns[-1].answer if p.follows else "",
+        crosslingual=p.crosslingual))
     verdict = Verdict(draft.answer, Outcome.ANSWERED, grounding, confidence=assessed.probability,
                       level=assessed.level, features=assessed.features)
     refuse_unsure = setting("UNSURE_ANSWERS") == "refuse"

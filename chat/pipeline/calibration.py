@@ -28,7 +28,8 @@ off-topic questions scored the same in any language. So their scope score is the
 threshold of their own: the ``XL_OFF_QUANTILE`` quantile of the best cosines of translated off-topic questions
 (``chat/data/off_topic_questions.i18n.txt``, not tuned on any book; their vectors moved to the book's language as a
 question's are, ``chat.pipeline.crosslingual``), never above the book's own threshold. It is
-measured on the first cross-lingual question a book gets (or by ``calibrate``) and kept with the calibration.
+measured on the first cross-lingual question a book gets (a tenth of a second once the translated questions are
+embedded, which a process does once) and kept with the calibration.
 
 Coverage is measured on the top fused passages, so the threshold belongs to the fusion mode
 (and coverage weight) it was measured with: ``manage.py calibrate`` re-measures after a change.
@@ -235,7 +236,6 @@ def calibrate_book(book) -> dict:
         "computed_at": timezone.now().isoformat(),
     }
     ScopeCalibration.objects.update_or_create(book=book, defaults={"threshold": threshold, "details": details})
-    details["crosslingual"] = measure_crosslingual(book, details)
     logger.info("calibrated book %s: threshold %.4f", book.slug, threshold)
     return details
 

@@ -14,12 +14,14 @@ asked in Chinese rose from 0.37 to 0.77, in Urdu from 0.47 to 0.60, in French fr
 (0.67); the off-topic probes that calibrate the cross-lingual scope threshold are searched the same way.
 
 Decisions: off-topic questions for the offsets (everyday domains, far from any book, so the offset can't carry a
-book's subject); computed once per process and embedder from the embedder itself (nothing to ship per embedder);
-a language without translations there gets no offset.
+book's subject); shipped for the default embedder (``OFFSETS_FILE``, written by ``python -m bench.crosslingual
+--offsets``: embedding the 266 questions takes seconds, more than a first question's time allows), computed once
+per process from the embedder itself for any other; a language without translations there gets no offset.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 
@@ -28,6 +30,7 @@ import numpy as np
 from ingestion.indexing.embedders import get_embedder
 
 PAIRS_FILE = Path(__file__).resolve().parent.parent / "data" / "off_topic_questions.i18n.txt"
+OFFSETS_FILE = PAIRS_FILE.with_name("language_offsets.json")
 _offsets: dict[str, dict[str, np.ndarray]] = {}
 _vectors: dict[str, tuple[list[str], np.ndarray]] = {}
 _lock = threading.Lock()
@@ -54,11 +57,33 @@ def translated_vectors() -> tuple[list[str], np.ndarray]:
         return _vectors[embedder.name]
 
 
+def shipped(embedder_name: str) -> dict[str, np.ndarray] | None:
+    """The offsets ``OFFSETS_FILE`` holds, when they were measured with this embedder on the current pairs."""
+    try:
+        data = json.loads(OFFSETS_FILE.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if data.get("embedder") != embedder_name or data.get("pairs") != len(pairs()):
+        return None
+    return {language: np.asarray(values, dtype=np.float32) for language, values in data["offsets"].items()}
+
+
 def offsets() -> dict[str, np.ndarray]:
-    """Each language's offset for the configured embedder (English's is zero)."""
+    """Each language's offset for the configured embedder (English's is zero): shipped, or measured."""
     embedder = get_embedder()
     if embedder.name in _offsets:
         return _offsets[embedder.name]
+    found = shipped(embedder.name)
+    if found is not None:
+        with _lock:
+            _offsets[embedder.name] = found
+        return found
+    return measure_offsets()
+
+
+def measure_offsets() -> dict[str, np.ndarray]:
+    """Each language's offset, measured now with the configured embedder."""
+    embedder = get_embedder()
     languages, translated = translated_vectors()
     english = embedder.embed_queries([r[1] for r in pairs()])
     found = {}
@@ -84,3 +109,13 @@ def off_topic_vectors(book_language: str) -> list[np.ndarray]:
     ``book_language`` (moved; those already in the book's language left out)."""
     languages, vectors = translated_vectors()
     return [moved(v, lang, book_language) for lang, v in zip(languages, vectors, strict=True) if lang != book_language]
+
+
+def write_offsets() -> Path:
+    """Measure the offsets with the configured embedder and write ``OFFSETS_FILE``."""
+    found = measure_offsets()
+    OFFSETS_FILE.write_text(json.dumps({
+        "embedder": get_embedder().name, "pairs": len(pairs()),
+        "offsets": {language: [round(float(x), 6) for x in vector] for language, vector in sorted(found.items())},
+    }, separators=(",", ":")) + "\n", encoding="utf-8")
+    return OFFSETS_FILE
