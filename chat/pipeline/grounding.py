@@ -14,8 +14,11 @@ model talked into sending readers elsewhere can't pass a link off as the book's.
 Across languages (``across_languages``: a language model's answer to a question asked in another language than the
 book's, written in the reader's language) shared words say nothing: a sentence is supported when its multilingual
 vector (the embedder's, as a query) has a cosine of at least ``CROSSLINGUAL_SUPPORT`` with a sentence of a cited
-source (as a passage). The cut was measured on our translated questions against their English originals
-(BENCHMARKS.md, "Questions in other languages"). Sentences under ``MIN_CHARS`` characters are not judged.
+source (as a passage). The cut was measured on our 160 translated docusaurus-docs questions (Spanish, French, Urdu,
+Chinese) against the English ones, a sentence and its translation standing for an answer and its passage: 0.87 is
+the highest cut that keeps 95 % of the translations supported (95.6 %), while the closest *other* question of the
+same book passes it 24 % of the time (at 0.85: 98 % and 51 %). Sentences under ``MIN_CHARS`` characters are not
+judged.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from ingestion.reading.fences import code_ranges, split_fenced
 
 MIN_TERMS = 3
 MIN_CHARS = 12  # across languages, a shorter sentence ("Sí." "是的。") is not judged
-CROSSLINGUAL_SUPPORT = 0.86  # measured: see the module docstring
+CROSSLINGUAL_SUPPORT = 0.87  # measured: see the module docstring
 _ONLY_CITATIONS = re.compile(r"(?:\[\d+(?:\s*,\s*\d+)*\]\s*)+")
 # Link targets: [text](target) and ![alt](target), <scheme:…> autolinks, bare http(s) URLs.
 _LINK_TARGETS = re.compile(r"\]\(\s*<?([^\s()<>]+)|<([a-zA-Z][a-zA-Z0-9+.-]*:[^\s<>]+)>|(https?://[^\s<>()\[\]`'\"]+)")
