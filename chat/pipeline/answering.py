@@ -18,7 +18,7 @@ channels render; how each question ended is an ``Outcome``, in the pipeline's wo
 its own statuses.
 
 The question's language is told in ``prepare`` (``chat.pipeline.language``); one asked in another language than
-the book's is *cross-lingual* (``Prepared.crosslingual``): retrieval searches lexically for its names only, the
+the book's is *cross-lingual* (``Prepared.crosslingual``): retrieval moves its vector to the book's language, the
 scope check reads the best cosine against the book's cross-lingual threshold (``chat.pipeline.calibration``), the
 answerability check counts only the terms written as the book writes them, an extractive answer quotes the book
 under a label in the reader's language, and every refusal, note and disclaimer is worded in the reader's language
