@@ -23,8 +23,8 @@ for this book.
 **Questions in another language than the book's** (``crosslingual``, ``chat.pipeline.language``) share none of
 its words but names, numbers and code, and their cosines run lower (multilingual vectors match meaning across
 languages, less closely than within one): measured on docusaurus-docs, the best cosine of its answerable questions
-asked in Spanish, Urdu, Chinese or French was 0.036 below the same questions in English at the median, while
-off-topic questions scored the same in any language. So their scope score is the best cosine alone, against a
+asked in Spanish, Urdu, Chinese or French was 0.03–0.04 below the same questions in English at the median, while
+off-topic questions scored the same in any language (BENCHMARKS.md, "Questions in other languages"). So their scope score is the best cosine alone, against a
 threshold of their own: the ``XL_OFF_QUANTILE`` quantile of the best cosines of translated off-topic questions
 (``chat/data/off_topic_questions.i18n.txt``, not tuned on any book; their vectors moved to the book's language as a
 question's are, ``chat.pipeline.crosslingual``), never above the book's own threshold. It is
