@@ -24,12 +24,12 @@ for this book.
 its words but names, numbers and code, and their cosines run lower (multilingual vectors match meaning across
 languages, less closely than within one): measured on docusaurus-docs, the best cosine of its answerable questions
 asked in Spanish, Urdu, Chinese or French was 0.03–0.04 below the same questions in English at the median, while
-off-topic questions scored the same in any language (BENCHMARKS.md, "Questions in other languages"). So their scope score is the best cosine alone, against a
-threshold of their own: the ``XL_OFF_QUANTILE`` quantile of the best cosines of translated off-topic questions
-(``chat/data/off_topic_questions.i18n.txt``, not tuned on any book; their vectors moved to the book's language as a
-question's are, ``chat.pipeline.crosslingual``), never above the book's own threshold. It is
-measured on the first cross-lingual question a book gets (a tenth of a second once the translated questions are
-embedded, which a process does once) and kept with the calibration.
+off-topic questions scored the same in any language (BENCHMARKS.md, "Questions in other languages"). So their
+scope score is the best cosine alone, against a threshold of their own: the ``XL_OFF_QUANTILE`` quantile of the
+best cosines of translated off-topic questions (``chat/data/off_topic_questions.i18n.txt``, not tuned on any book;
+their vectors moved to the book's language as a question's are, ``chat.pipeline.crosslingual``) + ``MARGIN``, never
+above the book's own threshold. It is measured on the first cross-lingual question a book gets (a tenth of a second
+once the translated questions are embedded, which a process does once) and kept with the calibration.
 
 Coverage is measured on the top fused passages, so the threshold belongs to the fusion mode
 (and coverage weight) it was measured with: ``manage.py calibrate`` re-measures after a change.
