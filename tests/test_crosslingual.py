@@ -18,6 +18,7 @@ from chat.pipeline.answerability import crosslingual_terms
 from chat.pipeline.answering import answer_question
 from chat.pipeline.confidence import LEVEL_NOTES
 from chat.pipeline.crosslingual import moved, offsets, pairs
+from chat.pipeline.generation import Excerpt, GenerationInput, OpenAIChatGenerator
 from chat.pipeline.grounding import check_grounding
 from chat.pipeline.language import SUPPORTED, book_language, detect, locale_name, prose
 from chat.pipeline.questions import AskRequest
@@ -142,3 +143,14 @@ def test_an_answer_in_the_readers_language_is_grounded_by_meaning_not_shared_wor
     report = check_grounding(invented, [source], across_languages=True)
     assert not report.passed and report.unsupported_sentences
     assert not check_grounding(faithful, [source]).passed, "by shared words a translation is unsupported"
+
+
+def test_a_language_model_is_asked_to_answer_in_the_readers_language(settings):
+    settings.BOOKCHAT = {**settings.BOOKCHAT, "LLM_BASE_URL": "http://127.0.0.1:9/v1", "LLM_MODEL": "m",
+                         "LLM_API_KEY": "k"}
+    excerpts = [Excerpt(1, "Guide > Install", "Run `pip install bookchat`.")]
+    asked = OpenAIChatGenerator().messages(GenerationInput(question="¿Cómo lo instalo?", excerpts=excerpts,
+                                                           language=wording.language_name("es", "en")))
+    assert "Write the answer in Spanish" in asked[-1]["content"]
+    same = OpenAIChatGenerator().messages(GenerationInput(question="How do I install it?", excerpts=excerpts))
+    assert "Write the answer in" not in same[-1]["content"]
