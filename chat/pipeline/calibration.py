@@ -28,8 +28,8 @@ off-topic questions scored the same in any language (BENCHMARKS.md, "Questions i
 scope score is the best cosine alone, against a threshold of their own: the ``XL_OFF_QUANTILE`` quantile of the
 best cosines of translated off-topic questions (``chat/data/off_topic_questions.i18n.txt``, not tuned on any book;
 their vectors moved to the book's language as a question's are, ``chat.pipeline.crosslingual``) + ``MARGIN``, never
-above the book's own threshold. It is measured on the first cross-lingual question a book gets (a tenth of a second
-once the translated questions are embedded, which a process does once) and kept with the calibration.
+above the book's own threshold. It is measured on the first cross-lingual question a book gets (a tenth of a
+second: the translated questions' vectors are shipped for the default embedder) and kept with the calibration.
 
 Coverage is measured on the top fused passages, so the threshold belongs to the fusion mode
 (and coverage weight) it was measured with: ``manage.py calibrate`` re-measures after a change.

@@ -15,12 +15,14 @@ asked in Chinese rose from 0.37 to 0.77, in Urdu from 0.47 to 0.60, in French fr
 
 Decisions: off-topic questions for the offsets (everyday domains, far from any book, so the offset can't carry a
 book's subject); shipped for the default embedder (``OFFSETS_FILE``, written by ``python -m bench.crosslingual
---offsets``: embedding the 266 questions takes seconds, more than a first question's time allows), computed once
+--offsets``, with the translated questions' own vectors: embedding the 266 questions takes seconds, more than a
+first question's time allows), computed once
 per process from the embedder itself for any other; a language without translations there gets no offset.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 from pathlib import Path
@@ -48,22 +50,36 @@ def pairs() -> list[tuple[str, str, str]]:
 
 
 def translated_vectors() -> tuple[list[str], np.ndarray]:
-    """The translated questions' languages and their vectors (as queries), embedded once per process."""
+    """The translated questions' languages and their vectors (as queries): shipped, or embedded once per process."""
     embedder = get_embedder()
     with _lock:
         if embedder.name not in _vectors:
             rows = pairs()
-            _vectors[embedder.name] = ([r[0] for r in rows], embedder.embed_queries([r[2] for r in rows]))
+            stored = _shipped_data(embedder.name)
+            if stored is not None and "vectors" in stored:
+                vectors = np.frombuffer(base64.b64decode(stored["vectors"]), dtype=np.float16)
+                vectors = vectors.reshape(len(rows), -1).astype(np.float32)
+            else:
+                vectors = embedder.embed_queries([r[2] for r in rows])
+            _vectors[embedder.name] = ([r[0] for r in rows], vectors)
         return _vectors[embedder.name]
 
 
-def shipped(embedder_name: str) -> dict[str, np.ndarray] | None:
-    """The offsets ``OFFSETS_FILE`` holds, when they were measured with this embedder on the current pairs."""
+def _shipped_data(embedder_name: str) -> dict | None:
+    """What ``OFFSETS_FILE`` holds, when it was measured with this embedder on the current pairs."""
     try:
         data = json.loads(OFFSETS_FILE.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if data.get("embedder") != embedder_name or data.get("pairs") != len(pairs()):
+        return None
+    return data
+
+
+def shipped(embedder_name: str) -> dict[str, np.ndarray] | None:
+    """The offsets ``OFFSETS_FILE`` holds, when they were measured with this embedder on the current pairs."""
+    data = _shipped_data(embedder_name)
+    if data is None:
         return None
     return {language: np.asarray(values, dtype=np.float32) for language, values in data["offsets"].items()}
 
@@ -112,10 +128,15 @@ def off_topic_vectors(book_language: str) -> list[np.ndarray]:
 
 
 def write_offsets() -> Path:
-    """Measure the offsets with the configured embedder and write ``OFFSETS_FILE``."""
+    """Measure the offsets with the configured embedder and write ``OFFSETS_FILE``, with the translated questions'
+    vectors (float16, base64: what the cross-lingual scope threshold is measured with)."""
+    _vectors.pop(get_embedder().name, None)
+    _offsets.pop(get_embedder().name, None)
     found = measure_offsets()
+    _, translated = translated_vectors()
     OFFSETS_FILE.write_text(json.dumps({
         "embedder": get_embedder().name, "pairs": len(pairs()),
         "offsets": {language: [round(float(x), 6) for x in vector] for language, vector in sorted(found.items())},
+        "vectors": base64.b64encode(translated.astype(np.float16).tobytes()).decode("ascii"),
     }, separators=(",", ":")) + "\n", encoding="utf-8")
     return OFFSETS_FILE
