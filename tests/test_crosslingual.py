@@ -53,6 +53,7 @@ def test_short_or_code_only_questions_are_taken_to_be_in_the_books_language(ques
 
 def test_bad_input_to_detection_is_an_answer_not_an_error():
     assert detect(None, hint="fr") == "fr"  # type: ignore[arg-type]
+    assert detect("Wie installiere ich das Buch auf meinem Rechner?", hint="de") == "de", "a book outside SUPPORTED"
     assert detect("¿Cuál es la capital de Australia? " * 5000, hint="en") == "es", "a huge question is read in part"
     assert detect("Hello こんにちは 🙂 мир", hint="en") in SUPPORTED
     assert prose("Run `make test` at https://example.org/x then edit docs/index.md") == "Run at then edit"

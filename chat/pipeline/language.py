@@ -14,7 +14,9 @@ Decisions:
 - What is read is the question's prose: code spans, fenced blocks, URLs, paths and identifiers (words with inner
   dots, slashes or underscores, or mixed case) are dropped first, since they are the book's words whatever the
   reader's language.
-- Loaded once per process, on first use.
+- A book in a language outside ``SUPPORTED`` has its questions taken to be in its language: the detector, told
+  only the supported ones, would otherwise call a German question French.
+- Loaded once per process, on first use (about a second).
 """
 
 from __future__ import annotations
@@ -75,7 +77,7 @@ def detect(text: str, *, hint: str | None = None) -> str:
     """The language ``text`` is written in (a ``SUPPORTED`` base tag), or ``hint`` (else English) when it is too
     short, only code, or the detector is unsure."""
     fallback = normalise(hint) or DEFAULT
-    if not isinstance(text, str):
+    if not isinstance(text, str) or fallback not in SUPPORTED:  # a book in another language: its questions too
         return fallback
     body = prose(text)
     non_latin = _non_latin_letters(body)
