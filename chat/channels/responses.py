@@ -157,6 +157,12 @@ class AnswerSerializer(serializers.Serializer):
                                 "it failed and the extractive generator answered; null when no model was asked.")
     staff_answer = StaffAnswerRefSerializer(allow_null=True, help_text="The course staff's answer this is "
                                             "(`confidence_level` `staff`); null for the book's own answer.")
+    language = serializers.CharField(default="en", help_text=(
+        "The language the question was asked in, as a lower-case BCP 47 base tag (`es`, `ur`, `zh`…; the book's "
+        "language when too short to tell): the refusals, notes and labels of this answer are written in it."))
+    book_language = serializers.CharField(default="en", help_text=(
+        "The book's language (a base tag): an extractive answer to a question in another language quotes the book "
+        "in it, under a label in `language`."))
 
 
 class FeedbackSerializer(serializers.Serializer):

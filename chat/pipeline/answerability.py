@@ -22,6 +22,11 @@ sentences with their capitals kept, go through the check too, and a book where i
 more than ``MAX_PROBE_REFUSALS`` of them (a book whose prose capitalises everything, say)
 gets the check switched off (``ANSWERABILITY=auto``).
 
+A question in another language than the book's (``chat.pipeline.language``) keeps only the terms it writes as
+the book would (``crosslingual_terms``): names, numbers and code, split from the script around them ("安装
+Docusaurus" names Docusaurus) and in the book's script; its own words, capitalised or not ("Búsqueda"), are the
+reader's language, not names the book should hold, so they are never missing.
+
 Decisions: shape, not a dictionary of rare words (nothing to ship or download, and a
 lower-case paraphrase such as "exchange" or "complain" is never mistaken for a name); one
 missing term is enough, because a question names few things and each is what it is about.
@@ -87,6 +92,36 @@ def specific_terms(question: str) -> list[str]:
     return found
 
 
+# Where a question's script changes (Chinese or Urdu around a Latin name) a word ends; inverted marks open a
+# Spanish sentence and are dropped; full-width and Urdu/Arabic sentence marks read as their Latin ones.
+_SCRIPT_CHANGE = re.compile(r"(?<=[\x21-\x7e])(?=[^\x00-\x7f\s])|(?<=[^\x00-\x7f\s])(?=[\x21-\x7e])")
+_MARKS = str.maketrans({"¿": "", "¡": "", "？": "? ", "！": "! ", "。": ". ", "，": ", ", "：": ": ", "؟": "? ",
+                        "۔": ". ", "،": ", ", "（": " (", "）": ") ", "“": " “", "”": "” ", "«": " “", "»": "” "})
+
+
+def as_written(question: str) -> str:
+    """A question in any script, spaced so that its Latin names, numbers and code stand as words of their own."""
+    text = unicodedata.normalize("NFKC", question.translate(_MARKS))
+    return _SCRIPT_CHANGE.sub(" ", text)
+
+
+def _script_of(language: str):
+    """Whether a term's letters are written in the book's script (Latin for a book in a Latin-script language)."""
+    if language in ("en", "es", "fr", "pt", "de", "it"):
+        return lambda term: all(ord(ch) < 0x250 for ch in term if ch.isalpha())
+    return lambda term: True
+
+
+def crosslingual_terms(question: str, book_language: str) -> list[str]:
+    """The specific terms of a question asked in another language than the book's: those written as the book
+    would write them (names, numbers, code in the book's script); with an English book, only words in plain ASCII
+    letters count ("Berlín" is the reader's spelling, "Docusaurus" the book's)."""
+    in_script = _script_of(book_language)
+    ascii_only = book_language == "en"
+    return [t for t in specific_terms(as_written(question))
+            if in_script(t) and (not ascii_only or all(ord(ch) < 0x80 for ch in t))]
+
+
 def _holds(text: str, words: list[str], term: str) -> bool:
     if re.search(r"(?<![^\W_])" + re.escape(term) + r"(?![^\W_])", text):
         return True
@@ -107,10 +142,16 @@ def asked(question: str) -> str:
     return " ".join(asking) if asking and len(asking) < len(sentences) else question
 
 
-def check_answerability(question: str, passages: list[str], *, selected_text: str = "") -> Answerability:
+def check_answerability(question: str, passages: list[str], *, selected_text: str = "",
+                        book_language: str | None = None) -> Answerability:
     """Whether ``passages`` (the texts to be cited, headings included) hold every specific term of what
-    ``question`` asks (:func:`asked`)."""
-    result = Answerability(specific_terms=specific_terms(asked(question)))
+    ``question`` asks (:func:`asked`); ``book_language``, for a question asked in another language: only the terms
+    written as the book would write them (:func:`crosslingual_terms`)."""
+    if book_language:
+        terms = crosslingual_terms(asked(as_written(question)), book_language)
+    else:
+        terms = specific_terms(asked(question))
+    result = Answerability(specific_terms=terms)
     if not result.specific_terms:
         return result
     text = _fold(" ".join([*passages, selected_text]))
@@ -120,6 +161,8 @@ def check_answerability(question: str, passages: list[str], *, selected_text: st
     return result
 
 
-def check_retrieved(question: str, chunks: list, *, selected_text: str = "") -> Answerability:
+def check_retrieved(question: str, chunks: list, *, selected_text: str = "",
+                    book_language: str | None = None) -> Answerability:
     """:func:`check_answerability` on retrieved chunks (their heading paths count as their text)."""
-    return check_answerability(question, [f"{c.heading_path}\n{c.text}" for c in chunks], selected_text=selected_text)
+    return check_answerability(question, [f"{c.heading_path}\n{c.text}" for c in chunks], selected_text=selected_text,
+                               book_language=book_language)

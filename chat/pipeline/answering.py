@@ -16,6 +16,13 @@ check, or that falls back to the extractive generator, is replaced there); ``ans
 ``announcements.AuditRecord``. A failure that stops an answer is a ``bookchat.base.errors.BookchatError`` the
 channels render; how each question ended is an ``Outcome``, in the pipeline's words, which the audit trail maps to
 its own statuses.
+
+The question's language is told in ``prepare`` (``chat.pipeline.language``); one asked in another language than
+the book's is *cross-lingual* (``Prepared.crosslingual``): retrieval moves its vector to the book's language, the
+scope check reads the best cosine against the book's cross-lingual threshold (``chat.pipeline.calibration``), the
+answerability check counts only the terms written as the book writes them, an extractive answer quotes the book
+under a label in the reader's language, and every refusal, note and disclaimer is worded in the reader's language
+(``chat.pipeline.wording``).
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from collections.abc import Generator, Iterator
 from dataclasses import asdict, dataclass, field, replace
 
 from bookchat.base.conf import setting
-from chat.pipeline import conversations, staff_matching
+from chat.pipeline import conversations, staff_matching, wording
 from chat.pipeline.announcements import AuditRecord, Outcome, audit_failures, audited_source, send_audit
 from chat.pipeline.answerability import Answerability, asked, check_retrieved
 from chat.pipeline.answers import Answer, RetrievalFigures, StaffAnswerRef
@@ -46,6 +53,7 @@ from chat.pipeline.generation import (
     get_generator,
 )
 from chat.pipeline.grounding import GroundingReport, check_grounding
+from chat.pipeline.language import book_language, detect
 from chat.pipeline.questions import AskRequest
 from chat.pipeline.rendering import render_answer
 from chat.pipeline.retrieval import Retrieval, nearest_sections, retrieve
@@ -54,15 +62,16 @@ from ingestion.models import Book
 
 logger = logging.getLogger(__name__)
 
-WITHHELD_MESSAGE = ("I couldn't answer this reliably from the book: the answer I found was not supported by the "
-                    "passages it cited. The sources below are the closest passages; please check them.")
-LOW_CONFIDENCE_DISCLAIMER = ("Low confidence: this passage is probably not what you asked. Check the cited "
-                             "sections before relying on it.")
-UNSURE_PREFIX = "I'm not sure the book answers this directly. The closest passage I found says:"
+# In English (each is a msgid of ``chat.pipeline.wording``, said in the question's language).
+WITHHELD_MESSAGE = wording.WITHHELD
+LOW_CONFIDENCE_DISCLAIMER = wording.LOW_CONFIDENCE
+UNSURE_PREFIX = wording.UNSURE_PREFIX
 ASKED_WORDS = 16  # a refusal quotes at most this many words of the question
 _GREETING = re.compile(r"^(?:(?:(?:hi|hello|hey)(?:\s+there)?|thanks|thank you|ok|okay|so|quick question)"
                        r"\b[\s,:!.-]*)+", re.IGNORECASE)
-_UNQUOTABLE = re.compile(r"[^\w\s.,?'’:/+-]")
+_UNQUOTABLE = re.compile(r"[^\w\s.,?¿¡'’:/+\-\u0300-\u036f\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06ed"
+                         r"\u0900-\u0903\u093a-\u094f\u0951-\u0957\u0962\u0963]")  # combining marks kept
+ASKED_CHARS = 120  # … and this many characters (a Chinese question has no spaces between its words)
 # Why an answer is a refusal (``refusal_reason``): the scope check, the answerability check, or a confidence below
 # medium.
 NOT_COVERED, UNANSWERABLE, UNSURE = "not_covered", "unanswerable", "unsure"
@@ -87,6 +96,13 @@ class Prepared:
     follows: str = ""  # for a follow-up, the question it follows (``resolved_question`` holds both)
     answer_id: uuid.UUID = field(default_factory=uuid.uuid4)
     staff: staff_matching.StaffMatch | None = None  # the course staff's answer that asks the same thing, if any
+    language: str = "en"  # the question's language (``chat.pipeline.language``): what the reader is told in
+    book_language: str = "en"
+
+    @property
+    def crosslingual(self) -> bool:
+        """Asked in another language than the book's."""
+        return self.language != self.book_language
 
 
 @dataclass
@@ -142,15 +158,19 @@ def prepare(request: AskRequest, *, deadline: Deadline | None = None) -> Prepare
         turns = conversations.history(conversation)
         follows = conversations.followed_question(request.question, turns)
         resolved = conversations.searched_with(request.question, follows)
+        written_in = book_language(book)
+        language = detect(request.question, hint=written_in)
+        crosslingual = language != written_in
         retrieval = retrieve(book=book, question=resolved, selected_text=request.selected_text,
-                             chapter=request.chapter, top_k=request.max_results, deadline=deadline)
-        scope = check_scope(book, retrieval)
+                             chapter=request.chapter, top_k=request.max_results, deadline=deadline,
+                             language=language)
+        scope = check_scope(book, retrieval, crosslingual=crosslingual)
         # A staff answer answers a question on its own: not a follow-up, nor a question about a selected passage.
         staff = None if follows or request.selected_text else staff_matching.match(
             book=book, question=request.question, vector=retrieval.vector)
         return Prepared(request, book, conversation, turns, resolved, retrieval, scope.threshold, scope.covered,
                         deadline, scope_score=scope.score, calibration=scope.calibration, follows=follows,
-                        staff=staff)
+                        staff=staff, language=language, book_language=written_in)
 
 
 def answer_steps(p: Prepared) -> Generator[tuple[str, dict], None, Answered]:
@@ -161,7 +181,7 @@ def answer_steps(p: Prepared) -> Generator[tuple[str, dict], None, Answered]:
         draft = yield from compose(p)
         p.deadline.check("generation")
         checks_started = time.monotonic()
-        grounding = ground(draft, p.retrieval.chunks)
+        grounding = ground(draft, p.retrieval.chunks, crosslingual=p.crosslingual)
         verdict = assess_confidence(p, draft, grounding)
         answer = respond(p, draft, verdict, checks_seconds=time.monotonic() - checks_started)
         verdict, answer = take_over(p, verdict, answer)
@@ -210,12 +230,13 @@ def compose(p: Prepared) -> Generator[tuple[str, dict], None, Draft]:
     answerability = None
     if p.in_scope and answerability_on(p.calibration):  # on the passages the answer will cite
         answerability = check_retrieved(p.request.question, p.retrieval.chunks,  # a follow-up: what it asks
-                                        selected_text=p.request.selected_text)
+                                        selected_text=p.request.selected_text,
+                                        book_language=p.book_language if p.crosslingual else None)
     if not p.in_scope:
-        draft = Draft(_not_covered_message(p.book, p.request.question), "extractive", refused=NOT_COVERED)
+        draft = Draft(_not_covered_message(p.book, p.request.question, p.language), "extractive", refused=NOT_COVERED)
     elif answerability is not None and not answerability.answerable:
-        draft = Draft(_unanswerable_message(p.book, p.request.question, answerability.missing_terms), "extractive",
-                      refused=UNANSWERABLE)
+        draft = Draft(_unanswerable_message(p.book, p.request.question, answerability.missing_terms, p.language),
+                      "extractive", refused=UNANSWERABLE)
     else:
         draft = yield from _generate(p)
     draft.answerability, draft.seconds = answerability, time.monotonic() - started
@@ -231,6 +252,7 @@ def _generate(p: Prepared) -> Generator[tuple[str, dict], None, Draft]:
         excerpts=[Excerpt(n, c.heading_path, c.text, c.score, c.sentence_similarities)
                   for n, c in enumerate(p.retrieval.chunks, 1)],
         history=[(t.question, t.answer) for t in p.turns], follows=p.follows,
+        language=wording.language_name(p.language, "en") if p.crosslingual else "",
     )
     extractive = isinstance(generator, ExtractiveGenerator)
     draft = Draft("", generator.name, usage=None if extractive else Usage())
@@ -252,18 +274,21 @@ def _generate(p: Prepared) -> Generator[tuple[str, dict], None, Draft]:
         logger.warning("generator %s failed (%s), answering extractively: %s", generator.name, exc.reason,
                        exc.message)
         draft.failure = exc
-        draft.notice = (f"The language model could not answer ({exc.message}), so this answer is made of the "
-                        "book's own sentences.")
+        draft.notice = wording.say(wording.MODEL_FAILED, p.language, reason=exc.message)
         draft.generator = ExtractiveGenerator.name
         draft.answer = "".join(ExtractiveGenerator().stream(data, budget_seconds=0)).strip()
     if draft.answer.startswith(NOT_IN_BOOK) or draft.answer.endswith(NOT_IN_BOOK):
-        draft.answer, draft.refused = _not_covered_message(p.book, p.request.question), NOT_COVERED
+        draft.answer, draft.refused = _not_covered_message(p.book, p.request.question, p.language), NOT_COVERED
     return draft
 
 
-def ground(draft: Draft, chunks: list) -> GroundingReport:
-    """Whether every sentence of the answer is supported by the sources it cites (a refusal is not checked)."""
-    return GroundingReport() if draft.refused else check_grounding(draft.answer, [c.text for c in chunks])
+def ground(draft: Draft, chunks: list, *, crosslingual: bool = False) -> GroundingReport:
+    """Whether every sentence of the answer is supported by the sources it cites (a refusal is not checked); a
+    language model's answer to a cross-lingual question is judged across languages (``grounding``)."""
+    if draft.refused:
+        return GroundingReport()
+    across = crosslingual and draft.generator != ExtractiveGenerator.name
+    return check_grounding(draft.answer, [c.text for c in chunks], across_languages=across)
 
 
 def assess_confidence(p: Prepared, draft: Draft, grounding: GroundingReport) -> Verdict:
@@ -274,24 +299,28 @@ def assess_confidence(p: Prepared, draft: Draft, grounding: GroundingReport) -> 
         return Verdict(draft.answer, REFUSED_AS[draft.refused], grounding, refused=draft.refused)
     if not grounding.passed:
         logger.info("answer withheld (%s): %r", grounding.reason, p.request.question[:200])
-        return Verdict(WITHHELD_MESSAGE, Outcome.WITHHELD, grounding)
+        return Verdict(wording.say(wording.WITHHELD, p.language), Outcome.WITHHELD, grounding)
     assessed = assess(ConfidenceInput(
         question=p.request.question, resolved_question=p.resolved_question, answer=draft.answer,
         chunks=p.retrieval.chunks, cited=grounding.cited_sources, scope_score=p.scope_score, threshold=p.threshold,
         calibration=p.calibration, selected_overlap=p.retrieval.best_selected_overlap,
-        selected_text=p.request.selected_text, previous_answer=p.turns[-1].answer if p.follows else ""))
+        selected_text=p.request.selected_text, previous_answer=p.turns[-1].answer if p.follows else "",
+        crosslingual=p.crosslingual))
     verdict = Verdict(draft.answer, Outcome.ANSWERED, grounding, confidence=assessed.probability,
                       level=assessed.level, features=assessed.features)
     refuse_unsure = setting("UNSURE_ANSWERS") == "refuse"
     if assessed.held_back and refuse_unsure:
         logger.info("answer held back as unsure (confidence %.3f%s): %r", assessed.probability,
                     ", navigation links only" if assessed.navigation else "", p.request.question[:200])
-        verdict.draft_answer, verdict.answer = draft.answer, _unsure_message(p.book, p.request.question)
+        verdict.draft_answer, verdict.answer = draft.answer, _unsure_message(p.book, p.request.question, p.language)
         verdict.outcome, verdict.refused, verdict.level = Outcome.HELD_BACK, UNSURE, "low"
         return verdict
     verdict.below_floor = assessed.held_back
+    if p.crosslingual and draft.generator == ExtractiveGenerator.name:  # the book's words, said to be the book's
+        verdict.answer = f"{wording.book_language_label(p.book_language, p.language)}\n\n{verdict.answer}"
     if assessed.level == "unsure":  # shown as what it is: the closest passage, not an answer
-        verdict.answer, verdict.outcome = f"{UNSURE_PREFIX}\n\n{draft.answer}", Outcome.UNSURE
+        prefix = wording.say(wording.UNSURE_PREFIX, p.language)
+        verdict.answer, verdict.outcome = f"{prefix}\n\n{verdict.answer}", Outcome.UNSURE
     return verdict
 
 
@@ -307,7 +336,7 @@ def respond(p: Prepared, draft: Draft, verdict: Verdict, *, checks_seconds: floa
         sources=sources,
         confidence=verdict.confidence,
         confidence_level=verdict.level,
-        confidence_note=None if refused or flagged else LEVEL_NOTES[verdict.level],
+        confidence_note=None if refused or flagged else wording.level_note(LEVEL_NOTES[verdict.level], p.language),
         generator=draft.generator,
         session_id=str(p.conversation.id),
         response_time_ms=p.deadline.elapsed_ms(),
@@ -320,7 +349,7 @@ def respond(p: Prepared, draft: Draft, verdict: Verdict, *, checks_seconds: floa
         suggestions=suggestions,
         # The answer itself says an unsure answer is the closest passage; one below the floor, shown under
         # UNSURE_ANSWERS=answer, is said to be shakier still.
-        disclaimer=LOW_CONFIDENCE_DISCLAIMER if verdict.below_floor else None,
+        disclaimer=wording.say(wording.LOW_CONFIDENCE, p.language) if verdict.below_floor else None,
         notice=draft.notice,
         flagged_for_review=flagged,
         grounding=verdict.grounding if not refused else None,
@@ -330,6 +359,8 @@ def respond(p: Prepared, draft: Draft, verdict: Verdict, *, checks_seconds: floa
                     "generation": round(draft.seconds * 1000, 2), "grounding": round(checks_seconds * 1000, 2)},
         # The language model's tokens, also when it failed and the extractive generator answered: they were spent.
         llm_usage=draft.usage.totals() if draft.usage else None,
+        language=p.language,
+        book_language=p.book_language,
     )
 
 
@@ -375,7 +406,8 @@ def remember(p: Prepared, draft: Draft, verdict: Verdict, answer: Answer) -> Non
         sources=[audited_source(asdict(s)) for s in answer.sources], suggestions=_plain(answer.suggestions),
         confidence=verdict.confidence, confidence_level=verdict.level, refused=bool(verdict.refused),
         refusal_reason=verdict.refused, flagged=verdict.flagged, grounding=_plain(answer.grounding),
-        retrieval=_plain(answer.retrieval), latency_ms=answer.response_time_ms, timings_ms=answer.timings_ms,
+        retrieval={**_plain(answer.retrieval), "language": p.language, "book_language": p.book_language},
+        latency_ms=answer.response_time_ms, timings_ms=answer.timings_ms,
         llm_usage=_plain(answer.llm_usage), generation_failure=failure.reason if failure else "",
         generation_failure_message=failure.message if failure else ""))
 
@@ -387,23 +419,22 @@ def _plain(value):
     return None if value is None else asdict(value)
 
 
-def _unanswerable_message(book: Book, question: str, missing: list[str]) -> str:
-    named = _and([f"“{name}”" for name in named_as_asked(question, missing[:3])])
-    return (f"“{book.title}” doesn't mention {named} where it discusses this, so I can't answer "
-            f"“{asked_about(question)}” from the book. The sections below came closest.")
+def _unanswerable_message(book: Book, question: str, missing: list[str], language: str = "en") -> str:
+    names = [f"“{name}”" for name in named_as_asked(question, missing[:3], language=language)]
+    return wording.say(wording.UNANSWERABLE, language, title=book.title, names=wording.names_or(names, language),
+                       question=asked_about(question, language=language))
 
 
-def _unsure_message(book: Book, question: str) -> str:
-    return (f"“{book.title}” doesn't seem to answer “{asked_about(question)}” directly, and rather than guess, "
-            "I'll point you to the sections that came closest:")
+def _unsure_message(book: Book, question: str, language: str = "en") -> str:
+    return wording.say(wording.UNSURE, language, title=book.title, question=asked_about(question, language=language))
 
 
-def _not_covered_message(book: Book, question: str) -> str:
-    return (f"“{asked_about(question)}” isn't covered in “{book.title}”, so I can't answer it from the book. "
-            "The sections below came closest.")
+def _not_covered_message(book: Book, question: str, language: str = "en") -> str:
+    return wording.say(wording.NOT_COVERED, language, title=book.title,
+                       question=asked_about(question, language=language))
 
 
-def asked_about(question: str, *, words: int = ASKED_WORDS) -> str:
+def asked_about(question: str, *, words: int = ASKED_WORDS, language: str = "en") -> str:
     """What the question asks, in the reader's words, to quote in a refusal: the sentences that ask (not the
     situation before them), without a greeting, at most ``words`` words, and only letters, digits and plain
     punctuation (nothing the answer's Markdown would read as a link, an emphasis or a citation)."""
@@ -412,10 +443,12 @@ def asked_about(question: str, *, words: int = ASKED_WORDS) -> str:
     cut = text.split(" ")
     if len(cut) > words:
         text = " ".join(cut[:words]).rstrip(",;:") + "…"
-    return text or "this"
+    if len(text) > ASKED_CHARS:
+        text = text[:ASKED_CHARS].rstrip(",;: ") + "…"
+    return text or wording.say(wording.THIS, language)
 
 
-def named_as_asked(question: str, terms: list[str]) -> list[str]:
+def named_as_asked(question: str, terms: list[str], *, language: str = "en") -> list[str]:
     """The question's missing names as the reader wrote them: each term in their case, with the capitalised
     words around it that make one name ("vitals" in "Core Web Vitals scores" → "Core Web Vitals")."""
     tokens = re.findall(r"[^\s\"“”(),;:!?]+", question)
@@ -434,8 +467,4 @@ def named_as_asked(question: str, terms: list[str]) -> list[str]:
         name = _UNQUOTABLE.sub("", name)
         if name and name not in out:
             out.append(name)
-    return out or ["what it asks about"]
-
-
-def _and(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
+    return out or [wording.say(wording.WHAT_IT_ASKS, language)]

@@ -80,3 +80,5 @@ class Answer:
     timings_ms: dict[str, float]
     llm_usage: TokenUsage | None  # None when no language model was asked
     staff_answer: StaffAnswerRef | None = None  # the course staff's answer this is (level ``staff``), if it is one
+    language: str = "en"  # the question's language (``chat.pipeline.language``), the one refusals and labels are in
+    book_language: str = "en"  # the book's language

@@ -17,6 +17,7 @@ from chat.pipeline.announcements import AuditRecord, Outcome, audited_source, se
 from chat.pipeline.calibration import check_scope
 from chat.pipeline.deadline import Deadline
 from chat.pipeline.editions import resolve_book
+from chat.pipeline.language import book_language, detect
 from chat.pipeline.questions import AskRequest
 from chat.pipeline.retrieval import RetrievedChunk, retrieve
 from ingestion.models import Book
@@ -33,8 +34,12 @@ def search_passages(request: AskRequest) -> dict:
     """The passages of ``request.book`` that best match ``request.question`` (``max_results`` of them), best first."""
     deadline = Deadline()
     book = resolve_book(request.book, version=request.version, locale=request.locale)
-    retrieval = retrieve(book=book, question=request.question, top_k=request.max_results, deadline=deadline)
-    covered = check_scope(book, retrieval).covered
+    # An assistant may search in the reader's language: searched and judged in scope as the ask path does.
+    written_in = book_language(book)
+    language = detect(request.question, hint=written_in)
+    retrieval = retrieve(book=book, question=request.question, top_k=request.max_results, deadline=deadline,
+                         language=language)
+    covered = check_scope(book, retrieval, crosslingual=language != written_in).covered
     passages = [passage(n, chunk, book) for n, chunk in enumerate(retrieval.chunks, 1)]
     result = {"book": book.root.slug, "version": book.version, "locale": book.locale, "query": request.question,
               "covered": covered, "passages": passages}

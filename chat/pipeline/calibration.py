@@ -20,6 +20,17 @@ The same probes (their capitals kept) also go through the answerability check
 (``chat.pipeline.answerability``): the share it refuses is stored, and decides whether the check runs
 for this book.
 
+**Questions in another language than the book's** (``crosslingual``, ``chat.pipeline.language``) share none of
+its words but names, numbers and code, and their cosines run lower (multilingual vectors match meaning across
+languages, less closely than within one): measured on docusaurus-docs, the best cosine of its answerable questions
+asked in Spanish, Urdu, Chinese or French was 0.03–0.04 below the same questions in English at the median, while
+off-topic questions scored the same in any language (BENCHMARKS.md, "Questions in other languages"). So their
+scope score is the best cosine alone, against a threshold of their own: the ``XL_OFF_QUANTILE`` quantile of the
+best cosines of translated off-topic questions (``chat/data/off_topic_questions.i18n.txt``, not tuned on any book;
+their vectors moved to the book's language as a question's are, ``chat.pipeline.crosslingual``) + ``MARGIN``, never
+above the book's own threshold. It is measured on the first cross-lingual question a book gets (a tenth of a
+second: the translated questions' vectors are shipped for the default embedder) and kept with the calibration.
+
 Coverage is measured on the top fused passages, so the threshold belongs to the fusion mode
 (and coverage weight) it was measured with: ``manage.py calibrate`` re-measures after a change.
 """
@@ -34,13 +45,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from django.db import connection, transaction
 from django.utils import timezone
 
 from bookchat.base.conf import setting
 from chat.models import ScopeCalibration
 from chat.pipeline.answerability import MAX_PROBE_REFUSALS, check_retrieved
+from chat.pipeline.crosslingual import off_topic_vectors
 from chat.pipeline.deadline import Deadline
-from chat.pipeline.retrieval import Retrieval, retrieve
+from chat.pipeline.language import book_language
+from chat.pipeline.retrieval import Retrieval, get_dense_search, retrieve
 from chat.pipeline.terms import STOP_WORDS, plain_text, split_sentences
 from ingestion.indexing.embedders import get_embedder
 from ingestion.models import Book, Chunk
@@ -51,6 +65,8 @@ logger = logging.getLogger(__name__)
 
 METHOD = "off-topic q95 + 0.005, capped at kw4 probes q05; score = cosine + w * coverage; cased probes (v2)"
 OFF_TOPIC_FILE = Path(__file__).resolve().parent.parent / "data" / "off_topic_questions.txt"
+XL_METHOD = "translated off-topic best cosine (moved vectors) q75 + 0.005, capped at the book's threshold (v2)"
+XL_OFF_QUANTILE = 0.75
 PROBES = 80
 OFF_QUANTILE = 0.95
 IN_QUANTILE = 0.05
@@ -70,7 +86,7 @@ def _off_topic_vectors() -> list:
     """The off-topic questions' query vectors, embedded once per process and embedder."""
     embedder = get_embedder()
     if embedder.name not in _vectors:
-        _vectors[embedder.name] = [embedder.embed_query(q) for q in off_topic_questions()]
+        _vectors[embedder.name] = list(embedder.embed_queries(off_topic_questions()))
     return _vectors[embedder.name]
 
 
@@ -87,13 +103,16 @@ class Scope:
     calibration: dict
 
 
-def check_scope(book: Book, retrieval: Retrieval) -> Scope:
+def check_scope(book: Book, retrieval: Retrieval, *, crosslingual: bool = False) -> Scope:
     """The scope decision, for answers and searches alike: does the book cover the question? The scope score of
-    what was retrieved against the book's threshold; a question about text selected from the book is covered
+    what was retrieved against the book's threshold (for a question in another language than the book's, the best
+    cosine against the cross-lingual threshold); a question about text selected from the book is covered
     when a retrieved passage holds it."""
     calibration = book_calibration(book)
-    threshold = scope_threshold(book, calibration)
-    score = scope_score(retrieval)
+    if crosslingual:
+        threshold, score = crosslingual_threshold(book, calibration), retrieval.best_cosine
+    else:
+        threshold, score = scope_threshold(book, calibration), scope_score(retrieval)
     covered = bool(retrieval.chunks) and (score >= threshold or retrieval.best_selected_overlap >= SELECTED_OVERLAP)
     return Scope(covered, score, threshold, calibration)
 
@@ -110,6 +129,41 @@ def scope_threshold(book: Book, calibration: dict | None = None) -> float:
     calibrated threshold (0, so nothing is refused, for a book that was never calibrated)."""
     calibration = book_calibration(book) if calibration is None else calibration
     return setting("SCOPE_THRESHOLD") or calibration.get("threshold") or 0.0
+
+
+def crosslingual_threshold(book: Book, calibration: dict | None = None) -> float:
+    """The best cosine below which a question in another language than the book's is not covered: the
+    ``SCOPE_THRESHOLD`` setting when set, else measured once for the book (``measure_crosslingual``) and kept with
+    its calibration; 0 for a book never calibrated."""
+    calibration = book_calibration(book) if calibration is None else calibration
+    if setting("SCOPE_THRESHOLD") or not calibration.get("threshold"):
+        return scope_threshold(book, calibration)
+    measured = calibration.get("crosslingual") or {}
+    if measured.get("method") != XL_METHOD:
+        measured = measure_crosslingual(book, calibration)
+        calibration["crosslingual"] = measured
+    return measured["threshold"]
+
+
+def measure_crosslingual(book: Book, calibration: dict) -> dict:
+    """Measure the cross-lingual threshold on the translated off-topic questions and keep it in the book's stored
+    calibration details (under ``crosslingual``)."""
+    started = time.monotonic()
+    with transaction.atomic(), connection.cursor() as cursor:  # the best cosine alone: the dense side, nearest one
+        search = get_dense_search()
+        cosines = np.asarray([max(search.candidates(cursor, book=book, vector=v, limit=1, document_ids=None,
+                                                    seconds=60.0).values(), default=0.0)
+                              for v in off_topic_vectors(book_language(book))])
+    level = float(np.quantile(cosines, XL_OFF_QUANTILE)) + MARGIN
+    measured = {"method": XL_METHOD, "threshold": round(min(level, calibration["threshold"]), 4),
+                "off_topic": _summary(cosines), "seconds": round(time.monotonic() - started, 2)}
+    stored = ScopeCalibration.objects.filter(book=book).first() or (
+        ScopeCalibration.objects.filter(book_id=book.edition_of_id).first() if book.edition_of_id else None)
+    if stored is not None:
+        stored.details = {**stored.details, "crosslingual": measured}
+        stored.save(update_fields=["details"])
+    logger.info("cross-lingual threshold of book %s: %.4f", book.slug, measured["threshold"])
+    return measured
 
 
 def in_scope_probes(book, count: int = PROBES) -> list[str]:

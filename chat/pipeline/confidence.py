@@ -30,7 +30,12 @@ queue. Below ``FLOOR``, and for an answer made only of navigation links, the pip
 refusal with the closest sections (``UNSURE_ANSWERS=refuse``, ``chat.pipeline.answering``). Some answers are never
 ``high``, whatever the probability (``barred``): one that is mostly the reader's selection or the previous answer
 again, one where the question's names carry the match and the rest of what it asks is missing, one to a
-quantity question without a number, and one with a link to ``#`` (a page's unwritten "Next steps").
+quantity question without a number, one with a link to ``#`` (a page's unwritten "Next steps"), and one to a
+question asked in another language than the book's (``crosslingual``): the model reads the words a question
+shares with its answer, which such a question doesn't share, and on our translated sets (BENCHMARKS.md,
+"Questions in other languages") no cut of its probability kept 90 % of their answers right with enough of them
+to say so; so "high" keeps its promise for them by not being given (its coverage is 0), and their answers are
+medium or unsure.
 
 Decisions:
 - One general model, not one per book: the books students ask about are not the ones it was
@@ -64,6 +69,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from django.utils.translation import gettext_noop
+
 from bookchat.base.conf import setting
 from chat.pipeline.answerability import specific_terms
 from chat.pipeline.retrieval import RetrievedChunk
@@ -94,12 +101,13 @@ UNSEEN_NEVER_HIGH = 0.5  # a question naming a thing with this share of its othe
 _QUANTITY = re.compile(r"\b(?:how\s+(?:many|much|long|big|large|old|often|fast|far|high|wide|deep|small)"
                        r"|what\s+(?:year|size|percentage)|(?:which|what)\s+(?:[\w.-]+\s+)?version)\b", re.IGNORECASE)
 # What a level means, in a reader's words (the page, the widget and MCP show it beside the level).
+# In English: each is a msgid, said in the question's language (``chat.pipeline.wording.level_note``).
 LEVEL_NOTES = {
-    "high": "In tests on other books, about 9 in 10 answers at this level were right.",
-    "medium": "Often right, but not always: check the cited sections before relying on it.",
-    "unsure": "Not sure: this is the closest passage the book has, which may not answer what you asked. "
-              "It has been sent to the book's reviewers.",
-    "low": "Probably not quite what you asked: check the cited sections before relying on it.",
+    "high": gettext_noop("In tests on other books, about 9 in 10 answers at this level were right."),
+    "medium": gettext_noop("Often right, but not always: check the cited sections before relying on it."),
+    "unsure": gettext_noop("Not sure: this is the closest passage the book has, which may not answer what you asked. "
+                           "It has been sent to the book's reviewers."),
+    "low": gettext_noop("Probably not quite what you asked: check the cited sections before relying on it."),
 }
 
 _MD_LINK = re.compile(r"!?\[([^\]]*)\]\(\s*<?([^\s)>]*)>?[^)]*\)")
@@ -121,6 +129,7 @@ class ConfidenceInput:
     selected_overlap: float = 0.0
     selected_text: str = ""  # the passage the reader asked about
     previous_answer: str = ""  # for a follow-up, the answer it follows
+    crosslingual: bool = False  # asked in another language than the book's
 
 
 @dataclass
@@ -163,7 +172,8 @@ def assess(situation: ConfidenceInput) -> Confidence:
     links = link_targets(situation.answer)
     dead = any(target in ("", "#") for target in links)
     navigation = bool(links) and navigation_only(situation.answer)
-    reasons = (["dead_links"] if dead else []) + barred(situation.question, situation.answer, features)
+    reasons = (["dead_links"] if dead else []) + (["crosslingual"] if situation.crosslingual else []) + barred(
+        situation.question, situation.answer, features)
     p = round(probability(features), 3)
     return Confidence(p, confidence_level(p, barred=bool(reasons)), features, navigation=navigation,
                       dead_links=dead, barred=reasons)

@@ -108,6 +108,7 @@ class GenerationInput:
     selected_text: str = ""
     history: list[tuple[str, str]] = field(default_factory=list)  # (question, answer), oldest first
     follows: str = ""  # for a follow-up, the question it follows (its words say what "it" is)
+    language: str = ""  # the name of the reader's language, when it is not the book's: the answer is written in it
 
 
 @dataclass
@@ -224,6 +225,10 @@ class OpenAIChatGenerator(Generator):
         if data.selected_text:
             parts.append(f"The reader selected this passage:\n<passage>\n{data.selected_text}\n</passage>")
         parts.append(f"The reader's question:\n<question>\n{data.question}\n</question>")
+        if data.language:  # a cross-lingual question: the answer in the reader's language, the book's names as written
+            parts.append(f"Write the answer in {data.language}, the reader's language (the excerpts are in the "
+                         "book's). Keep names, code and commands exactly as the excerpts write them. If the excerpts "
+                         "do not answer the question, still reply with exactly NOT_IN_BOOK.")
         return [{"role": "system", "content": SYSTEM_PROMPT.format(title=data.book_title or "this book")},
                 {"role": "user", "content": "\n\n".join(parts)}]
 

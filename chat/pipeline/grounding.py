@@ -10,6 +10,15 @@ cited at all, when more than
 ``GROUNDING_MAX_UNSUPPORTED`` of the judged sentences are unsupported, or when it links to
 an address (a Markdown link or image, an autolink, a bare URL) that no source contains: a
 model talked into sending readers elsewhere can't pass a link off as the book's.
+
+Across languages (``across_languages``: a language model's answer to a question asked in another language than the
+book's, written in the reader's language) shared words say nothing: a sentence is supported when its multilingual
+vector (the embedder's, as a query) has a cosine of at least ``CROSSLINGUAL_SUPPORT`` with a sentence of a cited
+source (as a passage). The cut was measured on our 160 translated docusaurus-docs questions (Spanish, French, Urdu,
+Chinese) against the English ones, a sentence and its translation standing for an answer and its passage: 0.87 is
+the highest cut that keeps 95 % of the translations supported (95.6 %), while the closest *other* question of the
+same book passes it 24 % of the time (at 0.85: 98 % and 51 %). Sentences under ``MIN_CHARS`` characters are not
+judged.
 """
 
 from __future__ import annotations
@@ -17,12 +26,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from bookchat.base.conf import setting
 from chat.pipeline.terms import citations, content_terms, split_sentences, strip_citations
 from chat.pipeline.units import SHORTENED
 from ingestion.reading.fences import code_ranges, split_fenced
 
 MIN_TERMS = 3
+MIN_CHARS = 12  # across languages, a shorter sentence ("Sí." "是的。") is not judged
+CROSSLINGUAL_SUPPORT = 0.87  # measured: see the module docstring
 _ONLY_CITATIONS = re.compile(r"(?:\[\d+(?:\s*,\s*\d+)*\]\s*)+")
 # Link targets: [text](target) and ![alt](target), <scheme:…> autolinks, bare http(s) URLs.
 _LINK_TARGETS = re.compile(r"\]\(\s*<?([^\s()<>]+)|<([a-zA-Z][a-zA-Z0-9+.-]*:[^\s<>]+)>|(https?://[^\s<>()\[\]`'\"]+)")
@@ -69,9 +82,31 @@ def _prose_sentences(text: str) -> list[str]:
     return [s for s in sentences if s.strip()]
 
 
-def check_grounding(answer: str, sources: list[str]) -> GroundingReport:
-    """Check ``answer`` against the texts of its numbered ``sources`` (source n is ``sources[n-1]``)."""
+class _AcrossLanguages:
+    """The sources' sentences as vectors, embedded on first use, for judging an answer written in another
+    language."""
+
+    def __init__(self, sources: list[str]):
+        self.sources, self.vectors = sources, {}
+        from ingestion.indexing.embedders import get_embedder  # noqa: PLC0415 (only a cross-lingual LLM answer)
+        self.embedder = get_embedder()
+
+    def _of(self, n: int) -> np.ndarray:
+        if n not in self.vectors:
+            sentences = [s for s in split_sentences(self.sources[n - 1]) if s.strip()] or [self.sources[n - 1]]
+            self.vectors[n] = self.embedder.embed_documents(sentences)
+        return self.vectors[n]
+
+    def support(self, sentence: str, candidates) -> float:
+        vector = self.embedder.embed_query(sentence)
+        return max((float(np.max(self._of(n) @ vector)) for n in candidates), default=0.0)
+
+
+def check_grounding(answer: str, sources: list[str], *, across_languages: bool = False) -> GroundingReport:
+    """Check ``answer`` against the texts of its numbered ``sources`` (source n is ``sources[n-1]``);
+    ``across_languages``: the answer is in another language than the sources, judged by sentence vectors."""
     report = GroundingReport()
+    across = _AcrossLanguages(sources) if across_languages else None
     source_terms = [set(content_terms(text)) for text in sources]
     squashed_sources = [_squash(text) for text in sources]
     min_support = setting("GROUNDING_MIN_SUPPORT")
@@ -96,12 +131,20 @@ def check_grounding(answer: str, sources: list[str]) -> GroundingReport:
             else:
                 report.unsupported_sentences.append(segment.strip())
             continue
-        terms = set(content_terms(strip_citations(segment)))
-        if len(terms) < MIN_TERMS:
-            continue
-        report.sentences += 1
-        best = max((len(terms & source_terms[n - 1]) / len(terms) for n in candidates), default=0.0)
-        if best >= min_support:
+        plain = strip_citations(segment).strip()
+        if across is not None:
+            if len(plain) < MIN_CHARS:
+                continue
+            report.sentences += 1
+            supported = across.support(plain, candidates) >= CROSSLINGUAL_SUPPORT
+        else:
+            terms = set(content_terms(plain))
+            if len(terms) < MIN_TERMS:
+                continue
+            report.sentences += 1
+            supported = max((len(terms & source_terms[n - 1]) / len(terms) for n in candidates),
+                            default=0.0) >= min_support
+        if supported:
             report.supported += 1
         else:
             report.unsupported_sentences.append(strip_citations(segment).strip())
