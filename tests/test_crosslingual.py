@@ -155,3 +155,15 @@ def test_a_language_model_is_asked_to_answer_in_the_readers_language(settings):
     assert "Write the answer in Spanish" in asked[-1]["content"]
     same = OpenAIChatGenerator().messages(GenerationInput(question="How do I install it?", excerpts=excerpts))
     assert "Write the answer in" not in same[-1]["content"]
+
+
+def test_a_plainly_english_question_to_an_english_book_is_told_without_loading_the_model():
+    from chat.pipeline import language
+
+    language._identifier.cache_clear()
+    assert language.detect("How do I add the widget to my site?", hint="en") == "en"
+    assert language._identifier.cache_info().currsize == 0, "the model was loaded for plain English"
+    assert language.detect("¿Cómo añado el widget de la página a mi sitio?", hint="en") == "es"
+    assert language._identifier.cache_info().currsize == 1
+    # Spanish written without accents, with words English shares ("a", "no"), still goes to the model.
+    assert language.detect("Como instalo el sitio en un servidor nuevo", hint="en") == "es"
