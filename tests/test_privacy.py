@@ -347,7 +347,7 @@ def test_the_privacy_page_is_served_from_the_declaration_and_linked_from_the_cha
     html = page.content.decode()
     for entry in inventory.HELD:
         assert entry.model in html
-    assert "<code>manage.py privacy erase --learner ID</code>" in html and "sessionStorage" in html
+    assert "<code>manage.py privacy erase --learner=ID</code>" in html and "sessionStorage" in html
     assert 'href="/privacy/"' in client.get("/").content.decode()
     assert client.get("/lti/privacy")["Location"] == "/privacy/"
     assert page["X-Frame-Options"] == "DENY" and "frame-ancestors 'none'" in page["Content-Security-Policy"], \
