@@ -63,6 +63,8 @@ def add_arguments(parse: argparse.ArgumentParser) -> None:
     parse.add_argument("--book", required=True, metavar="SLUG", help="The book to publish (the key must publish it).")
     parse.add_argument("--dry-run", action="store_true", help="Only check the sources and say what would change.")
     parse.add_argument("--allow-errors", action="store_true", help="Exit 0 though some pages could not be indexed.")
+    parse.add_argument("--language", help="What the pages are written in, a BCP 47 tag (es, zh, pt-BR); the server "
+                       "checks it (default: the site's config, else the book's stored language, else en).")
     parse.add_argument("--revision", help="What is published, for the record (default: the git commit of ROOT).")
     parse.add_argument("--busy-wait", type=float, default=600, metavar="SECONDS", help="How long to keep asking "
                        "while another sync of the book runs (default 600).")
@@ -115,7 +117,7 @@ def push(options: argparse.Namespace, *, stderr) -> dict:
         progress.note(f"packed {count} files of {root} ({archive.stat().st_size:,} bytes)")
         url = f"{options.server.rstrip('/')}/api/v1/books/{options.book}/sources"
         params = {"dry_run": "true" if options.dry_run else "false", "revision": revision or "",
-                  "source_dir": source_dir or ""}
+                  "source_dir": source_dir or "", "language": options.language or ""}
         headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/gzip"}
         body = archive.read_bytes()
         with httpx.Client(timeout=TIMEOUT) as client:

@@ -11,37 +11,34 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex
-from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.contrib.postgres.search import CombinedSearchVector, SearchConfig, SearchVectorField
 from django.core.validators import RegexValidator
 from django.db import models
-from django.db.models import Count, F, IntegerField, OuterRef, Subquery
+from django.db.models import Count, F, Func, IntegerField, OuterRef, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.utils.text import slugify
 from pgvector.django import VectorField
 
 from bookchat.base.conf import setting
+from ingestion.languages import DEFAULT_LANGUAGE, LANGUAGE_LENGTH, SEARCH_CONFIGS
 
 # Vector sizes that get an HNSW index (a migration creates one per size).
 INDEXED_DIMENSIONS = (384, 512, 768, 1024, 1536)
-# Full-text configuration of a book's search vectors unless its locale has another (``search_config_for``).
-SEARCH_CONFIG = "english"
-# PostgreSQL's built-in text-search configurations, by language code.
-SEARCH_CONFIGS = {
-    "ar": "arabic", "hy": "armenian", "eu": "basque", "ca": "catalan", "da": "danish", "nl": "dutch",
-    "en": "english", "fi": "finnish", "fr": "french", "de": "german", "el": "greek", "hi": "hindi",
-    "hu": "hungarian", "id": "indonesian", "ga": "irish", "it": "italian", "lt": "lithuanian", "ne": "nepali",
-    "no": "norwegian", "nb": "norwegian", "nn": "norwegian", "pt": "portuguese", "ro": "romanian",
-    "ru": "russian", "sr": "serbian", "es": "spanish", "sv": "swedish", "ta": "tamil", "tr": "turkish",
-    "yi": "yiddish",
-}
+# Full-text configuration of a book's search vectors unless its language has another (``search_config_for``).
+SEARCH_CONFIG = SEARCH_CONFIGS[DEFAULT_LANGUAGE]
 
 
-def search_config_for(locale: str) -> str:
-    """The text-search configuration of a book in ``locale``: english for a book without one, the
-    language's own where PostgreSQL has it, else ``simple`` (no stemming, no stop words)."""
-    if not locale:
-        return SEARCH_CONFIG
-    return SEARCH_CONFIGS.get(locale.lower().replace("_", "-").split("-")[0], "simple")
+class BookTsvector(Func):
+    """``bookchat_to_tsvector(config, text)``: PostgreSQL's ``to_tsvector``, with a Chinese or Japanese book's runs
+    of characters cut into pairs first (``ingestion.languages``; the function is made by a migration)."""
+
+    function = "bookchat_to_tsvector"
+    output_field = SearchVectorField()
+
+
+def weighted_tsvector(column: str, weight: str) -> Func:
+    return Func(BookTsvector(F("search_config"), Coalesce(F(column), Value(""))), Value(weight), function="setweight",
+                output_field=SearchVectorField())
 
 
 class RegConfigField(models.CharField):
@@ -108,9 +105,13 @@ class Book(models.Model):
     version_rank = models.PositiveSmallIntegerField(default=0, help_text="0 for the newest version.")
     latest = models.BooleanField(default=True, help_text="Answers when no version is asked for.")
     locale = models.CharField(max_length=35, blank=True)
+    language = models.CharField(max_length=LANGUAGE_LENGTH, default=DEFAULT_LANGUAGE, db_default=DEFAULT_LANGUAGE,
+                                help_text="What its pages are written in: a BCP 47 base tag (en, es, zh, pt). Set by "
+                                "--language, else the site's config (theme.language, book.toml's language, the "
+                                "Docusaurus locale); it picks the text search.")
     trailing_slash = models.BooleanField(null=True, blank=True, help_text="The site's trailingSlash.")
     search_config = models.CharField(max_length=64, default=SEARCH_CONFIG, help_text="PostgreSQL text-search "
-                                     "configuration of its passages (from the locale).")
+                                     "configuration of its passages (from its language).")
     folders = models.JSONField(default=dict, blank=True, help_text="Each folder of pages: its sidebar label and "
                                "position ({path: {label, position}}), for the book's outline.")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -224,8 +225,8 @@ class Chunk(models.Model):
     embedding = VectorField()
     search_config = RegConfigField(max_length=64, default=SEARCH_CONFIG, help_text="The book's, when stored.")
     search_vector = models.GeneratedField(
-        expression=SearchVector("heading_path", weight="A", config=F("search_config"))
-        + SearchVector("text", weight="B", config=F("search_config")),
+        expression=CombinedSearchVector(weighted_tsvector("heading_path", "A"), "||", weighted_tsvector("text", "B"),
+                                        SearchConfig(F("search_config"))),
         output_field=SearchVectorField(),
         db_persist=True,
     )
@@ -336,6 +337,8 @@ class IngestionJob(models.Model):
     attempts = models.PositiveSmallIntegerField(default=0)
     source = models.CharField(max_length=16, choices=Source.choices, default=Source.UPLOAD)
     dry_run = models.BooleanField(default=False, help_text="Only check the sources and say what would change.")
+    language = models.CharField(max_length=LANGUAGE_LENGTH, blank=True, help_text="The book's language as the upload "
+                                "or publish gave it (a BCP 47 base tag); empty: from its config, else as it was.")
     published_by = models.CharField(max_length=200, blank=True, help_text="The API key that published: its "
                                     "prefix and name.")
     revision = models.CharField(max_length=100, blank=True, help_text="What was published, as the publisher named "

@@ -23,7 +23,8 @@ def report(*, errors=(), warnings=()) -> dict:
 
 
 def test_publish_query_defaults_and_a_folder_without_its_slashes():
-    assert checked_query(PublishQuerySerializer, {}) == {"dry_run": False, "revision": "", "source_dir": ""}
+    assert checked_query(PublishQuerySerializer, {}) == {"dry_run": False, "revision": "", "source_dir": "",
+                                                         "language": ""}
     query = checked_query(PublishQuerySerializer, {"dry_run": "true", "source_dir": "/website/docs/"})
     assert query["dry_run"] is True and query["source_dir"] == "website/docs"
 

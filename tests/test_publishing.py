@@ -304,6 +304,7 @@ def test_bad_archives_are_refused_with_their_error_and_change_nothing(client, da
     ("?dry_run=perhaps", "application/gzip", 400, "invalid"),
     ("?colour=blue", "application/gzip", 400, "unknown_field"),
     ("?source_dir=../up", "application/gzip", 400, "invalid_source_dir"),
+    ("?language=klingon", "application/gzip", 400, "invalid_language"),
     ("?revision=" + "x" * 101, "application/gzip", 400, "max_length"),
     ("", "application/json", 415, "unsupported_media_type"),
     ("", "multipart/form-data; boundary=x", 415, "unsupported_media_type"),

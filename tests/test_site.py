@@ -58,6 +58,7 @@ def test_a_site_root_is_indexed_with_its_title_urls_versions_and_locales(site):
     assert fr.documents.get(path="setup.md").url == "https://notes.example.org/notes/fr/guide/next/setup/"
     # Lexical search in French stems and drops stop words the French way; the English editions keep english.
     assert (fr.search_config, Book.objects.get(slug="field-notes").search_config) == ("french", "english")
+    assert (fr.language, Book.objects.get(slug="field-notes").language) == ("fr", "en"), "a locale is its language"
     vector = str(fr.chunks.get(document__path="intro.md", ordinal=0).search_vector)
     assert "'échantillon'" in vector and "'le'" not in vector and "'la'" not in vector
     # The same text in two versions is embedded once: 2.0's intro reuses current's vectors.

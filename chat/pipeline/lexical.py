@@ -71,7 +71,7 @@ def query_lexemes(text: str, book_id: int) -> dict[str, tuple[int, ...]]:
     """The distinct lexemes Postgres makes of ``text`` with the book's stemming (stop words dropped), in order,
     each with its word positions in ``text``."""
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT lexeme, positions FROM unnest(to_tsvector({BOOK_SEARCH_CONFIG}, %s))",
+        cursor.execute(f"SELECT lexeme, positions FROM unnest(bookchat_to_tsvector({BOOK_SEARCH_CONFIG}, %s))",
                        [book_id, text])
         return {lexeme: tuple(positions or ()) for lexeme, positions in cursor.fetchall()}
 

@@ -94,11 +94,11 @@ WITH candidate AS (
      LIMIT %(limit)s),
 word AS (
     SELECT c.id, c.cosine, c.answered, c.same, w.lexeme
-      FROM candidate c LEFT JOIN LATERAL unnest(to_tsvector({BOOK_SEARCH_CONFIG.replace('%s', '%(book)s')},
-                                                            c.question)) w ON true
+      FROM candidate c LEFT JOIN LATERAL unnest(bookchat_to_tsvector({BOOK_SEARCH_CONFIG.replace('%s', '%(book)s')},
+                                                                     c.question)) w ON true
     UNION ALL
-    SELECT NULL, NULL, NULL, NULL, w.lexeme FROM unnest(to_tsvector({BOOK_SEARCH_CONFIG.replace('%s', '%(book)s')},
-                                                                    %(question)s)) w)
+    SELECT NULL, NULL, NULL, NULL, w.lexeme
+      FROM unnest(bookchat_to_tsvector({BOOK_SEARCH_CONFIG.replace('%s', '%(book)s')}, %(question)s)) w)
 SELECT word.id, word.cosine, word.answered, word.same, word.lexeme, coalesce(n.chunks, 0),
        (SELECT chunks FROM ingestion_searchstats WHERE book_id = %(book)s)
   FROM word LEFT JOIN ingestion_lexemecount n ON n.book_id = %(book)s AND n.lexeme = word.lexeme

@@ -56,7 +56,8 @@ def content_words(question: str, book_id: int) -> str:
         return ""
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT w FROM unnest(%s::text[]) WITH ORDINALITY AS t(w, i) "
-                       f"WHERE to_tsvector({BOOK_SEARCH_CONFIG}, w) <> ''::tsvector ORDER BY i", [words, book_id])
+                       f"WHERE bookchat_to_tsvector({BOOK_SEARCH_CONFIG}, w) <> ''::tsvector ORDER BY i",
+                       [words, book_id])
         return " ".join(row[0] for row in cursor.fetchall())
 
 

@@ -10,6 +10,7 @@ import re
 from rest_framework import serializers
 
 from bookchat.base.api import StrictSerializer
+from ingestion.languages import LanguageError, language_tag
 
 MAX_WAIT_SECONDS = 60
 OUTPUTS = ("json", "text", "github")
@@ -25,10 +26,21 @@ class SourceDirField(serializers.CharField):
         return value
 
 
-class PublishQuerySerializer(StrictSerializer):
-    """``?dry_run=&revision=&source_dir=`` of ``POST /books/{slug}/sources``."""
+class LanguageField(serializers.CharField):
+    """A BCP 47 tag (``es``, ``pt-BR``), kept as its base tag; "" when not given."""
 
-    order = ("dry_run", "revision", "source_dir")
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data).strip()
+        try:
+            return language_tag(value) if value else ""
+        except LanguageError as exc:
+            raise serializers.ValidationError(exc.message, code="invalid_language") from None
+
+
+class PublishQuerySerializer(StrictSerializer):
+    """``?dry_run=&revision=&source_dir=&language=`` of ``POST /books/{slug}/sources``."""
+
+    order = ("dry_run", "revision", "source_dir", "language")
 
     def get_fields(self):
         return {
@@ -40,6 +52,10 @@ class PublishQuerySerializer(StrictSerializer):
             "source_dir": SourceDirField(required=False, default="", max_length=300, help_text=(
                 "The site root's folder in the repository (`website`), so that the text reports name files as the "
                 "repository does.")),
+            "language": LanguageField(required=False, default="", allow_blank=True, max_length=35, help_text=(
+                "What the pages are written in, a BCP 47 tag (`es`, `zh`, `pt-BR`): it picks the book's text "
+                "search. Default: the site's config (theme.language, book.toml's language, the Docusaurus "
+                "locale), else the book's stored language, else `en`.")),
         }
 
 

@@ -106,7 +106,7 @@ class PublishView(PublishingView):
                                f"{content_type[:100] or 'none'})", code="unsupported_media_type", status=415)
         job = sync_publish(book_slug=slug, stream=request._request, content_length=_content_length(request),
                            dry_run=query["dry_run"], revision=query["revision"], source_dir=query["source_dir"],
-                           published_by=request.auth.key_label)
+                           published_by=request.auth.key_label, language=query["language"])
         url = request.build_absolute_uri(reverse("api-sync", args=[slug, job.pk]))
         body = {"sync": job.pk, "book": slug, "status": "queued", "dry_run": job.dry_run, "status_url": url}
         return Response(body, status=202, headers={"Location": url})

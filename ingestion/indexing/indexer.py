@@ -34,8 +34,9 @@ from ingestion.indexing.lexicon import refresh_lexicon
 from ingestion.indexing.reports import IndexingError, IndexReport, ProgressCallback, RunCallback
 from ingestion.indexing.storing import PageStore, PreparedPage
 from ingestion.indexing.vector_index import sync_book_index
+from ingestion.languages import language_or_default, search_config_for
 from ingestion.models import Book, Chunk, Document, IndexRun, SearchStats, book_slug_validator
-from ingestion.reading.conventions import Conventions
+from ingestion.reading.conventions import Conventions, config_language
 from ingestion.reading.discovery import Discovery, SourceFile, read_source
 from ingestion.reading.documents import Issue
 from ingestion.reading.docusaurus import category_entry
@@ -70,14 +71,16 @@ class BookIndexer:
                  title: str | None, prune: bool, dry_run: bool, reindex: bool, trigger: str,
                  progress: ProgressCallback | None, edition: Edition | None = None, root_book: Book | None = None,
                  site_root: Path | None = None, conventions: Conventions | None = None,
-                 on_run: RunCallback | None = None, site_vectors: dict | None = None):
+                 on_run: RunCallback | None = None, site_vectors: dict | None = None, language: str | None = None):
         """``edition``: a site's version or locale (``ingestion.reading.site``); ``root_book`` the book it is an edition
         of (None for the root itself); ``conventions``: the generator's (``ingestion.reading.conventions``),
         Docusaurus's by default; ``on_run``: told the id of the run's IndexRun once it is committed;
         ``site_vectors``: the vectors the site's editions read before this one embedded, by embedding key, which
         are not stored yet (``index_site`` switches them together): this run reuses them as a stored passage's, and
-        adds its own once it is read."""
+        adds its own once it is read. ``language``: the book's, as given (``--language``, a base tag): it wins over
+        the generator's config and the edition's locale."""
         self.slug = book_slug
+        self.language = language
         self.conventions = conventions or Conventions()
         self.edition = edition
         self.root_book = root_book
@@ -305,7 +308,18 @@ class BookIndexer:
             for name, value in self.edition.fields.items():
                 setattr(book, name, value)
             book.edition_of = self.root_book
+        self._set_language(book)
         return book
+
+    def _set_language(self, book: Book) -> None:
+        """The book's language: as given, else as its generator's config names it (an edition's locale already set
+        it), else as stored; its text search follows."""
+        configured = config_language(self.conventions)
+        if self.language and (self.edition is None or self.edition.default_locale):
+            book.language = self.language
+        elif configured is not None and self.edition is None:
+            book.language = language_or_default(configured)
+        book.search_config = search_config_for(book.language)
 
     def _base_url(self, book: Book | None) -> str:
         if self.base_url is not None:

@@ -120,8 +120,9 @@ def default_slug(path: Path | str) -> str:
 def index_book(*, path: Path | str, book_slug: str | None = None, base_url: str | None = None,
                title: str | None = None, prune: bool = False, dry_run: bool = False, reindex: bool = False,
                trigger: str = "cli", progress: ProgressCallback | None = None, confined: bool = False,
-               on_run: RunCallback | None = None) -> IndexReport:
-    """Index the Markdown/MDX pages at ``path`` (a folder or one file) into a book; return the report. ``confined``
+               on_run: RunCallback | None = None, language: str | None = None) -> IndexReport:
+    """Index the Markdown/MDX pages at ``path`` (a folder or one file) into a book; return the report. ``language``:
+    the book's (a base tag, ``ingestion.languages``), None to keep the stored one (English for a new book). ``confined``
     changes nothing here (a folder's pages are found inside it, never through a link out of it): ``index_path``
     passes it to every kind of book. ``on_run`` is told the run's IndexRun id (``BookIndexer``)."""
     path = Path(path).expanduser()
@@ -141,7 +142,7 @@ def index_book(*, path: Path | str, book_slug: str | None = None, base_url: str 
         if existing is not None else None
     indexer = BookIndexer(book_slug=book_slug, discovery=discovery, embedder=embedder, base_url=base_url,
                           title=title, prune=prune, dry_run=dry_run, reindex=reindex, trigger=trigger,
-                          progress=progress, conventions=conventions, on_run=on_run)
+                          progress=progress, conventions=conventions, on_run=on_run, language=language)
     return run_locked(indexer, book_slug)
 
 
@@ -168,7 +169,7 @@ def announce(indexer: BookIndexer) -> None:
 def index_site(config: SiteConfig, *, book_slug: str | None = None, base_url: str | None = None,
                title: str | None = None, prune: bool = False, dry_run: bool = False, reindex: bool = False,
                trigger: str = "cli", progress: ProgressCallback | None = None, confined: bool = False,
-               on_run: RunCallback | None = None) -> SiteReport:
+               on_run: RunCallback | None = None, language: str | None = None) -> SiteReport:
     """Index a Docusaurus site (``ingestion.reading.site``): every docs instance, version and locale; return
     the reports. ``confined``: every folder the config names must be inside the site's root.
 
@@ -176,7 +177,8 @@ def index_site(config: SiteConfig, *, book_slug: str | None = None, base_url: st
     new version in one transaction, so that readers see the whole site as it was, then the whole new site at once
     (the cost: every edition's new passages wait in memory for the switch). An edition that can't be read (or
     whose book is busy) is reported with its error and keeps its previous version; the others go on. If the
-    switch fails, no edition is switched and the run fails (``switch_failed``)."""
+    switch fails, no edition is switched and the run fails (``switch_failed``). ``language`` is that of the editions
+    in the site's default locale (the others have their locale's)."""
     started = time.monotonic()
     if book_slug is not None:
         validate_book_slug(book_slug)
@@ -198,7 +200,8 @@ def index_site(config: SiteConfig, *, book_slug: str | None = None, base_url: st
             for edition in editions:
                 check_inside(config.root, edition.folder, edition.translations)
     options = {"embedder": get_embedder(), "prune": prune, "dry_run": dry_run, "reindex": reindex, "trigger": trigger,
-               "progress": progress, "site_root": config.root, "on_run": on_run, "site_vectors": {}}
+               "progress": progress, "site_root": config.root, "on_run": on_run, "site_vectors": {},
+               "language": language}
     read: list[BookIndexer] = []
     with contextlib.ExitStack() as locks:
         try:
@@ -317,9 +320,11 @@ def _stale_editions(root: Book | None, planned: set[str], *, prune: bool, report
 def index_generated(conventions: Conventions, root: Path, *, book_slug: str | None = None, base_url: str | None = None,
                     title: str | None = None, prune: bool = False, dry_run: bool = False, reindex: bool = False,
                     trigger: str = "cli", progress: ProgressCallback | None = None,
-                    confined: bool = False, on_run: RunCallback | None = None) -> IndexReport:
+                    confined: bool = False, on_run: RunCallback | None = None,
+                    language: str | None = None) -> IndexReport:
     """Index an mdBook or an MkDocs site from its root (``ingestion.reading.conventions``): its pages folder, title
-    and URL from its config, only the files the generator builds as pages, their URLs and anchors as it makes them.
+    and URL from its config (its language too, unless ``language`` is given), only the files the generator builds
+    as pages, their URLs and anchors as it makes them.
     ``confined``: the pages folder must be inside ``root``."""
     folder, config_title, config_url, warnings = book_facts(conventions)
     if confined:  # nothing read from outside is stored or shown: the config's folders and inherited files
@@ -335,7 +340,7 @@ def index_generated(conventions: Conventions, root: Path, *, book_slug: str | No
     indexer = BookIndexer(book_slug=book_slug, discovery=discovery, embedder=get_embedder(),
                           base_url=base_url if base_url is not None else config_url, title=title or config_title,
                           prune=prune, dry_run=dry_run, reindex=reindex, trigger=trigger, progress=progress,
-                          site_root=root, conventions=conventions, on_run=on_run)
+                          site_root=root, conventions=conventions, on_run=on_run, language=language)
     return run_locked(indexer, book_slug)
 
 

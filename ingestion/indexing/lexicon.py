@@ -64,7 +64,7 @@ def query_terms(cursor, book_id: int, text: str) -> dict[str, tuple[int, tuple[i
     positions)}`` (the re-ranker reads the positions for the question's phrases)."""
     cursor.execute(
         "SELECT q.lexeme, coalesce(c.chunks, 0), q.positions "
-        f"FROM unnest(to_tsvector({BOOK_SEARCH_CONFIG}, %s)) AS q "
+        f"FROM unnest(bookchat_to_tsvector({BOOK_SEARCH_CONFIG}, %s)) AS q "
         "LEFT JOIN ingestion_lexemecount c ON c.book_id = %s AND c.lexeme = q.lexeme ORDER BY q.lexeme",
         [book_id, text, book_id],
     )

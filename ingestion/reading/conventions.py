@@ -231,6 +231,16 @@ def book_facts(conventions: Conventions) -> tuple[Path, str | None, str | None, 
     raise ValueError(f"no config facts for {conventions.generator}")
 
 
+def config_language(conventions: Conventions) -> str | None:
+    """The language an mdBook's ``book.toml`` (``[book] language``, ``en`` by default) or an MkDocs site's
+    ``theme.language`` names, as written; None for a folder or when MkDocs names none."""
+    if isinstance(conventions, MdBookConventions):
+        return conventions.book.language
+    if isinstance(conventions, MkDocsConventions):
+        return conventions.site.language
+    return None
+
+
 def files_read(conventions: Conventions) -> list[Path]:
     """The config files an mdBook's or an MkDocs site's conventions were read from (MkDocs' INHERIT included)."""
     if isinstance(conventions, MdBookConventions):

@@ -34,7 +34,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ingestion.models import BOOK_SLUG_LENGTH, book_slug_from, search_config_for
+from ingestion.languages import language_or_default, search_config_for
+from ingestion.models import BOOK_SLUG_LENGTH, book_slug_from
 from ingestion.reading.discovery import Discovery, SourceFile, discover
 from ingestion.reading.documents import Issue
 from ingestion.reading.site_config import DocsInstance, SiteConfig
@@ -59,13 +60,15 @@ class Edition:
     trailing_slash: bool | None
     translations: Path | None = None  # the locale's folder of translated files
     is_root: bool = False
+    default_locale: bool = True  # in the site's default locale (what ``--language`` names, when given)
 
     @property
     def fields(self) -> dict:
         """The edition's columns of ``Book``."""
         return {"version": self.version, "version_label": self.version_label, "version_path": self.version_path,
                 "version_rank": self.version_rank, "latest": self.latest, "locale": self.locale,
-                "trailing_slash": self.trailing_slash, "search_config": search_config_for(self.locale)}
+                "trailing_slash": self.trailing_slash, "language": language_or_default(self.locale),
+                "search_config": search_config_for(self.locale)}
 
     def discover(self) -> Discovery:
         """The edition's pages: the version's files, each replaced by its translation where there is one."""
@@ -149,7 +152,7 @@ def _editions(config: SiteConfig, instance: DocsInstance, plan: SitePlan, *, slu
                 base_url=_join(_locale_url(config, locale, site_url), instance.route_base_path, path.strip("/")),
                 version=name, version_label=label, version_path=path.strip("/"), version_rank=rank,
                 latest=name == last, locale=locale, trailing_slash=config.trailing_slash,
-                is_root=name == CURRENT and default,
+                is_root=name == CURRENT and default, default_locale=default,
             ))
     editions.sort(key=lambda e: not e.is_root)
     return editions

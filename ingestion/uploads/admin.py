@@ -64,14 +64,14 @@ class IngestionJobAdmin(BookScopedAdmin, admin.ModelAdmin):
     date_hierarchy = "created_at"
     actions = ["retry_jobs"]
     add_fieldsets = (
-        ("Book", {"fields": ["book", "new_book_slug", "new_book_title"]}),
+        ("Book", {"fields": ["book", "new_book_slug", "new_book_title", "language"]}),
         ("Files", {"fields": ["upload", "folder", "prune"]}),
     )
     book_lookup = "book_slug"  # a job for a new book has no book yet
     view_fieldsets = (
         ("Status", {"fields": ["status", "progress", "stage", "error_message", "index_run_link"]}),
         ("Upload", {"fields": ["book_link", "source", "published_by", "revision", "dry_run", "files_list", "folder",
-                               "prune", "ignored_list", "created_by", "created_at"]}),
+                               "prune", "language", "ignored_list", "created_by", "created_at"]}),
         ("Report", {"fields": ["report_figures", "report_errors", "report_warnings"]}),
         ("Timing", {"fields": ["timings", "queued_at", "started_at", "finished_at", "heartbeat_at", "attempts",
                                "task_id"]}),

@@ -1,6 +1,6 @@
-"""The admin's upload form: which book, which files, where in the book, and whether to prune. Validating it checks
-the files (a zip read through in memory) and writes nothing; the admin stores them when it saves the job
-(``ingestion.uploads.admin``)."""
+"""The admin's upload form: which book (and its language), which files, where in the book, and whether to prune.
+Validating it checks the files (a zip read through in memory) and writes nothing; the admin stores them when it
+saves the job (``ingestion.uploads.admin``)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 
+from ingestion.languages import LanguageError, language_tag
 from ingestion.models import Book, IngestionJob, book_slug_validator
 from ingestion.uploads.intake import ZIP_SUFFIX, CheckedUpload, UploadError, check_upload, clean_folder
 
@@ -45,10 +46,12 @@ class UploadForm(forms.ModelForm):
 
     class Meta:
         model = IngestionJob
-        fields = ["book", "new_book_slug", "new_book_title", "upload", "folder", "prune"]
+        fields = ["book", "new_book_slug", "new_book_title", "language", "upload", "folder", "prune"]
         labels = {"folder": "Folder inside the book", "prune": "Remove pages that are not in this upload"}
         help_texts = {
             "book": "The book to upload into.",
+            "language": "What the pages are written in, a BCP 47 tag (en, es, zh, pt-BR): it picks the book's text "
+                        "search. Empty: the book's language as it is (a new book: en).",
             "folder": "Where the files go in the book, like 'using/' to replace using/01-ingest.md. "
                       "Empty: the book's root.",
             "prune": "Only for a .zip of the whole book (no folder): the book's pages missing from it are removed.",
@@ -72,6 +75,13 @@ class UploadForm(forms.ModelForm):
             self.fields["book"].empty_label = "— choose one of your books —"
             self.fields["new_book_slug"].help_text = "You may upload only into your books: ask an administrator " \
                                                      "for a new one."
+
+    def clean_language(self) -> str:
+        value = (self.cleaned_data.get("language") or "").strip()
+        try:
+            return language_tag(value) if value else ""
+        except LanguageError as exc:
+            raise ValidationError(exc.message) from None
 
     def clean_folder(self) -> str:
         try:

@@ -56,9 +56,10 @@ def slug_refusal(book_slug: str) -> RequestError | None:
 
 
 def sync_publish(*, book_slug: str, stream, content_length: int | None, dry_run: bool = False, revision: str = "",
-                 source_dir: str = "", published_by: str = "") -> IngestionJob:
+                 source_dir: str = "", published_by: str = "", language: str = "") -> IngestionJob:
     """Check the ``.tar.gz`` read from ``stream`` and queue the sync that makes book ``book_slug`` (a slug
-    ``slug_refusal`` passed) exactly those sources (with ``dry_run``: that only says what would change). Raises
+    ``slug_refusal`` passed) exactly those sources (with ``dry_run``: that only says what would change), in
+    ``language`` when given (a base tag, checked by the contract; "": as its config says). Raises
     ``ArchiveError`` or ``SyncBusy`` (storing nothing, queueing nothing)."""
     if not dry_run:
         _check_free(book_slug)
@@ -67,7 +68,7 @@ def sync_publish(*, book_slug: str, stream, content_length: int | None, dry_run:
     source_dir = source_dir.strip("/") or intake.top_folder
     job = IngestionJob(book_slug=book_slug, source=IngestionJob.Source.PUBLISH, prune=True, dry_run=dry_run,
                        revision=revision[:MAX_REVISION], source_dir=source_dir[:MAX_SOURCE_DIR],
-                       published_by=published_by[:200])
+                       published_by=published_by[:200], language=language)
     try:
         start_job(job=job, intake=intake)
     except IntegrityError:  # another publish of the book got in first

@@ -61,7 +61,7 @@ class UploadSource(JobSource):
 
     def index(self, job: IngestionJob, folder: Path, **followed) -> IndexReport:
         return index_book(path=folder, book_slug=job.book_slug, title=job.book_title or None, prune=job.prune,
-                          **followed)
+                          language=job.language or None, **followed)
 
 
 class PublishSource(JobSource):
@@ -69,7 +69,7 @@ class PublishSource(JobSource):
 
     def index(self, job: IngestionJob, folder: Path, **followed) -> IndexReport | SiteReport:
         return index_path(folder, book_slug=job.book_slug, prune=True, dry_run=job.dry_run, confined=True,
-                          **followed)
+                          language=job.language or None, **followed)
 
     def settle(self, job: IngestionJob, folder: Path, previous_source: str) -> None:
         inside_folder(folder).update(source_path="")
@@ -86,7 +86,8 @@ class LocalSource(JobSource):
             raise UploadError(f"{job.local_path} does not exist")
 
     def index(self, job: IngestionJob, folder: Path, **followed) -> IndexReport | SiteReport:
-        return index_path(job.local_path, book_slug=job.book_slug, title=job.book_title or None, **followed)
+        return index_path(job.local_path, book_slug=job.book_slug, title=job.book_title or None,
+                          language=job.language or None, **followed)
 
     def settle(self, job: IngestionJob, folder: Path, previous_source: str) -> None:
         """The folder indexed is the server's own, and stays the book's source."""

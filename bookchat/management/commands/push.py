@@ -20,7 +20,7 @@ class Command(BaseCommand):
         push.add_arguments(parser)
 
     def handle(self, *args, **options) -> None:
-        names = ("root", "server", "book", "dry_run", "allow_errors", "revision", "busy_wait", "json")
+        names = ("root", "server", "book", "dry_run", "allow_errors", "revision", "busy_wait", "json", "language")
         code = push.run(argparse.Namespace(**{name: options[name] for name in names}), stdout=self.stdout,
                         stderr=self.stderr)
         if code:

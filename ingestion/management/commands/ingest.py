@@ -21,6 +21,7 @@ from bookchat.base.errors import BookchatError
 from bookchat.base.models import StaffCommand
 from ingestion.indexing.ingesting import index_path
 from ingestion.indexing.reports import IndexReport, SiteReport
+from ingestion.languages import language_tag
 from ingestion.models import DefaultBook
 
 
@@ -68,6 +69,9 @@ class Command(BaseCommand):
         parser.add_argument("--base-url", dest="base_url",
                             help="Public URL of the book, used to build links to sections (for a site: its url "
                                  "and baseUrl, default from its config).")
+        parser.add_argument("--language", help="What the pages are written in, a BCP 47 tag (en, es, zh, pt-BR): it "
+                            "picks the book's text search (default: the config's theme.language or book.toml's "
+                            "language, a Docusaurus locale's own, else the book's stored language, else en).")
         parser.add_argument("--prune", action="store_true", help="Remove pages whose files are gone.")
         parser.add_argument("--dry-run", action="store_true",
                             help="Report what would change without embedding or writing anything.")
@@ -84,6 +88,8 @@ class Command(BaseCommand):
                      "prune": options["prune"], "dry_run": options["dry_run"], "reindex": options["reindex"],
                      "progress": progress}
         try:
+            if options["language"] is not None:
+                arguments["language"] = language_tag(options["language"])
             report = index_path(path, **arguments)
         except BookchatError as exc:
             if progress:

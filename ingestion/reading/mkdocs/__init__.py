@@ -52,6 +52,12 @@ Decisions:
   ``2:5,8:9``) line ranges and ``file:name`` sections (``--8<-- [start:name]`` … ``[end:name]``) select lines;
   ``auto_append`` files are appended to every page. URL snippets are not downloaded (a warning). A snippet that
   includes itself, directly or not, is skipped with a warning (pymdownx skips it silently).
+- The book's language is ``theme.language`` (Material's; ``theme.locale`` for MkDocs' own themes), through
+  ``INHERIT`` too; ``ingest --language`` wins over it (``ingestion.languages``).
+- A site's own include macros are left as text: FastAPI's ``{* ../../docs_src/app.py hl[3] *}`` (its docs' own
+  MkDocs hook, not MkDocs' or pymdownx's syntax) stays one line of the passage naming the example file. Reading it
+  would put the same example programs, in several Python versions, into every translation of the book; the
+  page's prose, which the questions are about, is what each language's book has of its own.
 
 Modules: ``config`` (mkdocs.yml), ``pages`` (pages, nav, URLs; ``read_mkdocs``), ``headings`` (ids), ``cleanup``
 (tabs, abbreviations, attribute lists), ``snippets``, ``blog`` (posts' URLs).

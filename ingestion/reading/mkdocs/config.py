@@ -99,6 +99,7 @@ class MkDocsSite:
     docs_dir: Path
     site_url: str | None = None  # ends in "/" (as MkDocs normalises it)
     use_directory_urls: bool = True
+    language: str | None = None  # theme.language (Material's; MkDocs' own themes call it locale), as written
     nav: list[NavEntry] | None = None  # None: no ``nav``, MkDocs' folder order
     markdown_extensions: dict[str, dict] = field(default_factory=dict)  # short name → options
     toc: TocOptions = TocOptions()
@@ -186,6 +187,7 @@ def load_site(root: Path) -> MkDocsSite | None:
     site.use_directory_urls = udu if isinstance(udu, bool) else True
     if not isinstance(udu, bool):
         warnings.append(f"use_directory_urls is not true/false ({udu!r}); true is used")
+    site.language = _theme_language(config.get("theme"), warnings)
     for key in ("exclude_docs", "draft_docs", "not_in_nav"):
         setattr(site, key, _patterns(config.get(key), key, warnings))
     site.markdown_extensions = _extensions(config.get("markdown_extensions"), config.get("mdx_configs"), warnings)
@@ -193,6 +195,17 @@ def load_site(root: Path) -> MkDocsSite | None:
     if "pymdownx.snippets" in site.markdown_extensions:
         site.snippets = _snippet_options(site.markdown_extensions["pymdownx.snippets"], config_file.parent, warnings)
     return site
+
+
+def _theme_language(theme: object, warnings: list[str]) -> str | None:
+    """``theme.language`` (Material for MkDocs), else ``theme.locale`` (MkDocs' own themes): the pages' language."""
+    if not isinstance(theme, dict):
+        return None
+    value = theme.get("language", theme.get("locale"))
+    if value is None or (isinstance(value, str) and value.strip()):
+        return value.strip() if isinstance(value, str) else None
+    warnings.append(f"theme.language is not a language tag ({value!r}); the book's language is not read from it")
+    return None
 
 
 def _load_config(path: Path, warnings: list[str], *, chain: tuple[Path, ...], inherited: list[Path]) -> dict:
