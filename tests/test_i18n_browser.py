@@ -2,10 +2,10 @@
 widget right to left with Urdu labels, asks in Urdu, switches to Spanish (the page's switch, the widget's) and asks
 in Spanish, about the bundled manual; axe-core finds no WCAG 2.1 A/AA violation in any of these states.
 
-Whether the answer itself is in the student's language is the pipeline's (its ``language`` field): where the answer
-carries it, the answer text's ``lang`` must be the question's and the book's passage must be cited; otherwise the
-interface's own strings are what is checked. The fixtures are test_browser.py's; axe runs as test_accessibility.py
-runs it. Chromium and axe: `make drills`.
+Each question is answered from the English manual, not refused: the answer text's ``lang`` is the question's (the
+pipeline's ``language``), it opens with the label in the student's language ("The book is in English; here is what
+it says:", ``chat.pipeline.wording``), and the book's passage is cited. The fixtures are test_browser.py's; axe
+runs as test_accessibility.py runs it. Chromium and axe: `make drills`.
 """
 
 # ruff: noqa: F811 (the fixtures imported from test_browser are this module's test arguments)
@@ -14,6 +14,7 @@ from __future__ import annotations
 import pytest
 
 from bookchat.base import catalogues
+from chat.pipeline import wording
 from tests.test_accessibility import WIDGET, assert_accessible
 from tests.test_browser import (  # noqa: F401 (the real-browser fixtures)
     BOOK,
@@ -57,10 +58,10 @@ def check_page_answer(page, language: str, you_asked: str) -> None:
     assert turn.locator(".question .who").text_content() == you_asked  # (shown upper-case by the style sheet)
     text = turn.locator(".answer-text")
     assert text.get_attribute("dir") == "auto"
-    if text.get_attribute("lang"):  # the pipeline's `language` (issue 76's cross-lingual answering)
-        assert text.get_attribute("lang") == language
-        assert turn.locator(".answer.refused").count() == 0, "answered from the book"
-        assert turn.locator(".source").count() >= 1, "with the book's passage"
+    assert text.get_attribute("lang") == language, "the answer in the question's language"
+    assert turn.locator(".answer.refused").count() == 0, "answered from the book"
+    assert wording.book_language_label("en", language) in text.inner_text(), text.inner_text()
+    assert turn.locator(".source").count() >= 1, "with the book's passage"
 
 
 def test_the_page_in_urdu_then_spanish_asked_in_each(servers, open_page):
@@ -95,9 +96,9 @@ def check_widget_answer(page, language: str) -> None:
         "High confidence", "Medium confidence", "Low confidence", "Not sure", "Not covered", "Not answered directly")}
     assert badge in translated, f"the level or refusal label in the reader's language: {badge!r}"
     text = answer.locator(".bc-answer-text")
-    if text.get_attribute("lang"):  # the pipeline says the answer's language
-        assert text.get_attribute("lang") == language
-        assert answer.get_attribute("data-refused") != "true" and answer.locator(".bc-sources a").count() >= 1
+    assert text.get_attribute("lang") == language, "the answer in the question's language"
+    assert answer.get_attribute("data-refused") != "true" and answer.locator(".bc-sources a").count() >= 1
+    assert wording.book_language_label("en", language) in text.inner_text(), text.inner_text()
 
 
 def test_the_widget_in_urdu_then_spanish_asked_in_each(servers, open_page, widget_key):
