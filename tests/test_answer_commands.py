@@ -330,6 +330,7 @@ def test_evaluate_compare_restores_settings_when_a_run_fails(tmp_path, manual_bo
 
 @pytest.mark.needs("shared-data")
 @pytest.mark.slow
+@pytest.mark.drill  # whole question sets through evaluate: run with the drills, for make test's time
 @pytest.mark.parametrize("corpus", ["squad2-dev", "docusaurus-docs"])
 def test_evaluate_runs_on_a_real_corpus(ingest_corpus, corpus):
     ingest_corpus(corpus)

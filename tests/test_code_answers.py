@@ -339,6 +339,7 @@ def test_page_stream_api_and_mcp_show_the_same_answer(client, manual_book, no_ll
 
 
 @pytest.mark.django_db
+@pytest.mark.drill  # every answer of the shared sets: a whole-corpus check, run with the drills (make test's time)
 def test_every_answer_evaluate_gives_on_the_shared_sets_renders_each_fence_as_one_block(ingest_corpus, manual_book,
                                                                                           no_llm):
     """Over every answer of the shared docusaurus-docs sets and the code sets: as many ``<pre>`` blocks as fences,
