@@ -58,18 +58,22 @@ def figures(summary: dict) -> dict:
             "high answers": (confidence.get("levels") or {}).get("high")}
 
 
-def evaluate_book(book: str, log) -> dict[str, dict]:
-    """Figures per language for ``book``: English first, then each translation."""
+def evaluate_book(book: str, log, languages: list[str] | None = None) -> dict[str, dict]:
+    """Figures per language for ``book``: English first, then each translation (only ``languages`` when given,
+    ``en`` among them for the English originals)."""
     from chat.quality.evaluation import load_questions, run_evaluation  # noqa: PLC0415
 
     sets = language_sets(book)
     if not sets:
         return {}
     results = {}
-    started = time.monotonic()
-    results["en"] = figures(run_evaluation(english_originals(next(iter(sets.values()))), book_slug=book)[0])
-    log(f"{book} en: {time.monotonic() - started:.0f} s")
+    if not languages or "en" in languages:
+        started = time.monotonic()
+        results["en"] = figures(run_evaluation(english_originals(next(iter(sets.values()))), book_slug=book)[0])
+        log(f"{book} en: {time.monotonic() - started:.0f} s")
     for language, path in sets.items():
+        if languages and language not in languages:
+            continue
         started = time.monotonic()
         results[language] = figures(run_evaluation(load_questions(path), book_slug=book)[0])
         log(f"{book} {language}: {time.monotonic() - started:.0f} s")
@@ -98,6 +102,8 @@ def render(results: dict[str, dict[str, dict]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.crosslingual", description=__doc__.split("\n\n")[0])
     parser.add_argument("--book", action="append", choices=BOOKS, help="only this book (repeatable)")
+    parser.add_argument("--language", action="append",
+                        help="only this language (repeatable; en: the English originals), to iterate fast")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     parser.add_argument("--offsets", action="store_true",
                         help="only measure the language offsets with the configured embedder and write them "
@@ -114,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     results = {}
     for book in args.book or BOOKS:
-        results[book] = evaluate_book(book, lambda line: print(line, file=sys.stderr, flush=True))
+        results[book] = evaluate_book(book, lambda line: print(line, file=sys.stderr, flush=True),
+                                      args.language)
     print(render(results))
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")

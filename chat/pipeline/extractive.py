@@ -22,7 +22,12 @@ Then, in order:
    only a label or an intro with nothing after it ("Strengths:" at a passage's end) is passed over for
    the next best: a heading alone answers nothing.
 3. **Add** a unit from another passage only when it covers words of the question the lead
-   does not and scores nearly as well; at most ``max_units`` prose units in all.
+   does not and scores nearly as well; at most ``max_units`` prose units in all. A question in another language
+   than the book's (``across_languages``) shares no words with it, so there the next units are added by score
+   alone (their sentence vectors' nearness to the question, moved to the book's language, weighs in it), up to the
+   same cap. Measured on docusaurus-docs' translated set (BENCHMARKS.md, "Questions in other languages"): answer
+   contains Spanish 0.45 → 0.50, French 0.40 → 0.50, Urdu 0.30 → 0.45, Chinese 0.40 → 0.50. Weighing the sentence
+   vectors' gap three or six times as much for these questions moved it by one question either way: not kept.
 4. **Code**: a question that asks for code (``wants_code``: how to…, or a command, snippet, example,
    config, script) whose answer holds no code block yet gets the block that goes with the lead
    (``_code_for``; the lead's section counts whole, as a long section is indexed as several
@@ -86,12 +91,13 @@ def wants_code(question: str) -> bool:
 
 
 def compose_extractive(question: str, sources: list, *, max_units: int = 3, selected_text: str = "",
-                       context: str = "") -> str:
+                       context: str = "", across_languages: bool = False) -> str:
     """An answer from ``sources`` (objects with ``text``, ``heading_path`` and ``score``, numbered from 1).
 
     ``selected_text``: the passage the reader selected and asks about; ``context``: the question a follow-up
     follows. Their words weigh ``CONTEXT_WEIGHT`` of the question's own (they say what the question is about, not
-    what it asks), and the selection is never quoted back: the answer is what the book says around it."""
+    what it asks), and the selection is never quoted back: the answer is what the book says around it.
+    ``across_languages``: the question is in another language than the book's (step 3 of the module docstring)."""
     passages = [blocks_of(chunk.text, n) for n, chunk in enumerate(sources, 1)]
     units = [u for blocks in passages for block in blocks for u in block.units]
     if not any(u.kind != "code" for u in units):
@@ -108,7 +114,8 @@ def compose_extractive(question: str, sources: list, *, max_units: int = 3, sele
     lead, chosen = _lead(ranked, passages, terms.question, how_to, code_wanted)
     chosen = [u for u in chosen if id(u) not in given]
     chosen = [u for u in _from_selection(passages[lead.source - 1], lead, given) if u not in chosen] + chosen
-    chosen = _add_units(chosen, ranked, lead, passages, sources, terms, given, max_units=max_units)
+    chosen = _add_units(chosen, ranked, lead, passages, sources, terms, given, max_units=max_units,
+                        by_meaning=across_languages)
     if code_wanted and not any(u.kind == "code" for u in chosen):
         # The block that shows what the question asks: its own words, not those of what it is about.
         chosen += [u for u in _code_for(passages, sources, lead, terms.own, {t: terms.idf[t] for t in terms.own})
@@ -166,10 +173,10 @@ def _score_units(units: list[Unit], sources: list, passages: list[list[Block]], 
 
 
 def _add_units(chosen: list[Unit], ranked: list[Unit], lead: Unit, passages: list[list[Block]], sources: list,
-               terms: _QuestionTerms, given: set, *, max_units: int) -> list[Unit]:
+               terms: _QuestionTerms, given: set, *, max_units: int, by_meaning: bool = False) -> list[Unit]:
     """``chosen`` and, up to ``max_units`` prose units, the next best units (with their context) that add a
-    question word not yet covered, score at least ``ADD_SHARE`` of the lead, and come from a passage ranked
-    at least half as high as the lead's."""
+    question word not yet covered (any, ``by_meaning``: a question in another language than the book's), score at
+    least ``ADD_SHARE`` of the lead, and come from a passage ranked at least half as high as the lead's."""
     covered_terms = set().union(*(u.terms for u in chosen)) & terms.question
     seen = {normalise(u.text) for u in chosen}
     prose = sum(u.kind != "code" for u in chosen)
@@ -179,7 +186,7 @@ def _add_units(chosen: list[Unit], ranked: list[Unit], lead: Unit, passages: lis
         if unit in chosen or normalise(unit.text) in seen or unit.score < ADD_SHARE * lead.score:
             continue
         new = (unit.terms & terms.own) - covered_terms  # the context's words say what it is about, not what to add
-        if not new or sum(terms.idf[t] for t in new) < 0.1 * terms.weight_total:
+        if not by_meaning and (not new or sum(terms.idf[t] for t in new) < 0.1 * terms.weight_total):
             continue
         if unit.source != lead.source and sources[unit.source - 1].score < 0.5 * sources[lead.source - 1].score:
             continue

@@ -154,7 +154,8 @@ class ExtractiveGenerator(Generator):
 
     def stream(self, data: GenerationInput, *, budget_seconds: float, usage: Usage | None = None) -> Iterator[str]:
         answer = compose_extractive(data.question, data.excerpts, max_units=setting("EXTRACTIVE_SENTENCES"),
-                                    selected_text=data.selected_text, context=data.follows)
+                                    selected_text=data.selected_text, context=data.follows,
+                                    across_languages=bool(data.language))
         if answer:
             yield answer
 
