@@ -18,7 +18,7 @@ from chat.pipeline.answerability import crosslingual_terms
 from chat.pipeline.answering import answer_question
 from chat.pipeline.confidence import LEVEL_NOTES
 from chat.pipeline.crosslingual import moved, offsets, pairs
-from chat.pipeline.generation import Excerpt, GenerationInput, OpenAIChatGenerator
+from chat.pipeline.generation import Excerpt, ExtractiveGenerator, GenerationInput, OpenAIChatGenerator
 from chat.pipeline.grounding import check_grounding
 from chat.pipeline.language import SUPPORTED, book_language, detect, locale_name, prose
 from chat.pipeline.questions import AskRequest
@@ -155,6 +155,22 @@ def test_a_language_model_is_asked_to_answer_in_the_readers_language(settings):
     assert "Write the answer in Spanish" in asked[-1]["content"]
     same = OpenAIChatGenerator().messages(GenerationInput(question="How do I install it?", excerpts=excerpts))
     assert "Write the answer in" not in same[-1]["content"]
+
+
+def test_an_extractive_answer_across_languages_adds_the_next_sentences_by_meaning_not_shared_words():
+    excerpts = [Excerpt(1, "Guide > Deploy", "The site is built into the build folder by the build command. Any "
+                        "static host can serve that folder as it is.", 0.9, [0.90, 0.86]),
+                Excerpt(2, "Guide > Hosting", "GitHub Pages serves the folder from the gh-pages branch of the "
+                        "repository.", 0.8, [0.88])]
+    question = "¿Dónde se publica el sitio una vez construido?"
+
+    def answer(language: str) -> str:
+        data = GenerationInput(question=question, excerpts=excerpts, language=language)
+        return "".join(ExtractiveGenerator().stream(data, budget_seconds=1))
+
+    across = answer(wording.language_name("es", "en"))
+    assert across.startswith("The site is built") and "GitHub Pages serves the folder" in across
+    assert "GitHub Pages" not in answer(""), "by shared words (none) nothing is added"
 
 
 def test_a_plainly_english_question_to_an_english_book_is_told_without_loading_the_model():
