@@ -201,6 +201,7 @@ def test_a_broken_llm_falls_back_to_the_books_sentences_within_the_budget(client
 
 
 @pytest.mark.django_db
+@pytest.mark.drill  # waits out the real deadline (~8 s): run with the drills, for make test's time
 def test_an_llm_hanging_past_the_deadline_ends_the_stream_with_a_timeout_in_time(client, llm, settings):
     # The generation budget is capped by what is left of the deadline; past it: 504, never a half answer.
     deadline = 4.0

@@ -36,7 +36,9 @@ from tests.test_handoffs_browser import (  # noqa: F401 (its fixture)
     stored,
 )
 
-pytestmark = [pytest.mark.slow, pytest.mark.needs("browser"), pytest.mark.usefixtures("handoffs_removed")]
+# A drill (make drills): two students and a reviewer in Chromium, ~7 s; make test keeps the hand-off browser tests.
+pytestmark = [pytest.mark.slow, pytest.mark.needs("browser"), pytest.mark.usefixtures("handoffs_removed"),
+              pytest.mark.drill]
 
 NOTE = "We asked in the tutorial and nobody knew."
 REPLY = "The book doesn't bake: ingest your recipes as a folder of Markdown instead [1]."

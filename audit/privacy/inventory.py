@@ -127,7 +127,7 @@ HELD: list[Held] = [
 
 NOT_PERSONAL: list[NotPersonal] = [
     NotPersonal("ingestion.Book", ("slug", "title", "base_url", "source_path", "embedder_name", "generator", "version",
-                                   "version_label", "version_path", "locale", "search_config", "folders"),
+                                   "version_label", "version_path", "locale", "search_config", "folders", "language"),
                 "A book's configuration, from its sources."),
     NotPersonal("ingestion.DefaultBook", ("slug", "set_by"), "Which book answers by default."),
     NotPersonal("ingestion.Document", ("path", "title", "slug", "url", "category", "front_matter", "content_hash",
@@ -137,7 +137,7 @@ NOT_PERSONAL: list[NotPersonal] = [
     NotPersonal("ingestion.IndexRun", ("status", "source", "trigger", "options", "report"), "An indexing run."),
     NotPersonal("ingestion.IngestionJob", ("book_slug", "book_title", "files", "folder", "status", "stage", "report",
                                            "ignored", "error", "task_id", "source", "published_by", "revision",
-                                           "source_dir", "error_code", "local_path"),
+                                           "source_dir", "error_code", "local_path", "language"),
                 "An upload or publish of a book's sources."),
     NotPersonal("ingestion.LexemeCount", ("lexeme",), "A book's word statistics."),
     NotPersonal("chat.ScopeCalibration", ("details",), "A book's scope threshold."),
