@@ -362,6 +362,7 @@ def test_expired_sessions_are_purged_by_a_django_q_schedule():
     assert Conversation.objects.filter(pk=live.pk).exists()
 
 
+@pytest.mark.drill  # seconds long: run with the drills, for make test's time
 def test_calibrate_command_remeasures_a_book(manual_book):
     code, out, _ = run_command("calibrate", "--book", "bookchat-manual", "--json")
     assert code == 0

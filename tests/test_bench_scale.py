@@ -11,6 +11,7 @@ from tests.conftest import MANUAL
 pytestmark = pytest.mark.django_db
 
 
+@pytest.mark.drill  # seconds long: run with the drills, for make test's time
 def test_disk_per_1k_chunks_is_the_books_own_not_the_space_deleted_books_left_in_shared_indexes(manual_book):
     book = Book.objects.get(slug=MANUAL)
     before = scale.disk_per_1k_mb(book, hnsw_mb=0.0)

@@ -137,6 +137,7 @@ def stored_feedback(answer_id: str):
 
 
 # -- the chat page ---------------------------------------------------------------------------------------------
+@pytest.mark.drill  # seconds long: run with the drills, for make test's time
 def test_page_streams_an_llm_answer_with_clickable_citations_badge_and_thumbs(servers, open_page, settings,
                                                                            openai_server):
     bookchat, _ = servers
@@ -727,6 +728,7 @@ def test_api_docs_and_the_dashboard_work_under_the_content_security_policy(serve
     assert errors == []
 
 
+@pytest.mark.drill  # seconds long: run with the drills, for make test's time
 def test_staff_uploads_a_zip_and_watches_the_job_finish(servers, open_page, admin_user, tmp_path, settings):
     import io
     import time

@@ -120,6 +120,7 @@ def check_audit(rows: list[AuditLog]) -> None:
 
 
 @pytest.mark.django_db
+@pytest.mark.drill  # seconds long: run with the drills, for make test's time
 def test_an_assistant_over_stdio_searches_asks_and_reads_the_manual(manual_book, served):
     from django.utils import timezone
 

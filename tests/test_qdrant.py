@@ -230,6 +230,7 @@ def test_qdrant_down_during_ingestion_indexes_anyway_with_a_warning(book_dir, se
 
 
 # -- qdrant_sync ------------------------------------------------------------------------------------
+@pytest.mark.drill  # seconds long: run with the drills, for make test's time
 def test_qdrant_sync_check_reports_each_kind_of_drift_and_repair_fixes_it(qdrant, book_dir, ingest_corpus):
     from qdrant_client import models
 

@@ -141,6 +141,7 @@ def check_ranking(result: dict) -> None:
         assert entry["score"] == round(entry["struggle"] * entry["sessions"] / entry["questions"], 4)
 
 
+@pytest.mark.drill  # seconds long: run with the drills, for make test's time
 def test_the_map_counts_exactly_what_the_replayed_traffic_made(client, settings):
     bodies = replay(client)
     # Readers vote three answers and a refusal down (in the conversation that got them).

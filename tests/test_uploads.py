@@ -566,6 +566,7 @@ def wait_for_job(job_id: int, until, *, seconds: float, cluster: Cluster) -> Ing
 
 
 @pytest.mark.slow
+@pytest.mark.drill  # seconds long: run with the drills, for make test's time
 def test_worker_runs_an_upload_to_done(data_dir, cluster):
     slug = f"upload-worker-{uuid.uuid4().hex[:8]}"
     job_id = committed_job(slug, [upload("worker.md", page("Worker", "background indexing"))], book_title="Worker")
