@@ -176,10 +176,41 @@ def test_an_extractive_answer_across_languages_adds_the_next_sentences_by_meanin
 def test_a_plainly_english_question_to_an_english_book_is_told_without_loading_the_model():
     from chat.pipeline import language
 
-    language._identifier.cache_clear()
+    language._loaded.clear()
     assert language.detect("How do I add the widget to my site?", hint="en") == "en"
-    assert language._identifier.cache_info().currsize == 0, "the model was loaded for plain English"
+    assert language._loaded == [], "the model was loaded for plain English"
     assert language.detect("¿Cómo añado el widget de la página a mi sitio?", hint="en") == "es"
-    assert language._identifier.cache_info().currsize == 1
+    assert len(language._loaded) == 1
     # Spanish written without accents, with words English shares ("a", "no"), still goes to the model.
     assert language.detect("Como instalo el sitio en un servidor nuevo", hint="en") == "es"
+
+
+
+def test_threads_asking_their_first_questions_together_load_the_detector_once(monkeypatch):
+    """20 streams opened at once on a fresh worker: one load, the others wait for it (not 20 loads in turn)."""
+    import threading
+
+    import py3langid.langid
+
+    from chat.pipeline import language
+
+    language._loaded.clear()
+    loads, real = [], py3langid.langid.LanguageIdentifier.from_modelpath
+
+    def counted(*args, **kwargs):
+        loads.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(py3langid.langid.LanguageIdentifier, "from_modelpath", counted)
+    start = threading.Barrier(8)
+
+    def ask():
+        start.wait()
+        language.detect("¿Cómo creo una clave de API para el widget?", hint="en")
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(loads) == 1 and len(language._loaded) == 1

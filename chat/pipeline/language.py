@@ -27,7 +27,6 @@ from __future__ import annotations
 import re
 import threading
 import unicodedata
-from functools import lru_cache
 from pathlib import Path
 
 SUPPORTED = ("en", "es", "ur", "zh", "ar", "hi", "fr", "pt")
@@ -53,16 +52,25 @@ ENGLISH_WORDS = frozenset((
 ENGLISH_SHARE = 0.25  # from this share of the prose's words, with two of them at least, a question is English
 
 
-@lru_cache(maxsize=1)
-def _identifier():
-    """py3langid's model, restricted to the supported languages: loaded once per process."""
-    with _lock:
-        import py3langid.langid as module  # noqa: PLC0415 (its model is read on first use)
-        from py3langid.langid import MODEL_FILE, LanguageIdentifier  # noqa: PLC0415
+_loaded: list = []  # py3langid's identifier, once loaded
 
-        identifier = LanguageIdentifier.from_modelpath(Path(module.__file__).parent / MODEL_FILE, norm_probs=True)
-        identifier.set_languages(list(SUPPORTED))
-        return identifier
+
+def _identifier():
+    """py3langid's model, restricted to the supported languages: loaded once per process. The lock is taken only
+    while nothing is loaded, and the check is made again inside it, so that the threads of a worker asking their
+    first questions together wait for one load (an ``lru_cache`` around a locked load let each of them load it
+    again in turn: 20 streams at once, 20 loads, every answer past its deadline)."""
+    if not _loaded:
+        with _lock:
+            if not _loaded:
+                import py3langid.langid as module  # noqa: PLC0415 (its model is read on first use)
+                from py3langid.langid import MODEL_FILE, LanguageIdentifier  # noqa: PLC0415
+
+                identifier = LanguageIdentifier.from_modelpath(Path(module.__file__).parent / MODEL_FILE,
+                                                               norm_probs=True)
+                identifier.set_languages(list(SUPPORTED))
+                _loaded.append(identifier)
+    return _loaded[0]
 
 
 def prose(text: str) -> str:
