@@ -73,6 +73,12 @@ def _identifier():
     return _loaded[0]
 
 
+def warm_in_background() -> None:
+    """Load the model on a thread of its own, so that a web worker has it before a class's first questions arrive
+    together (loading takes a second alone, several under a burst of requests holding the interpreter)."""
+    threading.Thread(target=_identifier, name="language-detector", daemon=True).start()
+
+
 def prose(text: str) -> str:
     """The question without what is written the same in every language: code, URLs, paths and identifiers."""
     text = _CODE.sub(" ", unicodedata.normalize("NFC", text[:MAX_CHARS]))
