@@ -326,10 +326,10 @@ def build_docusaurus_site_in_background() -> None:
     """Start building the cached real Docusaurus site (tests/support/docusaurus_site.py; ~60–85 s cold, mostly
     npm) while the first tests run, so that `make test` on a fresh clone needs no pre-warm step. Its tests call
     ``docusaurus_site.site()``, which waits on the build's file lock and then finds it done (or, if this build
-    failed, builds it again and fails with the step that broke). Its output: var/cache/docusaurus-site.log."""
+    failed, builds it again and fails with the step that broke). Its output: docusaurus-site.log in that cache."""
     if docusaurus_site.is_built():
         return
-    log_path = REPO / "var" / "cache" / "docusaurus-site.log"
+    log_path = docusaurus_site.default_cache_root() / "docusaurus-site.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "w") as log:
         # At the lowest CPU priority (npm unpacking, the site's build), so that it takes only what tests leave idle.

@@ -13,10 +13,13 @@ Decisions:
 - Links to a page translated in some locale or version are written from the docs root (``reference/equipment.md``),
   others as ``./``/``../``: Docusaurus resolves ``./x.md`` only beside the file it is in, so an untranslated
   English page linking ``./`` to a translated one breaks the French build (``onBrokenLinks: 'throw'``).
-- Cached in ``<repo>/var/cache/docusaurus-site-<key>``, ``<key>`` a hash of RECIPE_VERSION, the pinned version and
-  the recipe files (bump RECIPE_VERSION when changing the steps). Built in ``…-<key>.partial`` and renamed into
-  place, under a file lock so parallel sessions build once; older keys are removed first. npm's cache stays in
-  ``var/cache/npm``: a cold build takes ~85 s (npm install 70 s), a rebuild after a recipe change ~40 s.
+- Cached outside the checkout, like the LLM wheels and the base images (``BOOKCHAT_TEST_CACHE``, else
+  ``$XDG_CACHE_HOME/bookchat``, else ``~/.cache/bookchat``), in ``docusaurus-site-<key>``, ``<key>`` a hash of
+  RECIPE_VERSION, the pinned version and the recipe files (bump RECIPE_VERSION when changing the steps): every clone
+  on a machine reuses one build, so a fresh clone's CI doesn't spend a minute on npm. Built in ``…-<key>.partial``
+  and renamed into place, under a file lock so parallel sessions build once; older keys are removed first. npm's
+  cache stays in ``npm/`` beside it: a cold build takes ~85 s (npm install 70 s), a rebuild after a recipe change
+  ~40 s.
   Transitive npm versions are not pinned (the template has no lockfile): a rebuild may get newer ones.
 
 Stdlib only, so ``.ci/run`` pre-warms the cache with the system python3: ``python3 tests/support/docusaurus_site.py``.
@@ -64,8 +67,15 @@ def recipe_key() -> str:
     return digest.hexdigest()[:12]
 
 
+def default_cache_root() -> Path:
+    """Where the built site is kept when the caller names no folder: shared by every clone on the machine."""
+    if os.environ.get("BOOKCHAT_TEST_CACHE"):
+        return Path(os.environ["BOOKCHAT_TEST_CACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bookchat"
+
+
 def _final(cache_root: Path | None) -> Path:
-    return (cache_root or REPO / "var" / "cache").resolve() / f"docusaurus-site-{recipe_key()}"
+    return (cache_root or default_cache_root()).resolve() / f"docusaurus-site-{recipe_key()}"
 
 
 def _built(final: Path) -> bool:
