@@ -97,7 +97,7 @@ def test_the_worker_is_checked_by_its_heartbeat_in_both_deployments_as_the_manua
     assert compose_file()["services"]["worker"]["healthcheck"]["test"] == ["CMD", *command]
     max_age = float(command[command.index("--max-age") + 1])
     assert max_age >= 2 * BEAT_SECONDS, "at least two of the heartbeat's intervals"
-    assert ", ".join(f'"{part}"' for part in command) in (MANUAL / "deployment.md").read_text(encoding="utf-8")
+    assert ", ".join(f'"{part}"' for part in command) in (MANUAL / "running.md").read_text(encoding="utf-8")
 
 
 # -- /metrics: the token each deployment gives its web replicas, and the manual's way for Prometheus to them ---

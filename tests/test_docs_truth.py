@@ -1,8 +1,9 @@
 """The docs name only what exists: every ``manage.py`` command and its flags (and the same commands run in a
-container, ``exec web-1 bookchat …``, ``kubectl exec … -- bookchat …``), every ``make`` target, every file of the
-repository and every path under ``/api/``, ``/admin/`` and ``/mcp`` that README.md, CONTRIBUTING.md, CHANGELOG.md
-and the bundled manual (``docs/``) name is checked against the code (argparse, the Makefile, the file tree, the URL
-resolver), so that a renamed flag, file or route fails here rather than in a newcomer's terminal."""
+container, ``exec web-1 bookchat …``, ``kubectl exec … -- bookchat …``, and on a bare host ``deploy/bare/manage
+…``), every ``make`` target, every file of the repository and every path under ``/api/``, ``/admin/`` and ``/mcp``
+that README.md, CONTRIBUTING.md, CHANGELOG.md and the bundled manual (``docs/``) name is checked against the code
+(argparse, the Makefile, the file tree, the URL resolver), so that a renamed flag, file or route fails here rather
+than in a newcomer's terminal."""
 
 from __future__ import annotations
 
@@ -17,13 +18,13 @@ from django.urls import Resolver404, resolve
 from bookchat.views import api_not_found
 from tests.conftest import REPO
 
-_COMMAND = re.compile(r"(?:manage\.py|exec [\w/-]+ bookchat|-- bookchat) ([a-z_]+)([^`|\n]*)")
+_COMMAND = re.compile(r"(?:manage\.py|exec [\w/-]+ bookchat|-- bookchat|deploy/bare/manage) ([a-z_]+)([^`|\n]*)")
 _FLAG = re.compile(r"(?<![\w-])(--?[a-z][a-z0-9-]*)")
 _MAKE = re.compile(r"(?:`|^\s*(?:\$ )?)make ([a-z][a-z-]*)", re.M)
 _PATH = re.compile(r"(?<![\w/.])(/(?:api|admin|mcp)(?:/[^\s`'\")\]|,]*)?)")
 # A file of the repository, as the docs write it in code: `deploy/kubernetes/ingress.yaml`, `tests/test_upgrade.py`.
 _FILE = re.compile(r"`((?:deploy|tests|docs|bench|bookchat|chat|ingestion|audit|static|templates)/[\w./-]*[\w-]"
-                   r"\.(?:py|ya?ml|sh|md|mdx|json|jsonl|txt|js|css|html))`")
+                   r"\.(?:py|ya?ml|sh|md|mdx|json|jsonl|txt|js|css|html|env|service))`")
 _PLACEHOLDER = re.compile(r"\{[^}]*\}|<[^>]*>|\b[A-Z][A-Z_]+\b|…")
 
 
