@@ -14,6 +14,7 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
+from drf_spectacular.validation import validate_schema
 
 from chat.models import Conversation, Turn
 from chat.pipeline.conversations import history, purge_expired_conversations, record_turn
@@ -545,6 +546,14 @@ def test_schema_is_an_openapi_document_with_the_ask_route(client):
     assert "openapi:" in text or '"openapi"' in text
     assert "/api/v1/ask" in text
     assert "/api/v1/ask/stream" in text
+
+
+def test_schema_is_valid_against_the_openapi_specification(client):
+    """The document served, with what bookchat adds after drf-spectacular (links, the books), against the OpenAPI
+    3 meta-schema drf-spectacular ships (``manage.py spectacular --validate`` checks the same)."""
+    response = client.get("/api/v1/schema", HTTP_ACCEPT="application/vnd.oai.openapi+json")
+    assert response.status_code == 200
+    validate_schema(json.loads(response.content))
 
 
 def test_docs_page_is_served(client):

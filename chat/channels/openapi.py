@@ -60,7 +60,7 @@ def finish_schema(result: dict, generator, request, public) -> dict:
                 book["required"] = True
         if search.get("operationId") == "search" and "200" in search.get("responses", {}):
             search["responses"]["200"]["links"] = {"Opened": {
-                "operationId": "search_opened", "parameters": {"search_id": "$response.body#/search_id", "n": 1},
+                "operationId": "search_opened", "parameters": {"search_id": "$response.body#/search_id", "n": "1"},
                 "description": "Report that the reader opened this result's first section."}}
         ask = path_item.get("post", {})
         if ask.get("operationId") == "ask" and "200" in ask.get("responses", {}):
