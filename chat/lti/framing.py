@@ -4,10 +4,10 @@ Every page of bookchat sends ``frame-ancestors 'none'`` and ``X-Frame-Options: D
 A session that an LTI launch started (``LAUNCH_SESSION``: its platform's origins) gets, on every response, a
 ``frame-ancestors`` naming exactly those origins and no ``X-Frame-Options``; everything else stays unframeable.
 
-Its cookies (the session's, the CSRF token's and the language switch's) are sent ``SameSite=None; Secure; Partitioned`` (CHIPS): a browser
-that blocks third-party cookies still keeps a partitioned one, in a jar of the LMS's site only. Python 3.11's
-cookies know no ``Partitioned`` attribute: ``PartitionedMorsel`` adds it. The launch POST itself carries no cookie
-(its state is in the database), so the first cookie is the one this middleware partitions.
+Its cookies (the session's, the CSRF token's and the language switch's) are sent ``SameSite=None; Secure;
+Partitioned`` (CHIPS): a browser that blocks third-party cookies still keeps a partitioned one, in a jar of the LMS's
+site only. Python 3.11's cookies know no ``Partitioned`` attribute: ``PartitionedMorsel`` adds it. The launch POST
+itself carries no cookie (its state is in the database), so the first cookie is the one this middleware partitions.
 
 One page outside a launched session may be framed too: the privacy page (``/privacy/``), which the data-privacy
 launch leads to inside the LMS's frame, by every registered platform's origins (``framed_by_platforms``; see

@@ -142,7 +142,8 @@ def validate(request) -> LtiLaunch:
             LaunchRefused(_("The launch could not be verified: %(reason)s."), reason=str(exc))
             if isinstance(exc, LtiException) else
             LaunchRefused(_("The launch could not be verified (%(error)s)."), error=type(exc).__name__))
-        refusal.locale = locale_of(launch._get_jwt_body()) if launch.verified else ""  # noqa: SLF001
+        # the token's body as read (pylti1p3's _get_jwt_body would validate the launch again, after a failure)
+        refusal.locale = locale_of(launch._jwt.get("body") or {}) if launch.verified else ""  # noqa: SLF001
         raise refusal from None
     return LtiLaunch(launch)
 
