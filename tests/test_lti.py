@@ -3,7 +3,8 @@
 platform reaches the tool's JWKS through it too); the tool fetches the platform's JWKS over HTTP. A learner launch,
 an instructor launch, deep linking both ways, key rotation on both sides, the bad-input table (each row refused with a
 page that says why, and nothing stored), the pseudonym on the conversation, the audit row and the hand-off, a launched
-session bound to its course's book, and ``manage.py lti``."""
+session bound to its course's book, the pages in the launch's language (its locale, after the reader's switch, before
+the browser's), and ``manage.py lti``."""
 
 from __future__ import annotations
 
