@@ -72,8 +72,8 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "bookchat.base.security.ProbesByAddressMiddleware",  # /api/v1/health and ready answer a probe by IP address
     "django.contrib.sessions.middleware.SessionMiddleware",
-    # The reader's language on the student-facing pages (switch's cookie, else Accept-Language); English in the
-    # admin, the API and MCP (bookchat.base.languages says why).
+    # The reader's language on the student-facing pages (switch's cookie, else an LTI launch's, else Accept-Language);
+    # English in the admin, the API and MCP (bookchat.base.languages says why).
     "bookchat.base.languages.ReaderLanguageMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

@@ -3,18 +3,20 @@
 platform reaches the tool's JWKS through it too); the tool fetches the platform's JWKS over HTTP. A learner launch,
 an instructor launch, deep linking both ways, key rotation on both sides, the bad-input table (each row refused with a
 page that says why, and nothing stored), the pseudonym on the conversation, the audit row and the hand-off, a launched
-session bound to its course's book, and ``manage.py lti``."""
+session bound to its course's book, the pages in the launch's language (its locale, after the reader's switch, before
+the browser's), and ``manage.py lti``."""
 
 from __future__ import annotations
 
 import json
+import re
 from datetime import timedelta
 from io import StringIO
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
-from django.test import RequestFactory
+from django.test import Client, RequestFactory
 from django.utils import timezone
 from django_otp.oath import totp
 from lti_tool.models import Key, LtiDeployment, LtiRegistration, LtiUser
@@ -115,8 +117,6 @@ def test_the_pseudonym_is_keyed_by_its_own_key_and_follows_the_learner(client, p
     assert learner == identity.pseudonym(platform.url, "student-7") != identity.pseudonym(platform.url, "student-8")
     assert "student-7" not in learner and len(learner) == 32
     # a second device: the same student, the same pseudonym
-    from django.test import Client
-
     other = Client()
     launched(other, platform, Launch(user="student-7"))
     assert other.session["bookchat_learner"] == learner
@@ -252,7 +252,7 @@ def test_each_deployment_opens_its_own_courses_book(client, platform):
     platform.deployment_id = "dep-2"
     assert launched(client, platform, Launch())["Location"] == "/?book=lti-course-two"
     refused = launched(client, platform, Launch(custom={"book": BOOK}))
-    assert refused.status_code == 403 and "opens the book &#x27;lti-course-two&#x27; only" in refused.content.decode()
+    assert refused.status_code == 403 and "opens the book “lti-course-two” only" in refused.content.decode()
 
 
 def test_a_learner_cannot_deep_link(client, platform):
@@ -347,6 +347,65 @@ def test_a_login_from_an_unknown_platform_is_refused(client, platform):
     response = client.get(platform.login_url(Launch()))
     assert response.status_code == 400
     assert "not registered" in response.content.decode()
+
+
+def html_tag(page) -> str:
+    return re.search(r"<html[^>]*>", page.content.decode()).group(0)
+
+
+def test_a_launch_in_spanish_opens_the_chat_page_in_spanish_over_the_browsers_language(client, platform):
+    response = launched(client, platform, Launch(locale="es-ES"))
+    page = client.get(response["Location"], headers={"Accept-Language": "fr-FR,fr"})
+    assert html_tag(page) == '<html lang="es" dir="ltr">' and page["Content-Language"] == "es"
+    assert '<label for="question">Tu pregunta</label>' in page.content.decode()
+    chinese = Client()
+    page = chinese.get(launched(chinese, platform, Launch(locale="zh-CN"))["Location"])
+    assert html_tag(page) == '<html lang="zh-hans" dir="ltr">', "the LMS's regional tag, as bookchat names it"
+
+
+def test_a_launch_in_a_language_without_a_catalogue_leaves_the_browsers(client, platform):
+    response = launched(client, platform, Launch(locale="xx-YY"))
+    assert html_tag(client.get(response["Location"], headers={"Accept-Language": "fr"})) == \
+        '<html lang="fr" dir="ltr">'
+    assert html_tag(client.get(response["Location"])) == '<html lang="en" dir="ltr">'
+
+
+def test_the_switch_wins_over_the_launchs_language_and_keeps_its_cookie_in_the_frame(client, platform):
+    response = launched(client, platform, Launch(locale="es-ES"))
+    switched = client.post("/i18n/setlang/", {"language": "ur", "next": response["Location"]})
+    assert switched.status_code == 302
+    assert "Partitioned" in switched.cookies["django_language"].OutputString(), "kept by a browser in the LMS's frame"
+    page = client.get(response["Location"])
+    assert html_tag(page) == '<html lang="ur" dir="rtl">' and "آپ کا سوال" in page.content.decode()
+    again = launched(client, platform, Launch(locale="es-ES"))  # the next launch: the reader's choice still holds
+    assert html_tag(client.get(again["Location"])) == '<html lang="ur" dir="rtl">'
+
+
+def test_the_deep_link_pick_speaks_the_instructors_language_and_titles_the_link_in_it(client, platform):
+    unbind()
+    picker = launched(client, platform, Launch(user="teacher-4", roles=[INSTRUCTOR], deep_link=True, locale="es-419"))
+    page = picker.content.decode()
+    assert html_tag(picker) == '<html lang="es" dir="ltr">'
+    assert "<h1>Añade bookchat a tu curso</h1>" in page and '<option value="">Todo el libro</option>' in page
+    _, fields = form_fields(page)
+    answer = client.post("/lti/deep-link/pick", {"launch": fields["launch"], "book": BOOK})
+    _, response = form_fields(answer.content.decode())
+    items = platform.deep_link_response(response["JWT"], tool_jwks=client.get("/lti/jwks").json())
+    assert items[0]["title"] == "Pregunta a Course book one"
+
+
+def test_a_refused_launch_speaks_the_launchs_language_once_verified_else_the_browsers(client, platform):
+    unbind()
+    refused = launched(client, platform, Launch(custom={"book": "no-such-book"}, locale="ur-PK"))
+    page = refused.content.decode()
+    assert refused.status_code == 404 and html_tag(refused) == '<html lang="ur" dir="rtl">'
+    assert "یہاں “no-such-book” نام کی کوئی کتاب نہیں" in page and "کچھ بھی محفوظ نہیں کیا گیا" in page
+    assert LAUNCH_SESSION not in client.session
+    # a state bookchat never sent: the token's claims are not the platform's word, the browser's language is
+    action, fields = launch_form(client, platform, Launch(locale="ur-PK"))
+    refused = client.post(action, {**fields, "state": "state-not-ours"}, headers={"Accept-Language": "es"})
+    assert html_tag(refused) == '<html lang="es" dir="ltr">'
+    assert "Este acceso es desconocido, ha caducado o ya se usó" in refused.content.decode()
 
 
 def _privacy(body: dict) -> dict:

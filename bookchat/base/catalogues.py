@@ -42,7 +42,7 @@ class Domain:
 
 # The interface's catalogues (the pipeline's own, chat/locale, is listed by the pipeline's engineer beside it).
 CATALOGUES = [
-    Domain("bookchat", "django", ("templates/bookchat/*.html", "chat/channels/page.py")),
+    Domain("bookchat", "django", ("templates/bookchat/*.html", "chat/channels/page.py", "chat/lti/*.py")),
     Domain("bookchat", "djangojs", ("static/bookchat/chat.js", "static/bookchat/widget.js")),
 ]
 # Everything whose strings may be in some catalogue: a msgid found in none of these is stale.

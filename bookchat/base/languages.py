@@ -2,7 +2,9 @@
 
 Decided: the student-facing pages (the chat page, its answers, hand-off pages, /privacy/, the LTI messages, the
 unavailable page) follow the reader: the language chosen with the page's switch (Django's ``set_language``, kept in
-its cookie), else the browser's Accept-Language, else English. The admin, the API and MCP stay in English: the
+its cookie), else the language of the LMS that launched the session (LTI's ``launch_presentation`` locale, kept in the
+session: a reader who arrives from a course gets the course's language), else the browser's Accept-Language, else
+English. The admin, the API and MCP stay in English: the
 admin's many customised strings are English only, and the API's errors are codes a client matches, with English
 messages; what an answer says in the question's language is the pipeline's to decide, from the question itself.
 A language without a catalogue, or not in ``LANGUAGES``, falls back to English.
@@ -26,6 +28,8 @@ RIGHT_TO_LEFT = {"ur", "ar"}
 # status URL, under the API, is a student's page when a browser asks for it (Accept: text/html).
 ENGLISH_ONLY = ("/admin/", "/api/", "/mcp", "/metrics")
 STUDENT_PAGES_UNDER_API = "/api/v1/handoffs/"
+# The session's key for the language of the LMS launch that started it (chat.lti sets it).
+LAUNCH_LANGUAGE = "bookchat_launch_language"
 
 
 def base_tag(django_code: str) -> str:
@@ -43,6 +47,30 @@ def django_code(tag: str) -> str | None:
     if base == "zh" and "zh-hans" in codes and not any(part in ("hant", "tw", "hk", "mo") for part in tag.split("-")):
         return "zh-hans"
     return base if base in codes else None
+
+
+def switched(request) -> str | None:
+    """The language the reader chose with the page's switch (its cookie), if it is one of ``LANGUAGES``."""
+    return django_code(request.COOKIES.get(settings.LANGUAGE_COOKIE_NAME) or "")
+
+
+def reader_language(request) -> str:
+    """The reader's language for ``request``: the switch's cookie, else the launching LMS's (``LAUNCH_LANGUAGE``,
+    read only when there is a session to read), else Django's choice from Accept-Language, else English."""
+    chosen = switched(request)
+    if chosen:
+        return chosen
+    if settings.SESSION_COOKIE_NAME in request.COOKIES and hasattr(request, "session"):
+        launched = django_code(request.session.get(LAUNCH_LANGUAGE) or "")
+        if launched:
+            return launched
+    return translation.get_language_from_request(request)
+
+
+def speak(request, code: str) -> None:
+    """``code`` (one of ``LANGUAGES``) for the rest of this response, as the middleware would have chosen it."""
+    translation.activate(code)
+    request.LANGUAGE_CODE = translation.get_language()
 
 
 def direction(django_code_: str) -> str:
@@ -91,9 +119,7 @@ class ReaderLanguageMiddleware:
         path = request.path_info
         english_only = path.startswith(ENGLISH_ONLY) and not (
             path.startswith(STUDENT_PAGES_UNDER_API) and "text/html" in request.headers.get("Accept", ""))
-        language = "en" if english_only else translation.get_language_from_request(request)
-        translation.activate(language)
-        request.LANGUAGE_CODE = translation.get_language()
+        speak(request, "en" if english_only else reader_language(request))
         response = self.get_response(request)
         if not english_only:
             patch_vary_headers(response, ("Accept-Language", "Cookie"))

@@ -4,10 +4,10 @@ Every page of bookchat sends ``frame-ancestors 'none'`` and ``X-Frame-Options: D
 A session that an LTI launch started (``LAUNCH_SESSION``: its platform's origins) gets, on every response, a
 ``frame-ancestors`` naming exactly those origins and no ``X-Frame-Options``; everything else stays unframeable.
 
-Its cookies (the session's and the CSRF token's) are sent ``SameSite=None; Secure; Partitioned`` (CHIPS): a browser
-that blocks third-party cookies still keeps a partitioned one, in a jar of the LMS's site only. Python 3.11's
-cookies know no ``Partitioned`` attribute: ``PartitionedMorsel`` adds it. The launch POST itself carries no cookie
-(its state is in the database), so the first cookie is the one this middleware partitions.
+Its cookies (the session's, the CSRF token's and the language switch's) are sent ``SameSite=None; Secure;
+Partitioned`` (CHIPS): a browser that blocks third-party cookies still keeps a partitioned one, in a jar of the LMS's
+site only. Python 3.11's cookies know no ``Partitioned`` attribute: ``PartitionedMorsel`` adds it. The launch POST
+itself carries no cookie (its state is in the database), so the first cookie is the one this middleware partitions.
 
 One page outside a launched session may be framed too: the privacy page (``/privacy/``), which the data-privacy
 launch leads to inside the LMS's frame, by every registered platform's origins (``framed_by_platforms``; see
@@ -84,6 +84,6 @@ class LaunchedFramingMiddleware:
             response["Content-Security-Policy"] = frame_policy(request.path_info, origins)
             if "X-Frame-Options" in response:
                 del response["X-Frame-Options"]
-        for name in (settings.SESSION_COOKIE_NAME, settings.CSRF_COOKIE_NAME):
+        for name in (settings.SESSION_COOKIE_NAME, settings.CSRF_COOKIE_NAME, settings.LANGUAGE_COOKIE_NAME):
             partition(response, name)
         return response

@@ -1,5 +1,7 @@
 """The LTI endpoints: OIDC login initiation, the launch (a resource link, a deep link, the data-privacy message), the
-tool's JWKS and the deep link's pick. Each refusal is a page that says why (``LaunchRefused``), with nothing stored."""
+tool's JWKS and the deep link's pick. Each refusal is a page that says why (``LaunchRefused``), with nothing stored.
+The pages speak the launch's language (its ``launch_presentation`` locale, when bookchat has a catalogue for it) unless
+the reader chose one with the page's switch; the session a launch starts keeps it for the pages that follow."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ from django.contrib.auth import login
 from django.http import HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.clickjacking import xframe_options_exempt
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -17,6 +21,7 @@ from lti_tool.models import LtiLaunch, LtiRegistration
 from lti_tool.views import jwks as tool_jwks
 from pylti1p3.deep_link_resource import DeepLinkResource
 
+from bookchat.base import languages
 from bookchat.base.conf import setting
 from bookchat.base.security import LTI_VERIFIED_SESSION
 from chat.channels.access import PAGE_BOUND_BOOK, PAGE_LEARNER, PAGE_SESSION_FLAG
@@ -29,10 +34,24 @@ from ingestion.reading.outline import book_outline
 
 
 def refused(request, exc: launching.LaunchRefused):
+    in_launch_language(request, exc.locale)
     return render(request, "bookchat/lti_message.html", {
-        "title": "This launch from your course did not work",
-        "paragraphs": [exc.message, "Nothing was stored. Go back to your course and open bookchat again; if this "
-                       "happens again, tell your course staff what this page says."]}, status=exc.status)
+        "title": _("This launch from your course did not work"),
+        "paragraphs": [exc.message, _("Nothing was stored. Go back to your course and open bookchat again; if this "
+                                      "happens again, tell your course staff what this page says.")]},
+        status=exc.status)
+
+
+def in_launch_language(request, locale: str, *, keep: bool = False) -> None:
+    """This response in the launch's ``locale`` (one bookchat has a catalogue for), unless the reader chose a
+    language with the switch; ``keep`` it in the session for the pages that follow (a session the launch started)."""
+    code = languages.django_code(locale)
+    if code is None:
+        return
+    if keep:
+        request.session[languages.LAUNCH_LANGUAGE] = code
+    if not languages.switched(request):
+        languages.speak(request, code)
 
 
 def _param(request, name: str) -> str:
@@ -57,11 +76,12 @@ def oidc_login(request):
         registrations = registrations.filter(client_id=client_id)
     registration = registrations.first() if registrations.count() == 1 else None
     if registration is None:
-        return refused(request, launching.LaunchRefused("This platform is not registered with bookchat (issuer "
-                                                         f"{iss[:100]!r}, client id {client_id[:100]!r})."))
+        return refused(request, launching.LaunchRefused(
+            gettext_lazy("This platform is not registered with bookchat (issuer “%(issuer)s”, client id "
+                         "“%(client)s”)."), issuer=iss[:100], client=client_id[:100]))
     if not _param(request, "login_hint") or not _ours(request, target):
-        return refused(request, launching.LaunchRefused("The login request lacks a login hint or names a launch URL "
-                                                         "that is not bookchat's."))
+        return refused(request, launching.LaunchRefused(gettext_lazy(
+            "The login request lacks a login hint or names a launch URL that is not bookchat's.")))
     storage.sweep()  # the logins abandoned at the platform's page: each new login clears those expired
     state, nonce = "state-" + secrets.token_urlsafe(24), secrets.token_urlsafe(32)
     storage.put(launching.state_key(state), {"nonce": nonce, "registration": registration.pk},
@@ -85,6 +105,7 @@ def launch(request):
     except launching.LaunchRefused as exc:
         return refused(request, exc)
     body = lti_launch.get_launch_data()
+    in_launch_language(request, launching.locale_of(body))
     platform = launching.platform_of(lti_launch.registration)
     message = body.get(launching.MESSAGE_TYPE)
     if message == launching.PRIVACY:
@@ -92,26 +113,28 @@ def launch(request):
     roles = body.get(launching.ROLES) or []
     if message == launching.DEEP_LINK:
         if not launching.is_staff(roles):
-            return refused(request, launching.LaunchRefused("Only the course staff can add bookchat to a course.", 403))
+            return refused(request, launching.LaunchRefused(
+                gettext_lazy("Only the course staff can add bookchat to a course."), 403))
         return deep_link_form(request, lti_launch, platform)
     book = launching.book_of(lti_launch.registration, body)
     if launching.is_staff(roles):
         return staff_landing(request, lti_launch, platform, book)
     if launching.is_learner(roles):
         return learner_landing(request, lti_launch, platform, book)
-    return refused(request, launching.LaunchRefused("bookchat opens for learners and the course staff; the launch "
-                                                     "names neither role.", 403))
+    return refused(request, launching.LaunchRefused(
+        gettext_lazy("bookchat opens for learners and the course staff; the launch names neither role."), 403))
 
 
-def _start_session(request, platform: LtiPlatform, role: str) -> None:
+def _start_session(request, lti_launch: LtiLaunch, platform: LtiPlatform, role: str) -> None:
     request.session.flush()  # whatever the browser had before, the launch starts a session of its own
     request.session[LAUNCH_SESSION] = {"platform": platform.pk, "origins": platform.origins(), "role": role}
+    in_launch_language(request, launching.locale_of(lti_launch.get_launch_data()), keep=True)
 
 
 def learner_landing(request, lti_launch: LtiLaunch, platform: LtiPlatform, book: Book):
     if keeps_identity(platform):
         identity.lti_user(lti_launch, platform)
-    _start_session(request, platform, "learner")
+    _start_session(request, lti_launch, platform, "learner")
     request.session[PAGE_LEARNER] = identity.pseudonym(lti_launch.get_claim("iss"), lti_launch.get_claim("sub"))
     request.session[PAGE_BOUND_BOOK] = book.slug
     request.session[PAGE_SESSION_FLAG] = True
@@ -128,7 +151,7 @@ def keeps_identity(platform: LtiPlatform) -> bool:
 
 def staff_landing(request, lti_launch: LtiLaunch, platform: LtiPlatform, book: Book):
     user = identity.staff_user(lti_launch, platform, book)
-    _start_session(request, platform, "staff")
+    _start_session(request, lti_launch, platform, "staff")
     login(request, user, backend="django.contrib.auth.backends.ModelBackend")
     if platform.trusted:
         request.session[LTI_VERIFIED_SESSION] = True  # the admin's second factor: the LMS vouched for them
@@ -155,8 +178,10 @@ def deep_link_pick(request):
     launch_id = _param(request, "launch")
     data = storage.take(launch_id) if launch_id.startswith("lti1p3-launch-") else None
     if data is None or not launching.is_staff(data.get(launching.ROLES) or []):
-        return refused(request, launching.LaunchRefused("This deep-linking request is unknown, expired or already "
-                                                         "answered: add bookchat again from your course."))
+        return refused(request, launching.LaunchRefused(gettext_lazy(
+            "This deep-linking request is unknown, expired or already answered: add bookchat again from your "
+            "course.")))
+    in_launch_language(request, launching.locale_of(data))
     message_launch = launching.restored(request, launch_id, data)
     try:
         book = launching.book_of(message_launch.get_tool_conf().registration,
@@ -168,7 +193,7 @@ def deep_link_pick(request):
     if _param(request, "chapter"):
         custom["chapter"] = _param(request, "chapter")[:200]
     resource = (DeepLinkResource().set_url(request.build_absolute_uri(reverse("lti-launch")))
-                .set_custom_params(custom).set_title(f"Ask {book.title}"))
+                .set_custom_params(custom).set_title(_("Ask %(title)s") % {"title": book.title}))
     return LtiLaunch(message_launch).deep_link_response([resource])
 
 

@@ -49,6 +49,7 @@ class Launch:
     context: str = "course-1"
     name: str = "Ada Student"
     email: str = "ada@example.edu"
+    locale: str = ""  # the launch_presentation claim's locale (the LMS's language for this user), if any
     tamper: Callable[[dict], dict] | None = None  # the claims, changed before signing
     sign_with: str | None = None  # another private key (a bad signature)
 
@@ -173,6 +174,9 @@ class LtiPlatform:
         message.set_resource_link_claim(f"link-{launch.context}", title="Ask the book")
         if launch.custom:
             message.set_custom_parameters_claim(launch.custom)
+        if launch.locale:  # the library's setter knows document_target and return_url only
+            message.set_launch_presentation_claim(document_target="iframe")
+            next(iter(message.lti_claim_launch_presentation.values()))["locale"] = launch.locale
         if launch.deep_link:
             message.set_dl(f"{self.url}/deep-link-return", title="bookchat")
         return message.lti_launch()
