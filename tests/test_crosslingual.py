@@ -22,6 +22,7 @@ from chat.pipeline.generation import Excerpt, ExtractiveGenerator, GenerationInp
 from chat.pipeline.grounding import check_grounding
 from chat.pipeline.language import SUPPORTED, book_language, detect, locale_name, prose
 from chat.pipeline.questions import AskRequest
+from chat.pipeline.retrieval import UNIT_WEIGHT, with_best_unit
 
 MANUAL = "bookchat-manual"
 
@@ -81,6 +82,18 @@ def test_the_language_offsets_move_a_question_to_the_books_language():
     vector = found["es"] * 0 + 1.0
     assert abs(float((moved(vector, "es", "en") ** 2).sum()) - 1.0) < 1e-5
     assert (moved(vector, "en", "en") == moved(vector, "de", "en")).all(), "no offset without translations"
+
+
+def test_a_cross_lingual_candidate_ranks_by_its_passage_and_its_best_sentence():
+    def candidate(cid, similarities):
+        return type("Candidate", (), {"id": cid, "sentence_similarities": similarities})()
+
+    dense = {"broad": 0.85, "precise": 0.84, "unembedded": 0.83}
+    blended = with_best_unit(dense, [candidate("broad", [0.80, 0.81]), candidate("precise", [0.70, 0.90]),
+                                     candidate("unembedded", None)])
+    assert blended["broad"] == pytest.approx((1 - UNIT_WEIGHT) * 0.85 + UNIT_WEIGHT * 0.81)
+    assert blended["precise"] > blended["broad"]  # one sentence that says it outweighs a passage about it
+    assert "unembedded" not in blended  # a passage without current sentence vectors keeps its own cosine
 
 
 def test_messages_are_worded_in_the_readers_language_and_fall_back_to_english():

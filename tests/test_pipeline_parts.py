@@ -170,6 +170,16 @@ def test_extractive_answer_picks_the_sentence_with_the_questions_rare_words():
     assert answer == "Bookchat stores embeddings in pgvector. Bookchat answers quickly. [2]"
 
 
+def test_extractive_answer_to_a_chinese_question_picks_the_chinese_sentence_that_shares_its_words():
+    # A run of ideographs is a clause, not a word: compared whole, the question shares nothing with either
+    # passage and the better-ranked one would lead.
+    sources = [source("站点的导航栏显示在每个页面的顶部。", "介绍"),
+               source("静态文件夹里的文件会被复制到构建目录。", "静态资源", 0.8)]
+    answer = compose_extractive("构建时静态文件夹里的文件会怎样？", sources)
+    assert answer.startswith("静态文件夹里的文件会被复制到构建目录。"), answer
+    assert "导航栏" not in answer
+
+
 def test_extractive_answer_brings_the_code_block_after_a_colon():
     text = ("Bookchat answers questions from a book.\n\nTo rebuild the search index, run:\n\n"
             "```bash\nmanage.py ingest docs/ --rebuild\n```\n\nThe widget is embedded with a script tag.")
@@ -255,6 +265,12 @@ def test_a_refusal_quotes_what_was_asked_in_the_readers_words():
 
 
 # -- terms ------------------------------------------------------------------------------------
+def test_content_terms_cut_ideographs_into_character_pairs_and_keep_the_latin_names_within():
+    assert content_terms("部署到GitHub时怎么设置") == ("部署", "署到", "github", "时怎", "怎么", "么设", "设置")
+    assert set(content_terms("构建站点时")) & set(content_terms("部署站点")) == {"站点"}
+    assert content_terms("静") == ()  # one ideograph alone is not a term (as one Latin letter is not)
+
+
 def test_content_terms_drop_stop_words_and_stem_alike():
     assert content_terms("How do I install the book?") == ("install", "book")
     assert content_terms("installing") == content_terms("installs") == content_terms("installed") == ("install",)

@@ -16,6 +16,10 @@ from ingestion.reading.fences import fence_roles
 
 _WORD = re.compile(r"[^\W_]+(?:[-'.][^\W_]+)*", re.UNICODE)
 _SENTENCE_END = re.compile(r"(?<=[.!?…。！？])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9`*_\u00C0-\uFFFF])")
+# Ideographs and kana: scripts written without spaces between words, compared by overlapping character pairs.
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_SCRIPT_RUN = re.compile(f"[{_CJK}]+|[^{_CJK}]+")
+_CJK_CHAR = re.compile(f"[{_CJK}]")
 _CITATION = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 _MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _MD_MARKS = re.compile(r"[*_`~]+")
@@ -82,11 +86,27 @@ def content_terms(text: str) -> tuple[str, ...]:
     generator and confidence each read their terms); the stems in the tuples are shared."""
     out = []
     for word in words(text):
+        if _CJK_CHAR.search(word):
+            out.extend(_cjk_terms(word))
+            continue
         parts = [word] + (re.split(r"[-'.]", word) if re.search(r"[-'.]", word) else [])
         for part in parts:
             if part and part not in STOP_WORDS and (len(part) > 1 or part.isdigit()):
                 out.append(stem(part))
     return tuple(out)
+
+
+def _cjk_terms(word: str) -> list[str]:
+    """The terms of a word holding ideographs or kana: each run of them as its overlapping character pairs (a
+    run is a clause, not a word: "构建站点时" shares "站点" with "部署站点"), the rest of the word as a word of
+    its own ("部署到github" holds "github")."""
+    out = []
+    for run in _SCRIPT_RUN.findall(word):
+        if _CJK_CHAR.match(run):
+            out.extend(run[i:i + 2] for i in range(len(run) - 1))
+        else:
+            out.extend(content_terms(run))
+    return out
 
 
 def strip_citations(text: str) -> str:
