@@ -13,7 +13,7 @@ import pytest
 from django.utils import timezone
 
 from chat.models import ApiKey
-from ingestion.models import Book
+from ingestion.models import Book, IngestionJob
 from tests.conftest import REPO, run_command
 
 pytestmark = pytest.mark.django_db
@@ -107,6 +107,20 @@ def test_bad_input_is_refused_with_a_clear_message(args, message):
     code, out, _ = run_command("apikey", "create", *args, "--json")
     assert code == 2 and message in json.loads(out)["message"]
     assert ApiKey.objects.count() == before, "nothing stored"
+
+
+def test_a_key_for_a_book_still_in_its_first_indexing_says_to_wait_for_it():
+    """`make run BOOK=` prints the slug at once; the book exists once its first indexing has ended."""
+    IngestionJob.objects.create(book_slug="being-indexed", status=IngestionJob.Status.RUNNING,
+                                stage="embedding passages (3/9)")
+    code, out, err = run_command("apikey", "create", "--kind", "publishable", "--name", "early", "--origin", SITE,
+                                 "--book", "being-indexed")
+    assert code == 2 and not out
+    assert "'being-indexed' is being indexed for the first time (embedding passages (3/9))" in err
+    code, out, _ = run_command("apikey", "create", "--kind", "publishable", "--name", "early", "--origin", SITE,
+                               "--book", "being-indexed", "--json")
+    assert code == 2 and json.loads(out)["error"] == "book_indexing"
+    assert not ApiKey.objects.filter(name="early").exists()
 
 
 def test_unknown_or_ambiguous_prefix_is_refused():

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from bookchat.base.errors import RequestError
 from chat.models import ApiKey
-from ingestion.models import Book
+from ingestion.models import Book, IngestionJob
 
 MIN_PREFIX = 7  # the kind (pk_ or sk_) and 4 of the key's random characters
 MAX_OVERLAP = timedelta(days=90)  # a rotation's old key is not a second permanent key
@@ -40,6 +40,11 @@ def api_key_create(*, kind: str, name: str = "", origins: Sequence[str] = (), bo
     if book_slug:
         book = Book.objects.roots().filter(slug=book_slug).first()
         if book is None:
+            # `make run BOOK=` names the book at once, but it exists only once its first indexing has ended.
+            if (build := IngestionJob.objects.first_builds().filter(book_slug=book_slug).first()) is not None:
+                raise ApiKeyError(f"the book {book_slug!r} is being indexed for the first time "
+                                  f"({build.progress_note}): create its key once that has ended",
+                                  code="book_indexing", field="book")
             known = ", ".join(Book.objects.roots().order_by("slug").values_list("slug", flat=True)) or "none yet"
             raise ApiKeyError(f"unknown book {book_slug!r} (books: {known})", code="unknown_book", field="book")
     key = ApiKey(kind=kind, name=name.strip(), allowed_origins="\n".join(origins), book=book,
