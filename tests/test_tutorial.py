@@ -206,7 +206,8 @@ def test_the_tutorial_followed_literally_on_a_docusaurus_book(manual_book, tmp_p
         assert "scripts:" not in source
         config.write_text(source.replace("const config = {\n", "const config = {\n" + as_reader(scripts_entry, reader),
                                          1), encoding="utf-8")
-        dev_server, started = start(npm_start, course, os.environ | {"BROWSER": "none"})
+        dev_server, started = start(npm_start, course, os.environ | {"BROWSER": "none",
+                                                                     "npm_config_update_notifier": "false"})
         # 6. The publishing key, as written (the book need not have been published), meanwhile.
         publishing = subprocess.Popen(["bash", "-c", as_reader(publish_bash, reader)], cwd=REPO, env=env,
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -258,13 +259,14 @@ def ask_in_the_widget(url: str, bookchat: str) -> list[str]:
 
 def cleanup(slug: str | None) -> None:
     from chat.models import ApiKey
-    from ingestion.models import Book, DefaultBook
+    from ingestion.models import Book, DefaultBook, IngestionJob
 
     def delete():
         ApiKey.objects.filter(name="course site").delete()
         if slug:
             ApiKey.objects.filter(publish_book=slug).delete()
             Book.objects.filter(slug__startswith=slug).delete()
+            IngestionJob.objects.filter(book_slug=slug).delete()
         DefaultBook.objects.all().delete()
 
     committed(delete)
