@@ -14,7 +14,11 @@ Decisions:
   ask for; the citations are checked against the cached ``build/`` instead.
 - ``npm install`` (the page's "once"): the copy's ``node_modules`` links each package the cache installed, so that
   the dev server's own cache (``node_modules/.cache``) is written in the copy, never in the shared cache.
-- A drill (``make drills``): a whole ``make run``, a dev server and a browser, ~40 s.
+- The steps in the page's order, each waiting for the one before (the key for the indexed book, the dev server for
+  the key); only the publishing key's command runs beside the dev server's start. ``make run`` gets its port, the
+  test database and data folder through the environment, as a reader's shell could set them.
+- A drill (``make drills``): a whole ``make run`` (its first indexing of the handbook is most of it), a dev server
+  and a browser.
 """
 
 from __future__ import annotations
