@@ -203,8 +203,9 @@ def anonymous_api():
 MANUAL = "bookchat-manual"
 # The shared books' passage vectors (BOOKCHAT_EMBEDDING_CACHE), kept in the checkout between sessions: make test
 # embeds the manual and the corpora once, and the drills, the LLM tests and the deployments read them back instead
-# of embedding them again (minutes of CI). Only the background books use it, so the tests that index books of their
-# own (and time or interrupt that work) still embed every passage.
+# of embedding them again (minutes of CI). Only the background books and the Docusaurus test site (written by
+# tests/test_docusaurus_build.py, read by the tutorial drill's `make run`) use it, so the tests that index books of
+# their own (and time or interrupt that work) still embed every passage.
 VECTOR_CACHE = REPO / "var" / "cache" / "vectors"
 
 

@@ -12,9 +12,11 @@ import json
 import re
 
 import pytest
+from django.conf import settings
+from django.test import override_settings
 
 from ingestion.models import Book, Chunk, Document
-from tests.conftest import committed, run_command
+from tests.conftest import VECTOR_CACHE, committed, run_command
 from tests.support import docusaurus_site
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow, pytest.mark.needs("node")]
@@ -27,11 +29,14 @@ MARKDOWN_LINK = re.compile(r"\]\((https?://[^)\s]+)\)")
 
 @pytest.fixture(scope="module")
 def handbook(django_db_setup, django_db_blocker):
-    """The built site, ingested once (committed); (site root, build folder, first and second run's reports)."""
+    """The built site, ingested once (committed); (site root, build folder, first and second run's reports). Its
+    passages' vectors go to the session's cache, where tests/test_tutorial.py's `make run` of the same site finds
+    them in `make drills`."""
     root = docusaurus_site.site()
     with django_db_blocker.unblock():
-        first = committed(lambda: run_command("ingest", str(root), "--json"))
-        second = committed(lambda: run_command("ingest", str(root), "--json"))
+        with override_settings(BOOKCHAT={**settings.BOOKCHAT, "EMBEDDING_CACHE": str(VECTOR_CACHE)}):
+            first = committed(lambda: run_command("ingest", str(root), "--json"))
+            second = committed(lambda: run_command("ingest", str(root), "--json"))
         yield root, root / "build", json.loads(first[1]), json.loads(second[1])
         committed(lambda: Book.objects.filter(slug__in=EDITIONS).delete())
 

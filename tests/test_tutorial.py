@@ -17,8 +17,10 @@ Decisions:
 - The steps in the page's order, each waiting for the one before (the key for the indexed book, the dev server for
   the key); only the publishing key's command runs beside the dev server's start. ``make run`` gets its port, the
   test database and data folder through the environment, as a reader's shell could set them.
-- A drill (``make drills``): a whole ``make run`` (its first indexing of the handbook is most of it), a dev server
-  and a browser.
+- The handbook's passage vectors come from the session's cache (``BOOKCHAT_EMBEDDING_CACHE``, a setting a reader
+  could set too), where tests/test_docusaurus_build.py put them in ``make test``: embedding them again took 10–18 s
+  of the drill here. Nothing here times or interrupts the indexing.
+- A drill (``make drills``): a whole ``make run``, a dev server and a browser.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.conftest import REPO, committed, server_environment
+from tests.conftest import REPO, VECTOR_CACHE, committed, server_environment
 from tests.support import docusaurus_site
 from tests.support.browser import CHROMIUM_ARGS, ConsoleErrors, chromium
 
@@ -185,7 +187,7 @@ def test_the_tutorial_followed_literally_on_a_docusaurus_book(manual_book, tmp_p
     reader = dict.fromkeys(READER) | {"~/bookchat": str(REPO), "~/my-course": str(course)}
     env = {k: v for k, v in server_environment().items() if k != "BOOKCHAT_DEFAULT_BOOK"} | {
         "PORT": str(port), "PYTHONUNBUFFERED": "1", "BOOKCHAT_WEB_WORKERS": "1",
-        "BOOKCHAT_ADMIN_PASSWORD": "tutorial-admin-pass"}
+        "BOOKCHAT_ADMIN_PASSWORD": "tutorial-admin-pass", "BOOKCHAT_EMBEDDING_CACHE": str(VECTOR_CACHE)}
     serving, dev_server, slug = None, None, None
     try:
         # 1. make run BOOK=~/my-course, and 2. the slug it prints, read by the page's own example line.
