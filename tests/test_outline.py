@@ -53,8 +53,9 @@ def test_the_bundled_manuals_outline_is_its_sidebar(client, manual_book):
     assert [c["chapter"] for c in outline] == ["", "Getting started", "Using bookchat", "Operating bookchat"]
     assert outline[0]["pages"][0]["label"] == "Welcome"
     assert [p["label"] for p in outline[3]["pages"]] == [
-        "Admin and review", "Measuring answer quality", "Deploying and running", "How bookchat runs", "Backup and restore", "Security",
-        "Privacy and data", "Metrics", "Configuration", "Language models", "All settings", "Commands", "FAQ"]
+        "Admin and review", "Measuring answer quality", "Deploying and running", "How bookchat runs",
+        "Backup and restore", "Security", "Privacy and data", "Metrics", "Configuration", "Language models",
+        "All settings", "Commands", "FAQ"]
 
 
 @pytest.mark.parametrize("path, status, error", [
