@@ -127,7 +127,7 @@ def deployment(request, tmp_path):
 
 
 def test_a_deployment_answers_indexes_uploads_survives_losing_a_web_replica_and_restarts_intact(deployment):
-    figures = {"deployment": deployment.name}
+    figures = {"deployment": deployment.name, "setup": deployment.phases}
     created = json.loads(deployment.exec_web(0, "apikey", "create", "--kind", "secret", "--name", "deploy test",
                                              "--json"))
     key = created["key"]

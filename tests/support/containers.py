@@ -129,6 +129,20 @@ class Deployment:
     def __init__(self) -> None:
         self.webs: list[str] = []
         self.headers: dict[str, str] = {}
+        self.phases: dict[str, float | str] = {}  # seconds from the start of up(), for the test's figures
+        self.started = time.monotonic()
+
+    def phase(self, name: str) -> None:
+        self.phases[name] = round(time.monotonic() - self.started, 1)
+
+    def bootstrapped(self, container: str) -> None:
+        """The bootstrap container's exit awaited (it must be 0), its phases' times kept."""
+        exit_code = podman("wait", container, timeout=READY_SECONDS).stdout.strip()
+        logs = podman("logs", container, check=False).stderr
+        assert exit_code == "0", f"the bootstrap failed ({exit_code}):\n{logs[-5000:]}"
+        self.phase("bootstrapped")
+        sentences = re.search(r"sentence vectors of book bookchat-manual: .*", logs)
+        self.phases["sentence_vectors"] = sentences.group(0) if sentences else "none made"
 
     def up(self) -> None: ...
     def down(self) -> None: ...
@@ -242,6 +256,7 @@ class KubePlay(Deployment):
 
     def up(self) -> None:
         self.down()
+        self.started = time.monotonic()
         podman("network", "create", self.network)
         self.play(REPO / "tests" / "deploy" / "services.yaml")
         values = {key: base64.b64encode(value.encode()).decode()
@@ -257,13 +272,13 @@ class KubePlay(Deployment):
         pod_file.write_text(yaml.safe_dump(pod))
         writable_vectors()
         self.play(pod_file)
-        container = f"{job['metadata']['name']}-{pod['spec']['containers'][0]['name']}"
-        exit_code = podman("wait", container, timeout=READY_SECONDS).stdout.strip()
-        assert exit_code == "0", f"the bootstrap Job failed ({exit_code}):\n" + podman("logs", container).stderr
+        self.phase("bootstrap_started")
+        self.bootstrapped(f"{job['metadata']['name']}-{pod['spec']['containers'][0]['name']}")
         self.play(MANIFESTS / "web.yaml")
         self.play(MANIFESTS / "worker.yaml")
         self.find_webs()
         self.wait_ready()
+        self.phase("ready")
 
     def web_containers(self) -> list[str]:
         names = podman("ps", "-a", "--format", "{{.Names}}").stdout.split()
@@ -380,6 +395,7 @@ class Compose(Deployment):
 
     def up(self) -> None:
         """Steps 3 and 4 of the how-to: the secrets, then the start behind a TLS proxy; then its smoke test."""
+        self.started = time.monotonic()
         self.workdir.mkdir(parents=True, exist_ok=True)
         shutil.copy(COMPOSE_FILE, self.workdir / "compose.yaml")
         page = self.page()
@@ -399,10 +415,12 @@ class Compose(Deployment):
             writable_vectors()
             self.vectors_file()
         self.down()
+        self.phase("secrets_made")
         self.run("docker compose up -d")
-        exit_code = podman("wait", self.container("bootstrap"), timeout=READY_SECONDS).stdout.strip()
-        assert exit_code == "0", "bootstrap failed:\n" + podman("logs", self.container("bootstrap")).stderr
+        self.phase("containers_started")
+        self.bootstrapped(self.container("bootstrap"))
         self.wait_ready()
+        self.phase("ready")
 
     def stop_all(self) -> None:
         self.compose("stop")
