@@ -224,103 +224,114 @@ def kubectl(cluster: Cluster, words: list[str]) -> str:
     if verb not in FLAGS:
         raise DryRunError(f"kubectl has no verb {verb!r} (this dry run knows {sorted(FLAGS)})")
     args, flags = parse(rest, verb)
-    if verb in ("apply", "kustomize"):
-        directory = flags.get("-k") or (args[0] if verb == "kustomize" and args else None)
-        if directory is None:
-            if "-f" in flags:
-                path = cluster.cwd / flags["-f"]
-                objects = [doc for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")) if doc]
-                for doc in objects:
-                    kubernetes_validate.validate(doc, KUBERNETES, strict=True)
-            else:
-                raise DryRunError(f"kubectl {verb} needs -k DIRECTORY or -f FILE")
-        else:
-            objects = build(cluster.cwd / directory)
-        if verb == "apply":
-            cluster.apply(objects)
-        return ""
-    if verb == "wait":
-        condition = flags.get("--for", "")
-        if not condition.startswith("condition="):
-            raise DryRunError(f"kubectl wait --for={condition}: this dry run knows condition=…")
-        for kind, name in kind_and_name(args[0], args[1:]):
-            cluster.get(kind, name)
-            if condition.removeprefix("condition=").lower() not in CONDITIONS.get(kind, set()):
-                raise DryRunError(f"a {kind} has no condition {condition}")
-        return ""
-    if verb == "rollout":
-        if not args or args[0] not in ("status", "restart", "undo", "history"):
-            raise DryRunError(f"kubectl rollout {args[:1]}: no such subcommand")
-        for kind, name in kind_and_name(args[1], args[2:]):
-            if kind != "Deployment":
-                raise DryRunError(f"kubectl rollout: {kind} is not rolled out")
-            cluster.get(kind, name)
-        return ""
-    if verb == "exec":
-        if "--" not in args or args.index("--") != 1:
-            raise DryRunError("kubectl exec TARGET -- COMMAND …")
-        target = args[0]
-        pairs = kind_and_name(target, []) if "/" in target else [("Pod", target)]
-        workload = cluster.get(*pairs[0])
-        if workload["kind"] not in ("Deployment", "Job", "Pod"):
-            raise DryRunError(f"kubectl exec {target}: not something with pods")
-        if len(args) < 3:
-            raise DryRunError(f"kubectl exec {target} -- names no command")
-        return ""
-    if verb == "cp":
-        if len(args) != 2:
-            raise DryRunError("kubectl cp SOURCE DESTINATION")
-        remote = [arg for arg in args if re.match(r"^[\w.-]+:/", arg)]
-        if len(remote) != 1:
-            raise DryRunError(f"kubectl cp {' '.join(args)}: one side must be POD:/path")
-        cluster.get("Pod", remote[0].split(":", 1)[0])
-        return ""
-    if verb == "get":
-        if not args:
-            raise DryRunError("kubectl get TYPE")
-        kind = KINDS.get(args[0])
-        if kind != "Pod" or len(args) != 1:
-            for pair in kind_and_name(args[0], args[1:]):
-                cluster.get(*pair)
-            return ""
-        selector = flags.get("-l") or flags.get("--selector")
-        names = cluster.select(selector) if selector else list(cluster.pods())
-        if selector and not names:
-            raise DryRunError(f"no pod has the labels {selector}")
-        return "".join(f"pod/{name}\n" if flags.get("-o") == "name" else f"{name}\n" for name in names)
-    if verb == "scale":
-        if "--replicas" not in flags or not flags["--replicas"].isdigit():
-            raise DryRunError("kubectl scale needs --replicas=N")
-        for pair in kind_and_name(args[0], args[1:]):
-            cluster.get(*pair)
-        return ""
-    if verb == "create":
-        if args[:1] != ["secret"] or len(args) != 3 or args[1] not in ("tls", "generic", "docker-registry"):
-            raise DryRunError(f"kubectl create {' '.join(args)}: this dry run knows create secret tls|generic NAME")
-        if args[1] == "tls" and not {"--cert", "--key"} <= set(flags):
-            raise DryRunError("kubectl create secret tls needs --cert and --key")
-        cluster.objects[("Secret", args[2])] = {"kind": "Secret", "metadata": {"name": args[2]}}
-        return ""
-    if verb == "patch":
-        (kind, name), = kind_and_name(args[0], args[1:])
+    return VERBS[verb](cluster, args, flags, verb) or ""
+
+
+def _apply(cluster: Cluster, args: list[str], flags: dict[str, str], verb: str) -> None:
+    """``apply -k DIR`` / ``-f FILE``, and ``kustomize DIR`` (built, not applied)."""
+    directory = flags.get("-k") or (args[0] if verb == "kustomize" and args else None)
+    if directory is not None:
+        objects = build(cluster.cwd / directory)
+    elif "-f" in flags:
+        objects = [doc for doc in yaml.safe_load_all((cluster.cwd / flags["-f"]).read_text(encoding="utf-8"))
+                   if doc]
+        for doc in objects:
+            kubernetes_validate.validate(doc, KUBERNETES, strict=True)
+    else:
+        raise DryRunError(f"kubectl {verb} needs -k DIRECTORY or -f FILE")
+    if verb == "apply":
+        cluster.apply(objects)
+
+
+def _wait(cluster: Cluster, args: list[str], flags: dict[str, str], verb: str) -> None:
+    condition = flags.get("--for", "")
+    if not condition.startswith("condition="):
+        raise DryRunError(f"kubectl wait --for={condition}: this dry run knows condition=…")
+    for kind, name in kind_and_name(args[0], args[1:]):
         cluster.get(kind, name)
-        try:
-            patch = json.loads(flags.get("-p") or flags["--patch"])
-        except (KeyError, ValueError) as exc:
-            raise DryRunError(f"kubectl patch: the patch is not JSON ({exc})") from exc
-        if kind == "Secret" and not set(patch) <= {"stringData", "data", "metadata", "type"}:
-            raise DryRunError(f"a Secret has no {sorted(set(patch))}")
-        return ""
-    if verb == "delete":
+        if condition.removeprefix("condition=").lower() not in CONDITIONS.get(kind, set()):
+            raise DryRunError(f"a {kind} has no condition {condition}")
+
+
+def _rollout(cluster: Cluster, args: list[str], flags: dict[str, str], verb: str) -> None:
+    if not args or args[0] not in ("status", "restart", "undo", "history") or len(args) < 2:
+        raise DryRunError(f"kubectl rollout {' '.join(args)}: rollout status|restart|undo|history TYPE/NAME")
+    for kind, name in kind_and_name(args[1], args[2:]):
+        if kind != "Deployment":
+            raise DryRunError(f"kubectl rollout: a {kind} is not rolled out")
+        cluster.get(kind, name)
+
+
+def _exec(cluster: Cluster, args: list[str], flags: dict[str, str], verb: str) -> None:
+    """``exec deploy/NAME -- COMMAND …`` or ``exec POD -- …``: something with pods, and a command."""
+    if "--" not in args or args.index("--") != 1 or len(args) < 3:
+        raise DryRunError("kubectl exec TARGET -- COMMAND …")
+    target = args[0]
+    workload = cluster.get(*(kind_and_name(target, []) if "/" in target else [("Pod", target)])[0])
+    if workload["kind"] not in ("Deployment", "Job", "Pod"):
+        raise DryRunError(f"kubectl exec {target}: not something with pods")
+
+
+def _cp(cluster: Cluster, args: list[str], flags: dict[str, str], verb: str) -> None:
+    remote = [arg for arg in args if re.match(r"^[\w.-]+:/", arg)]
+    if len(args) != 2 or len(remote) != 1:
+        raise DryRunError(f"kubectl cp {' '.join(args)}: SOURCE DESTINATION, one of them POD:/path")
+    cluster.get("Pod", remote[0].split(":", 1)[0])
+
+
+def _get(cluster: Cluster, args: list[str], flags: dict[str, str], verb: str) -> str:
+    """``get TYPE NAME…``, or ``get pod [-l SELECTOR] [-o name]``, which prints the pods it finds."""
+    if not args:
+        raise DryRunError("kubectl get TYPE")
+    if KINDS.get(args[0]) != "Pod" or len(args) != 1:
         for pair in kind_and_name(args[0], args[1:]):
             cluster.get(*pair)
-            del cluster.objects[pair]
         return ""
-    if verb == "logs":
-        target = args[0]
-        cluster.get(*(kind_and_name(target, []) if "/" in target else [("Pod", target)])[0])
-        return ""
-    raise AssertionError(verb)
+    selector = flags.get("-l") or flags.get("--selector")
+    names = cluster.select(selector) if selector else list(cluster.pods())
+    if selector and not names:
+        raise DryRunError(f"no pod has the labels {selector}")
+    return "".join(f"pod/{name}\n" if flags.get("-o") == "name" else f"{name}\n" for name in names)
+
+
+def _scale(cluster: Cluster, args: list[str], flags: dict[str, str], verb: str) -> None:
+    if not flags.get("--replicas", "").isdigit() or not args:
+        raise DryRunError("kubectl scale TYPE NAME… --replicas=N")
+    for pair in kind_and_name(args[0], args[1:]):
+        cluster.get(*pair)
+
+
+def _create(cluster: Cluster, args: list[str], flags: dict[str, str], verb: str) -> None:
+    if args[:1] != ["secret"] or len(args) != 3 or args[1] not in ("tls", "generic", "docker-registry"):
+        raise DryRunError(f"kubectl create {' '.join(args)}: this dry run knows create secret tls|generic NAME")
+    if args[1] == "tls" and not {"--cert", "--key"} <= set(flags):
+        raise DryRunError("kubectl create secret tls needs --cert and --key")
+    cluster.objects[("Secret", args[2])] = {"kind": "Secret", "metadata": {"name": args[2]}}
+
+
+def _patch(cluster: Cluster, args: list[str], flags: dict[str, str], verb: str) -> None:
+    (kind, name), = kind_and_name(args[0], args[1:])
+    cluster.get(kind, name)
+    try:
+        patch = json.loads(flags.get("-p") or flags["--patch"])
+    except (KeyError, ValueError) as exc:
+        raise DryRunError(f"kubectl patch: the patch is not JSON ({exc})") from exc
+    if kind == "Secret" and not set(patch) <= {"stringData", "data", "metadata", "type"}:
+        raise DryRunError(f"a Secret has no {sorted(set(patch))}")
+
+
+def _delete(cluster: Cluster, args: list[str], flags: dict[str, str], verb: str) -> None:
+    for pair in kind_and_name(args[0], args[1:]):
+        cluster.get(*pair)
+        del cluster.objects[pair]
+
+
+def _logs(cluster: Cluster, args: list[str], flags: dict[str, str], verb: str) -> None:
+    cluster.get(*(kind_and_name(args[0], []) if "/" in args[0] else [("Pod", args[0])])[0])
+
+
+VERBS = {"apply": _apply, "kustomize": _apply, "wait": _wait, "rollout": _rollout, "exec": _exec, "cp": _cp,
+         "get": _get, "scale": _scale, "create": _create, "patch": _patch, "delete": _delete, "logs": _logs}
 
 
 def kustomize(cluster: Cluster, words: list[str]) -> str:
