@@ -133,12 +133,9 @@ def test_a_deployment_answers_indexes_uploads_survives_losing_a_web_replica_and_
     key = created["key"]
 
     # The how-to's own commands, as the page writes them (tests/support/containers.py, AS_RUN_HERE): the smoke
-    # test, a publishable key for a docs site, a backup made in a web container and copied off the host.
+    # test and a publishable key for a docs site.
     for start in deployment.how_to:
         deployment.run(start)
-    with tarfile.open(deployment.workdir / "bookchat-backup.tar.gz") as archive:
-        figures["backup_files"] = len(archive.getnames())
-    assert figures["backup_files"] > 1, "the backup the page copies out holds the database and its files"
 
     # Both web replicas answer from the manual the bootstrap indexed.
     answers = [0] * len(deployment.webs)  # answers each replica gave, for its /metrics to count
@@ -208,4 +205,22 @@ def test_a_deployment_answers_indexes_uploads_survives_losing_a_web_replica_and_
     for url in deployment.webs:
         answered = ask(deployment, url, key, UPLOAD_QUESTION, book="lanterns")
         assert answered.status_code == 200 and "twelve seconds" in answered.json()["answer"], answered.text[:500]
+
+    # The how-to's backup, made in a web container and copied off the host; and, where the page gives the commands,
+    # restored over the running install: everything is as it was when the backup was made.
+    time.sleep(2)  # the audit rows of the answers just given
+    before = inventory(deployment)
+    for start in deployment.backup:
+        deployment.run(start)
+    with tarfile.open(deployment.workdir / "bookchat-backup.tar.gz") as archive:
+        figures["backup_files"] = len(archive.getnames())
+    assert figures["backup_files"] > 1, "the backup the page copies out holds the database and its files"
+    if deployment.restore:
+        for start in deployment.restore:
+            deployment.run(start)
+        deployment.wait_ready()
+        assert inventory(deployment) == before
+        answered = ask(deployment, deployment.webs[0], key, UPLOAD_QUESTION, book="lanterns")
+        assert answered.status_code == 200 and "twelve seconds" in answered.json()["answer"], answered.text[:500]
+        figures["restored"] = before
     print(f"\ndeployed ({deployment.name}):", json.dumps(figures | {"after_restart": after}))

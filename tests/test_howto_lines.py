@@ -19,7 +19,7 @@ def test_every_command_the_deploy_test_runs_is_on_the_page_and_has_an_equivalent
     deployment = kind(tmp_path)
     monkeypatch.setattr(deployment, "substitutions", lambda: RUNNING)
     page = deployment.page()
-    for start in deployment.how_to:
+    for start in [*deployment.how_to, *deployment.backup, *deployment.restore]:
         script = deployment.as_run_here(howto.find(page, start))
         assert "my-book" not in script and not script.startswith(("docker", "kubectl")), script
 

@@ -72,7 +72,8 @@ def writable_vectors() -> None:
 AS_RUN_HERE = {
     "compose": [
         ("docker compose exec web-1 ", "{podman} exec {web} "),
-        ("docker compose cp web-1:", "{podman} cp {web}:"),
+        ("docker compose cp ", "{podman} cp "),
+        ("web-1:/data/", "{web}:/data/"),
         ("docker compose ", "{compose} "),
         ("--book my-book", "--book bookchat-manual"),
     ],
@@ -164,7 +165,11 @@ class Deployment:
         """Until what runs ``container``'s network has stopped (the container itself, by default)."""
 
     section = ""  # the manual's section whose commands run against this deployment
-    how_to: list[str] = []  # how the section's commands the test runs once it is up begin, in the page's order
+    # How the section's commands the test runs begin, in the page's order: once it is up, to make and copy out a
+    # backup, and to restore it (the Kubernetes page gives no restore command to run).
+    how_to: list[str] = []
+    backup: list[str] = []
+    restore: list[str] = []
     workdir: Path
 
     def page(self) -> list[howto.Line]:
@@ -224,8 +229,8 @@ class KubePlay(Deployment):
 
     name = "kubernetes"
     section = "kubernetes"
-    how_to = ["curl -fsS ", "kubectl exec deploy/bookchat-web -- bookchat apikey create ",
-              "kubectl exec deploy/bookchat-web -- bookchat backup ", "kubectl cp "]
+    how_to = ["curl -fsS ", "kubectl exec deploy/bookchat-web -- bookchat apikey create "]
+    backup = ["kubectl exec deploy/bookchat-web -- bookchat backup ", "kubectl cp "]
     network = "bookchat-deploy-test"
     host = "chat.example.org"  # the ConfigMap's BOOKCHAT_ALLOWED_HOSTS: requests come as its ingress sends them
 
@@ -342,8 +347,10 @@ class Compose(Deployment):
 
     name = "compose"
     section = "compose"
-    how_to = ["curl -fsS ", "docker compose exec web-1 bookchat apikey create ",
-              "docker compose exec web-1 bookchat backup ", "docker compose cp web-1:"]
+    how_to = ["curl -fsS ", "docker compose exec web-1 bookchat apikey create "]
+    backup = ["docker compose exec web-1 bookchat backup ", "docker compose cp web-1:"]
+    restore = ["docker compose cp bookchat-backup.tar.gz ", "docker compose stop web-1 ",
+               "docker compose run --rm bootstrap restore ", "docker compose start web-1 "]
 
     def __init__(self, workdir: Path) -> None:
         super().__init__()
