@@ -4,13 +4,17 @@ deploy/compose.yaml (podman-compose). Each deployment, brought up from nothing, 
 answering from the manual its bootstrap indexed, an upload through the admin indexed by the worker, each web
 replica's /metrics counting its answers for a scraper with the deployment's metrics token (401 without), one web
 container killed and every question after that answered by the other, and after everything is stopped and started
-again every book, audit row and API key still there. How podman 4.3 differs from a cluster: tests/support/containers.py.
+again every book, audit row and API key still there. The how-tos' own commands run as the manual writes them: the
+compose deployment is made by them (its secrets, its start behind a TLS proxy), and on both the smoke test, a key
+and a backup copied out run from the page. How podman 4.3 differs from a cluster, and what each documented command
+becomes here: tests/support/containers.py.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import tarfile
 import time
 
 import httpx
@@ -123,10 +127,15 @@ def deployment(request, tmp_path):
 
 
 def test_a_deployment_answers_indexes_uploads_survives_losing_a_web_replica_and_restarts_intact(deployment):
-    figures = {"deployment": deployment.name}
+    figures = {"deployment": deployment.name, "setup": deployment.phases}
     created = json.loads(deployment.exec_web(0, "apikey", "create", "--kind", "secret", "--name", "deploy test",
                                              "--json"))
     key = created["key"]
+
+    # The how-to's own commands, as the page writes them (tests/support/containers.py, AS_RUN_HERE): the smoke
+    # test and a publishable key for a docs site.
+    for start in deployment.how_to:
+        deployment.run(start)
 
     # Both web replicas answer from the manual the bootstrap indexed.
     answers = [0] * len(deployment.webs)  # answers each replica gave, for its /metrics to count
@@ -196,4 +205,22 @@ def test_a_deployment_answers_indexes_uploads_survives_losing_a_web_replica_and_
     for url in deployment.webs:
         answered = ask(deployment, url, key, UPLOAD_QUESTION, book="lanterns")
         assert answered.status_code == 200 and "twelve seconds" in answered.json()["answer"], answered.text[:500]
+
+    # The how-to's backup, made in a web container and copied off the host; and, where the page gives the commands,
+    # restored over the running install: everything is as it was when the backup was made.
+    time.sleep(2)  # the audit rows of the answers just given
+    before = inventory(deployment)
+    for start in deployment.backup:
+        deployment.run(start)
+    with tarfile.open(deployment.workdir / "bookchat-backup.tar.gz") as archive:
+        figures["backup_files"] = len(archive.getnames())
+    assert figures["backup_files"] > 1, "the backup the page copies out holds the database and its files"
+    if deployment.restore:
+        for start in deployment.restore:
+            deployment.run(start)
+        deployment.wait_ready()
+        assert inventory(deployment) == before
+        answered = ask(deployment, deployment.webs[0], key, UPLOAD_QUESTION, book="lanterns")
+        assert answered.status_code == 200 and "twelve seconds" in answered.json()["answer"], answered.text[:500]
+        figures["restored"] = before
     print(f"\ndeployed ({deployment.name}):", json.dumps(figures | {"after_restart": after}))
