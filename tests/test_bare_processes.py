@@ -10,7 +10,6 @@ sends) must stop it. "Your own PostgreSQL" is the session's test database, with 
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import signal
 import subprocess
@@ -23,11 +22,12 @@ import pytest
 
 from bench.latency import database_environment
 from tests.conftest import REPO, VECTOR_CACHE
+from tests.support import howto
 from tests.support.nodes import free_port
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow, pytest.mark.drill]
 
-PAGE = REPO / "docs" / "operating" / "deployment.md"
+PAGE = howto.DEPLOYMENT
 BARE = REPO / "deploy" / "bare"
 # Commands of the steps that this machine can't or needn't run, by how they start, with why.
 NOT_RUN = {
@@ -58,16 +58,11 @@ def substitutions(root: Path, port: int, database_url: str) -> dict[str, str]:
 TEST_SETTINGS = {"BOOKCHAT_EMBEDDING_CACHE": str(VECTOR_CACHE), "BOOKCHAT_SENTENCE_VECTORS": "off"}
 
 
-def step_commands(page: str) -> list[str]:
-    """The commands of the section's fenced ``bash`` blocks, up to "Running it": continuation lines joined, and
-    commands chained with ``&&`` taken one by one."""
-    section = page.split("{#one-machine}", 1)[1].split("\n## ", 1)[0].split("Running it:", 1)[0]
-    commands = []
-    for block in re.findall(r"```bash\n(.*?)```", section, re.S):
-        for line in block.replace("\\\n", " ").splitlines():
-            if line.strip() and not line.strip().startswith("#"):
-                commands.extend(" ".join(part.split()) for part in line.split(" && "))
-    return commands
+def step_commands() -> list[str]:
+    """The commands of the section's fenced blocks (its steps; "Running it" names commands only in the prose),
+    those chained with ``&&`` taken one by one."""
+    return [part.strip() for line in howto.commands(PAGE, "one-machine") if line.fenced
+            for part in line.text.split(" && ")]
 
 
 def apply(text: str, table: dict[str, str]) -> str:
@@ -94,7 +89,7 @@ def run(command: str, env: dict[str, str]) -> subprocess.CompletedProcess:
 
 
 def test_the_page_names_what_it_leaves_out_and_nothing_else():
-    commands = step_commands(PAGE.read_text())
+    commands = step_commands()
     assert commands, "the how-to's steps have no commands"
     for prefix in NOT_RUN:
         assert any(command.startswith(prefix) for command in commands), f"NOT_RUN names {prefix!r}: no step runs it"
@@ -118,7 +113,7 @@ def test_the_how_to_runs_as_written_from_settings_to_smoke_test(tmp_path, manual
     assert apply(service["EnvironmentFile"], table) == str(env_file)
     process = None
     try:
-        for command in step_commands(PAGE.read_text()):
+        for command in step_commands():
             if command.startswith(tuple(NOT_RUN)):
                 continue
             if "/api/v1/ready" in command:  # the smoke test, once the service runs
