@@ -67,6 +67,23 @@ def test_every_variable_the_manifests_set_is_a_bookchat_setting():
     assert not unknown, unknown
 
 
+def test_the_bare_hosts_files_set_only_settings_and_agree_on_where_they_live():
+    """deploy/bare: every variable the settings file sets (or leaves commented for the reader) is a setting, and the
+    unit and the ``manage`` wrapper read the same settings file from the same checkout."""
+    bare = REPO / "deploy" / "bare"
+    known = {spec.env for spec in SETTINGS} | {"DATABASE_URL"}
+    named = set(re.findall(r"^#? ?([A-Z][A-Z0-9_]+)=", (bare / "bookchat.env").read_text(), re.M))
+    assert "BOOKCHAT_SECRET_KEY_FILE" in named and "DATABASE_URL" in named
+    unknown = {n for n in named if re.sub(r"_FILE$", "", n) not in known}
+    assert not unknown, unknown
+    unit = dict(line.split("=", 1) for line in (bare / "bookchat.service").read_text().splitlines()
+                if "=" in line and not line.startswith("#"))
+    manage = (bare / "manage").read_text()
+    assert f"${{BOOKCHAT_ENV_FILE:-{unit['EnvironmentFile']}}}" in manage
+    assert unit["ExecStart"].startswith(f"{unit['WorkingDirectory']}/.venv/bin/python manage.py serve ")
+    assert unit["ReadWritePaths"] in (bare / "bookchat.env").read_text()  # BOOKCHAT_DATA_DIR
+
+
 def test_pods_run_as_the_images_user_on_a_read_only_root():
     containerfile = (REPO / "deploy" / "Containerfile").read_text(encoding="utf-8")
     uid = re.search(r"--uid (\d+)", containerfile).group(1)
