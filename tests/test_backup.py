@@ -316,6 +316,7 @@ def test_a_full_disk_leaves_no_half_archive(tmp_path):
         subprocess.run(["umount", str(disk)], check=True)
 
 
+@pytest.mark.drill  # seconds long: run with the drills, for make test's time
 def test_a_database_that_cannot_be_reached_is_named_not_a_traceback(tmp_path):
     env = environment(tmp_path / "data", f"postgresql://bookchat:pw@127.0.0.1:{free_port()}/bookchat")
     out = tmp_path / "b.tar.gz"

@@ -304,6 +304,7 @@ def test_widget_answers_on_a_docs_site_and_the_sites_css_does_not_leak_in(server
     assert errors == []
 
 
+@pytest.mark.drill  # seconds long: run with the drills, for make test's time
 def test_widget_on_a_versioned_page_asks_that_version(servers, open_page, widget_key, tmp_path):
     """A versioned book whose site is the docs server: on /guide/next/… the widget asks the unreleased docs, on
     /guide/… the latest version, and the answer's links stay in that version."""
@@ -644,6 +645,7 @@ def log_in(page, base: str, name: str) -> None:
     page.wait_for_url(f"{base}/admin/")
 
 
+@pytest.mark.drill  # seconds long: run with the drills, for make test's time
 def test_reviewer_marks_an_answer_in_the_review_queue_wrong(servers, open_page, admin_user):
     import uuid
 
@@ -715,6 +717,7 @@ def test_a_reviewer_restricted_to_one_book_sees_exports_and_opens_only_its_rows(
     assert all("404" in error for error in errors), errors
 
 
+@pytest.mark.drill  # seconds long: run with the drills, for make test's time
 def test_api_docs_and_the_dashboard_work_under_the_content_security_policy(servers, open_page, admin_user):
     # Swagger UI and Django's admin are templates we don't own: they may use inline styles, never inline script.
     bookchat, _ = servers

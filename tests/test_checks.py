@@ -116,6 +116,7 @@ def run_with(env: dict, *args: str) -> subprocess.CompletedProcess:
                           timeout=120)
 
 
+@pytest.mark.drill  # seconds long: run with the drills, for make test's time
 def test_manage_py_check_refuses_a_bad_environment_variable():
     result = run_with({"BOOKCHAT_FUSION": "banana"}, "manage.py", "check")
     assert result.returncode != 0
@@ -123,6 +124,7 @@ def test_manage_py_check_refuses_a_bad_environment_variable():
     assert "weighted, rrf" in result.stderr
 
 
+@pytest.mark.drill  # seconds long: run with the drills, for make test's time
 def test_the_wsgi_application_refuses_to_start_with_a_bad_setting():
     result = run_with({"BOOKCHAT_RATE_KEY": "lots"}, "-c", "import bookchat.wsgi")
     assert result.returncode != 0

@@ -15,7 +15,7 @@ from tests.support.browser import CHROMIUM_ARGS, LiveServer, chromium
 from tests.support.lti_platform import Launch
 from tests.support.lti_platform import LtiPlatform as Platform
 
-pytestmark = [pytest.mark.slow, pytest.mark.needs("browser")]
+pytestmark = [pytest.mark.slow, pytest.mark.needs("browser"), pytest.mark.drill]  # seconds long: for make test's time
 BOOK = "bookchat-manual"
 TIMEOUT = 30_000
 

@@ -138,6 +138,7 @@ def test_an_assistant_over_stdio_searches_asks_and_reads_the_manual(manual_book,
     check_audit(audited_mcp_rows(since, at_least=3))
 
 
+@pytest.mark.drill  # seconds long: run with the drills, for make test's time
 def test_mcp_command_refuses_an_unknown_book(manual_book):
     import subprocess
 
