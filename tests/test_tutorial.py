@@ -43,6 +43,7 @@ import pytest
 from tests.conftest import REPO, VECTOR_CACHE, committed, server_environment
 from tests.support import docusaurus_site
 from tests.support.browser import CHROMIUM_ARGS, ConsoleErrors, chromium
+from tests.support.nodes import free_port
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow, pytest.mark.drill, pytest.mark.needs("node"),
               pytest.mark.needs("browser")]
@@ -151,12 +152,6 @@ def copy_project(site: Path, course: Path) -> None:
     for package in (site / "node_modules").iterdir():
         if package.name != ".cache":
             (course / "node_modules" / package.name).symlink_to(package)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def answers(url: str) -> bool:
