@@ -8,7 +8,6 @@ import contextlib
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,14 +21,9 @@ from django.utils import timezone
 from chat.pipeline.editions import resolve_book
 from ingestion.models import Book, Chunk, DefaultBook
 from tests.conftest import REPO, committed
+from tests.support.nodes import free_port
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow, pytest.mark.drill]  # a whole `make run`: make drills
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def wait_for(url: str, deadline: float) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import re
 import shutil
 import signal
@@ -26,10 +27,36 @@ REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 PASSWORD = "drill-password"
 
 
+_handed_out: set[int] = set()
+
+
+def ephemeral_ports() -> range:
+    """The ports this machine gives outgoing connections (and ``bind(0)``), which a listener must stay out of."""
+    with contextlib.suppress(OSError, ValueError):
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return range(int(low), int(high) + 1)
+    return range(32768, 61000)
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port free for TCP and UDP (Caddy's HTTP/3 takes both), picked below the ephemeral range: a port
+    ``bind(0)`` hands out can be taken by any outgoing connection before the program meant to listen on it starts,
+    which made the proxy drill fail ("address already in use"). Never the same port twice in one process."""
+    rng = random.Random()
+    low = max(1025, min(ephemeral_ports().start, 32768) - 12000)
+    for _ in range(200):
+        port = rng.randrange(low, low + 12000)
+        if port in _handed_out or port in ephemeral_ports():
+            continue
+        try:
+            for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+                with socket.socket(socket.AF_INET, kind) as s:
+                    s.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        _handed_out.add(port)
+        return port
+    raise RuntimeError(f"no free loopback port in {low}-{low + 12000}")
 
 
 class ExternalPostgres:

@@ -114,12 +114,16 @@ class Proxy:
     def __init__(self, folder: Path, *, upstream: int, sub_path: bool = False):
         self.folder = folder
         folder.mkdir(parents=True, exist_ok=True)
-        self.http, self.https = free_port(), free_port()
-        self.http_url, self.https_url = f"http://127.0.0.1:{self.http}", f"https://127.0.0.1:{self.https}"
         self.cert, self.key = self_signed_certificate(folder)
         self.log = folder / f"{self.name}.log"  # what it prints and logs, shown when it fails to start
         self.proc: subprocess.Popen | None = None
-        self.configure(upstream=upstream, sub_path=sub_path)
+        self.upstream, self.sub_path = upstream, sub_path
+        self.take_ports()
+
+    def take_ports(self) -> None:
+        self.http, self.https = free_port(), free_port()
+        self.http_url, self.https_url = f"http://127.0.0.1:{self.http}", f"https://127.0.0.1:{self.https}"
+        self.configure(upstream=self.upstream, sub_path=self.sub_path)
 
     def configure(self, *, upstream: int, sub_path: bool) -> None:
         raise NotImplementedError
@@ -135,16 +139,21 @@ class Proxy:
             from tests.conftest import require
 
             require(self.name)
-        with self.log.open("ab") as out:
-            self.proc = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT, env=self.environment(),
-                                         start_new_session=True)
-        try:
-            for port in (self.https, self.http):
-                wait_for_port(port, self.proc, self.log, self.name)
-        except ProxyError:
-            stop(self.proc)
-            raise
-        return self
+        for attempt in range(3):
+            with self.log.open("ab") as out:
+                self.proc = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT,
+                                             env=self.environment(), start_new_session=True)
+            try:
+                for port in (self.https, self.http):
+                    wait_for_port(port, self.proc, self.log, self.name)
+                return self
+            except ProxyError as error:
+                stop(self.proc)
+                # Another program took a port between free_port() and the proxy's start: new ports, once more.
+                if attempt == 2 or "address already in use" not in str(error).lower():
+                    raise
+                self.take_ports()
+        raise AssertionError("unreachable")
 
     def __exit__(self, *exc) -> None:
         stop(self.proc)
