@@ -60,3 +60,34 @@ def test_dedent_body_stops_at_the_first_line_indented_less():
     lines = ["label", "\t  tabbed", "   ", "    kept", "  out", "    after"]
     dedent_body(lines, 1, 4, clear_blank=True)
     assert lines == ["label", "  tabbed", "", "kept", "  out", "    after"]
+
+
+def test_pymdown_blocks_become_labels_and_their_fences_go():
+    lines, _ = _cleaned(["/// note | Technical Details", "", "Body.", "", "///",
+                         "//// tab | Python 3.10+", "/// tip", "Inner.", "///", "////",
+                         "/// admonition", "    type: warning", "    attrs: {class: x}", "Careful.", "///",
+                         "/// details | Why?", "More.", "///",
+                         "![img](a.png)", "/// caption", "A figure.", "///"])
+    assert lines == ["**Note (Technical Details):**", "", "Body.", "", "",
+                     "**Python 3.10+:**", "**Tip:**", "Inner.", "", "",
+                     "**Warning:**", "", "", "Careful.", "",
+                     "**Details (Why?):**", "More.", "",
+                     "![img](a.png)", "", "A figure.", ""]
+
+
+def test_only_a_closed_block_of_a_known_name_outside_code_and_in_md_pages_is_read():
+    rust = ["/// Returns the sum", "///", "/// note", "never closed", "/// tip", "in code", "///"]
+    assert _cleaned(rust, code_lines=frozenset({4, 5, 6}))[0] == rust  # a comment, an open block, a block in code
+    assert _cleaned(["/// note", "x", "///"], rel_path="p.mdx")[0] == ["/// note", "x", "///"]
+    # A closing line of fewer slashes than the opening's doesn't close it.
+    assert _cleaned(["//// note", "x", "///"])[0] == ["//// note", "x", "///"]
+
+
+def test_a_page_with_blocks_is_read_as_its_site_renders_it():
+    from ingestion.reading.parsing import parse_document
+
+    page = ("# Request body\n\nTo declare a body, use Pydantic.\n\n/// tip | Tip title\n\nUse `BaseModel`.\n\n///\n\n"
+            "```rust\n/// note\nfn f() {}\n///\n```\n")
+    text = "\n".join(block.text for block in parse_document(page, rel_path="body.md").blocks)
+    assert "**Tip (Tip title):**" in text and "Use `BaseModel`." in text
+    assert "/// tip" not in text and "\n///\n" in text  # the code block's lines stay as written

@@ -19,6 +19,13 @@ Decisions:
 - MkDocs admonitions (``!!! note "Title"``, and collapsible ``???``/``???+``) become a label line like
   Docusaurus's (``Note (Title):``) and their content, indented four spaces, is dedented so that it is
   read as the paragraphs, lists and code it is rather than as one indented code block.
+- PyMdown's generic blocks (``pymdownx.blocks``: ``/// note | Title`` … ``///``, ``////`` and more slashes
+  when nested), in ``.md`` pages: an admonition (``admonition``, ``details`` and the admonition types) becomes
+  the same label line, a ``tab`` a ``**Title:**`` line as MkDocs' content tabs do; ``caption``, ``html`` and
+  ``define`` keep only their content. The header's option lines (``    type: warning``, four spaces in) are
+  blanked (an ``admonition`` or ``details`` without a title is labelled by its ``type``), and so is the closing
+  line. Only those names open a block (a Rust ``/// Returns …`` comment outside code is text), and only with a
+  closing line of as many slashes further down.
 """
 
 from __future__ import annotations
@@ -39,6 +46,15 @@ _INLINE_CODE = re.compile(r"(`+).*?\1")
 _TEMPLATE_SUFFIXES = (".md", ".markdown")
 _MKDOCS_ADMONITION = re.compile(r"^(?P<indent>[ \t]*)(?:!!!|\?\?\?\+?)[ \t]+(?P<kind>[A-Za-z][\w-]*)"
                                 r"(?:[ \t]+(?P<classes>[\w -]*?))?(?:[ \t]*\"(?P<title>[^\"]*)\")?[ \t]*$")
+
+
+# PyMdown's generic blocks: ``/// name | argument`` (three or more slashes), closed by a line of as many.
+_BLOCK_OPEN = re.compile(r"^(?P<slashes>/{3,})[ \t]*(?P<name>[A-Za-z][\w-]*)[ \t]*(?:\|[ \t]*(?P<arg>.*?))?[ \t]*$")
+_BLOCK_OPTION = re.compile(r"^(?: {4}|\t)[ \t]*[\w-]+[ \t]*:")
+_ADMONITION_BLOCKS = {"admonition", "details", "note", "attention", "caution", "danger", "error", "tip", "hint",
+                      "warning", "info", "check", "important", "success", "question", "failure", "bug", "example",
+                      "quote", "abstract", "summary", "tldr", "seealso"}
+_CONTENT_BLOCKS = {"caption", "html", "define"}
 
 
 _HIGHLIGHT_OPEN = re.compile(r"^(?P<indent>[ \t]*)\{%-?\s*highlight\s+(?P<lang>[\w+#.-]+)[^%]*-?%\}\s*$")
@@ -87,7 +103,42 @@ def clean_generator_syntax(lines: list[str], code_lines: set[int], *, rel_path: 
             indent = match.group("indent")
             lines[index] = indent + admonition_label(match.group("kind"), match.group("title"))
             dedent_body(lines, index + 1, len(indent.expandtabs(4)) + 4)
+    if templates:
+        pymdown_blocks(lines, code_lines)
     return warnings
+
+
+def pymdown_blocks(lines: list[str], code_lines: set[int]) -> None:
+    """Rewrite PyMdown's generic blocks in ``lines`` in place, line for line (see the module docstring)."""
+    for index, line in enumerate(lines):
+        if index in code_lines or not line.startswith("///"):
+            continue
+        match = _BLOCK_OPEN.match(line)
+        name = match.group("name").lower() if match else ""
+        if name not in _ADMONITION_BLOCKS | _CONTENT_BLOCKS | {"tab"}:
+            continue
+        closer = "/" * len(match.group("slashes"))
+        close = next((j for j in range(index + 1, len(lines)) if j not in code_lines and lines[j].strip() == closer),
+                     None)
+        if close is None:
+            continue
+        options: dict[str, str] = {}
+        body = index + 1
+        while body < close and _BLOCK_OPTION.match(lines[body]):
+            key, _, value = lines[body].strip().partition(":")
+            options[key.strip().lower()] = value.strip().strip("\"'")
+            lines[body] = ""
+            body += 1
+        title = (match.group("arg") or "").strip()
+        if name == "tab":
+            lines[index] = f"**{title.replace('*', '')}:**" if title else ""
+        elif name in _CONTENT_BLOCKS:
+            lines[index] = ""
+        else:
+            kind = options.get("type") or ("note" if name in {"admonition", "details"} else name)
+            lines[index] = admonition_label(kind if name != "details" or options.get("type") else "details",
+                                            title or None)
+        lines[close] = ""
 
 
 def _strip_template(text: str) -> str:
