@@ -370,3 +370,15 @@ def test_the_manual_is_calibrated_when_indexed(manual_book):
     assert details["in_scope_probes"]["n"] > 0
     assert details["off_topic"]["p50"] < calibration.threshold < 1.0
     assert details["threshold"] == pytest.approx(calibration.threshold, abs=1e-4)
+
+
+def test_brackets_in_the_books_own_sentences_are_not_citations_of_a_quoted_answer():
+    """FastAPI's pages hold ``{* app.py hl[18,22] *}`` lines; a quoted sentence holding one was withheld as citing
+    sources 18 and 22. The extractive composer writes its markers after a space; a language model may not."""
+    book = "To return errors you use HTTPException. {* docs_src/app.py hl[18,22] *} It is raised as usual."
+    answer = "To return errors you use HTTPException. {* docs_src/app.py hl[18,22] *} [1]"
+    assert check_grounding(answer, [book], quoted=True).passed
+    model = check_grounding(answer, [book])
+    assert not model.passed and model.invalid_citations == [18, 22]
+    assert check_grounding("You use HTTPException.[1]", [book]).passed  # a model's marker with no space counts
+    assert not check_grounding("You use HTTPException.[1]", [book], quoted=True).passed

@@ -287,8 +287,9 @@ def ground(draft: Draft, chunks: list, *, crosslingual: bool = False) -> Groundi
     language model's answer to a cross-lingual question is judged across languages (``grounding``)."""
     if draft.refused:
         return GroundingReport()
-    across = crosslingual and draft.generator != ExtractiveGenerator.name
-    return check_grounding(draft.answer, [c.text for c in chunks], across_languages=across)
+    quoted = draft.generator == ExtractiveGenerator.name
+    return check_grounding(draft.answer, [c.text for c in chunks], across_languages=crosslingual and not quoted,
+                           quoted=quoted)
 
 
 def assess_confidence(p: Prepared, draft: Draft, grounding: GroundingReport) -> Verdict:

@@ -102,16 +102,19 @@ class _AcrossLanguages:
         return max((float(np.max(self._of(n) @ vector)) for n in candidates), default=0.0)
 
 
-def check_grounding(answer: str, sources: list[str], *, across_languages: bool = False) -> GroundingReport:
+def check_grounding(answer: str, sources: list[str], *, across_languages: bool = False,
+                    quoted: bool = False) -> GroundingReport:
     """Check ``answer`` against the texts of its numbered ``sources`` (source n is ``sources[n-1]``);
-    ``across_languages``: the answer is in another language than the sources, judged by sentence vectors."""
+    ``across_languages``: the answer is in another language than the sources, judged by sentence vectors;
+    ``quoted``: the answer is the book's own sentences (the extractive composer's), whose markers it wrote after a
+    space, so that brackets in the book's text (``hl[18,22]``) are the book's, not citations."""
     report = GroundingReport()
     across = _AcrossLanguages(sources) if across_languages else None
     source_terms = [set(content_terms(text)) for text in sources]
     squashed_sources = [_squash(text) for text in sources]
     min_support = setting("GROUNDING_MIN_SUPPORT")
     for kind, segment in answer_segments(answer):
-        cited = [] if kind == "code" else citations(_outside_code(segment))  # `items[0]` cites nothing
+        cited = [] if kind == "code" else citations(_outside_code(segment), spaced=quoted)  # `items[0]` cites nothing
         for n in cited:
             if not 1 <= n <= len(sources):
                 if n not in report.invalid_citations:

@@ -21,6 +21,7 @@ _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _SCRIPT_RUN = re.compile(f"[{_CJK}]+|[^{_CJK}]+")
 _CJK_CHAR = re.compile(f"[{_CJK}]")
 _CITATION = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
+_SPACED_CITATION = re.compile(r"(?:^|(?<=\s))" + _CITATION.pattern)
 _MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _MD_MARKS = re.compile(r"[*_`~]+")
 _HTML_TAG = re.compile(r"</?[A-Za-z][^>]*>")
@@ -114,10 +115,12 @@ def strip_citations(text: str) -> str:
     return re.sub(r"\s*" + _CITATION.pattern, "", text)
 
 
-def citations(text: str) -> list[int]:
-    """The source numbers cited in ``text``: ``[1]``, ``[2, 3]``."""
+def citations(text: str, *, spaced: bool = False) -> list[int]:
+    """The source numbers cited in ``text``: ``[1]``, ``[2, 3]``. ``spaced``: only markers after a space or at
+    the start (as the extractive composer writes them), so that the book's own ``hl[18,22]`` or ``arr[2]`` quoted
+    in its sentences is not read as one."""
     found = []
-    for group in _CITATION.findall(text):
+    for group in (_SPACED_CITATION if spaced else _CITATION).findall(text):
         found.extend(int(n) for n in group.split(","))
     return found
 
