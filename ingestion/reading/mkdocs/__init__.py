@@ -43,7 +43,8 @@ Decisions:
   (``=== "Title"``, ``===!``, ``===+``) become a ``**Title:**`` label line (as a Docusaurus ``TabItem``) and their
   four-space-indented content is dedented; abbreviation definitions (``*[HTML]: …``) are blanked (the site shows
   them only as tooltips); attr lists are removed from inline elements (``[x](y){ .md-button }``) and blocks
-  (a ``{: .class }`` line closing a paragraph); headings keep theirs for ``heading_ids``.
+  (a ``{: .class }`` line closing a paragraph); headings keep theirs for ``heading_ids``. Admonitions, ``!!!`` and
+  PyMdown's ``/// note`` blocks alike, are read for every ``.md`` page (``ingestion.reading.generators``).
 - Snippets (``pymdownx.snippets``) are expanded first, everywhere, code blocks included (that is how a site puts a
   file into a code block), and may add lines (``expand_snippets`` says which page line each stands for, as
   ``ingestion.reading.partials`` does). Paths are relative to ``base_path`` (default ``.``: MkDocs runs from the
