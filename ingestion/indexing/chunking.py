@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 from ingestion.reading.documents import Block, Heading, ParsedDocument
 
 # Bump when the chunking rules or the text the parser gives them change (3: labels of tabs and admonitions
-# are bold): documents indexed under another version are re-chunked.
-CHUNKER_VERSION = "3"
+# are bold; 4: PyMdown's ``///`` blocks are read): documents indexed under another version are read and chunked
+# again, and only passages whose text changed are embedded (the others keep their vectors, ``embedding_key``).
+CHUNKER_VERSION = "4"
 
 HEADING_SEPARATOR = " > "
 _SENTENCE_END = re.compile(r"(?:(?<=[.!?…。！？])|(?<=[.!?…。！？][\"')\]]))\s+")

@@ -79,8 +79,11 @@ def highlight_fences(lines: list[str], *, rel_path: str) -> None:
         index += 1
 
 
-def clean_generator_syntax(lines: list[str], code_lines: set[int], *, rel_path: str) -> list[Issue]:
-    """Rewrite ``lines`` in place (see the module docstring); the warnings it has for the page."""
+def clean_generator_syntax(lines: list[str], code_lines: set[int], *, rel_path: str,
+                           labels: dict[int, tuple[str, int]] | None = None) -> list[Issue]:
+    """Rewrite ``lines`` in place (see the module docstring); the warnings it has for the page. ``labels`` gets the
+    label lines written for PyMdown's blocks, as ``line: (label, the block's closing line)``, for the parser to
+    fold each into the block's first paragraph."""
     warnings: list[Issue] = []
     in_comment = in_raw = False
     templates = rel_path.lower().endswith(_TEMPLATE_SUFFIXES)  # an .mdx page is JSX: ``{{`` is an object there
@@ -104,12 +107,16 @@ def clean_generator_syntax(lines: list[str], code_lines: set[int], *, rel_path: 
             lines[index] = indent + admonition_label(match.group("kind"), match.group("title"))
             dedent_body(lines, index + 1, len(indent.expandtabs(4)) + 4)
     if templates:
-        pymdown_blocks(lines, code_lines)
+        written = pymdown_blocks(lines, code_lines)
+        if labels is not None:
+            labels.update(written)
     return warnings
 
 
-def pymdown_blocks(lines: list[str], code_lines: set[int]) -> None:
-    """Rewrite PyMdown's generic blocks in ``lines`` in place, line for line (see the module docstring)."""
+def pymdown_blocks(lines: list[str], code_lines: set[int]) -> dict[int, tuple[str, int]]:
+    """Rewrite PyMdown's generic blocks in ``lines`` in place, line for line (see the module docstring); the label
+    lines written, as ``line: (label, closing line)``."""
+    labels: dict[int, tuple[str, int]] = {}
     for index, line in enumerate(lines):
         if index in code_lines or not line.startswith("///"):
             continue
@@ -139,6 +146,9 @@ def pymdown_blocks(lines: list[str], code_lines: set[int]) -> None:
             lines[index] = admonition_label(kind if name != "details" or options.get("type") else "details",
                                             title or None)
         lines[close] = ""
+        if lines[index]:
+            labels[index] = (lines[index], close)
+    return labels
 
 
 def _strip_template(text: str) -> str:

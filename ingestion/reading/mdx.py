@@ -107,7 +107,8 @@ def clean_mdx(lines: list[str], *, rel_path: str) -> CleanResult:
     lines = list(lines)
     highlight_fences(lines, rel_path=rel_path)
     code_lines = _unwrap_mdx_code_blocks(lines)
-    generator_warnings = clean_generator_syntax(lines, code_lines, rel_path=rel_path)
+    block_labels: dict[int, tuple[str, int]] = {}
+    generator_warnings = clean_generator_syntax(lines, code_lines, rel_path=rel_path, labels=block_labels)
     scanner = _Scanner(rel_path, strict=rel_path.lower().endswith(".mdx"))
     index = 0
     while index < len(lines):
@@ -121,7 +122,8 @@ def clean_mdx(lines: list[str], *, rel_path: str) -> CleanResult:
         lines[index:end] = cleaned
         index = end
     scanner.finish()
-    result = CleanResult(lines, code_lines, scanner.labels, warnings=generator_warnings + scanner.warnings)
+    labels = scanner.labels | {line: Label(text, end) for line, (text, end) in block_labels.items()}
+    result = CleanResult(lines, code_lines, labels, warnings=generator_warnings + scanner.warnings)
     _rewrite_admonitions(result, rel_path)
     result.removed = {i for i, line in enumerate(lines) if not line.strip() and original[i].strip()}
     return result
