@@ -292,6 +292,12 @@ def test_split_sentences():
     assert split_sentences("   \n ") == []
 
 
+def test_chinese_sentences_end_at_their_full_stop_without_a_space():
+    assert split_sentences("FastAPI 是一个框架。它很快！你用过吗？“好。”然后用 `BackgroundTasks`。") == [
+        "FastAPI 是一个框架。", "它很快！", "你用过吗？", "“好。”", "然后用 `BackgroundTasks`。"]
+    assert split_sentences("Version 3.5。is odd.") == ["Version 3.5。", "is odd."]  # after 。 anything starts one
+
+
 def test_plain_text_reads_a_markdown_table_as_its_rows_words():
     table = ("Options:\n\n| Name | Type | Default |\n| --- | :-: | ---: |\n| `path` | `string` | `'docs'` |\n"
              "| **routeBasePath** | string | The route. |\n| a \\| b | | x |\n\nAfter the table.")

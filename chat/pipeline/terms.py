@@ -15,7 +15,11 @@ from functools import lru_cache
 from ingestion.reading.fences import fence_roles
 
 _WORD = re.compile(r"[^\W_]+(?:[-'.][^\W_]+)*", re.UNICODE)
-_SENTENCE_END = re.compile(r"(?<=[.!?…。！？])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9`*_\u00C0-\uFFFF])")
+# Chinese and Japanese end a sentence with a full-width stop and write no space after it: the next one starts
+# right after the stop (and its closing quote or bracket).
+_CJK_CLOSERS = "”’」』）》\"')\\]"
+_SENTENCE_END = re.compile(r"(?<=[.!?…。！？])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9`*_\u00C0-\uFFFF])"
+                           rf"|(?:(?<=[。！？])|(?<=[。！？][{_CJK_CLOSERS}]))(?=[^\s{_CJK_CLOSERS}。！？])")
 # Ideographs and kana: scripts written without spaces between words, compared by overlapping character pairs.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _SCRIPT_RUN = re.compile(f"[{_CJK}]+|[^{_CJK}]+")
