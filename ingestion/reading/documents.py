@@ -71,6 +71,15 @@ class ParsedDocument:
     link_definitions: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
+@dataclass
+class Label:
+    """A label line we wrote (``Note:``/``npm:``), valid for content up to ``end_line`` (0-based): the parser folds
+    it into the next block before that line."""
+
+    text: str
+    end_line: int
+
+
 def admonition_label(kind: str, title: str | None) -> str:
     """``("tip", "Learn")`` → ``"**Tip (Learn):**"``; ``("note", None)`` → ``"**Note:**"``. Bold, so an answer
     or excerpt that starts inside an admonition shows its label as a label, not as the first words of a

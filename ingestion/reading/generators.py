@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import re
 
-from ingestion.reading.documents import Issue, admonition_label, fence_for
+from ingestion.reading.documents import Issue, Label, admonition_label, fence_for
 
 _COMMENT_OPEN = re.compile(r"\{%-?\s*comment\s*-?%\}")
 _COMMENT_CLOSE = re.compile(r"\{%-?\s*endcomment\s*-?%\}")
@@ -55,6 +55,7 @@ _ADMONITION_BLOCKS = {"admonition", "details", "note", "attention", "caution", "
                       "warning", "info", "check", "important", "success", "question", "failure", "bug", "example",
                       "quote", "abstract", "summary", "tldr", "seealso"}
 _CONTENT_BLOCKS = {"caption", "html", "define"}
+_BLOCK_NAMES = _ADMONITION_BLOCKS | _CONTENT_BLOCKS | {"tab"}
 
 
 _HIGHLIGHT_OPEN = re.compile(r"^(?P<indent>[ \t]*)\{%-?\s*highlight\s+(?P<lang>[\w+#.-]+)[^%]*-?%\}\s*$")
@@ -80,10 +81,10 @@ def highlight_fences(lines: list[str], *, rel_path: str) -> None:
 
 
 def clean_generator_syntax(lines: list[str], code_lines: set[int], *, rel_path: str,
-                           labels: dict[int, tuple[str, int]] | None = None) -> list[Issue]:
+                           labels: dict[int, Label] | None = None) -> list[Issue]:
     """Rewrite ``lines`` in place (see the module docstring); the warnings it has for the page. ``labels`` gets the
-    label lines written for PyMdown's blocks, as ``line: (label, the block's closing line)``, for the parser to
-    fold each into the block's first paragraph."""
+    label lines written for PyMdown's blocks, by line, for the parser to fold each into the block's first
+    paragraph."""
     warnings: list[Issue] = []
     in_comment = in_raw = False
     templates = rel_path.lower().endswith(_TEMPLATE_SUFFIXES)  # an .mdx page is JSX: ``{{`` is an object there
@@ -113,16 +114,16 @@ def clean_generator_syntax(lines: list[str], code_lines: set[int], *, rel_path: 
     return warnings
 
 
-def pymdown_blocks(lines: list[str], code_lines: set[int]) -> dict[int, tuple[str, int]]:
+def pymdown_blocks(lines: list[str], code_lines: set[int]) -> dict[int, Label]:
     """Rewrite PyMdown's generic blocks in ``lines`` in place, line for line (see the module docstring); the label
-    lines written, as ``line: (label, closing line)``."""
-    labels: dict[int, tuple[str, int]] = {}
+    lines written, by line, each valid up to its block's closing line."""
+    labels: dict[int, Label] = {}
     for index, line in enumerate(lines):
         if index in code_lines or not line.startswith("///"):
             continue
         match = _BLOCK_OPEN.match(line)
         name = match.group("name").lower() if match else ""
-        if name not in _ADMONITION_BLOCKS | _CONTENT_BLOCKS | {"tab"}:
+        if name not in _BLOCK_NAMES:
             continue
         closer = "/" * len(match.group("slashes"))
         close = next((j for j in range(index + 1, len(lines)) if j not in code_lines and lines[j].strip() == closer),
@@ -142,12 +143,11 @@ def pymdown_blocks(lines: list[str], code_lines: set[int]) -> dict[int, tuple[st
         elif name in _CONTENT_BLOCKS:
             lines[index] = ""
         else:
-            kind = options.get("type") or ("note" if name in {"admonition", "details"} else name)
-            lines[index] = admonition_label(kind if name != "details" or options.get("type") else "details",
-                                            title or None)
+            kind = options.get("type") or ("note" if name == "admonition" else name)
+            lines[index] = admonition_label(kind, title or None)
         lines[close] = ""
         if lines[index]:
-            labels[index] = (lines[index], close)
+            labels[index] = Label(lines[index], close)
     return labels
 
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from markdown_it import MarkdownIt
 
 from bookchat.base.errors import ParseError
-from ingestion.reading.documents import Issue, admonition_label, fence_for
+from ingestion.reading.documents import Issue, Label, admonition_label, fence_for
 from ingestion.reading.generators import clean_generator_syntax, highlight_fences
 from ingestion.reading.jsx import (
     Tag,
@@ -75,14 +75,6 @@ _ADMONITION_CLOSE = re.compile(r"^\s*:{3,}\s*$")
 
 
 @dataclass
-class Label:
-    """A label line we wrote (``Note:``/``npm:``), valid for content up to ``end_line`` (0-based)."""
-
-    text: str
-    end_line: int
-
-
-@dataclass
 class CleanResult:
     lines: list[str]  # the cleaned body, same length as the input
     code_lines: set[int]  # 0-based lines that belong to real code fences
@@ -107,7 +99,7 @@ def clean_mdx(lines: list[str], *, rel_path: str) -> CleanResult:
     lines = list(lines)
     highlight_fences(lines, rel_path=rel_path)
     code_lines = _unwrap_mdx_code_blocks(lines)
-    block_labels: dict[int, tuple[str, int]] = {}
+    block_labels: dict[int, Label] = {}
     generator_warnings = clean_generator_syntax(lines, code_lines, rel_path=rel_path, labels=block_labels)
     scanner = _Scanner(rel_path, strict=rel_path.lower().endswith(".mdx"))
     index = 0
@@ -122,8 +114,8 @@ def clean_mdx(lines: list[str], *, rel_path: str) -> CleanResult:
         lines[index:end] = cleaned
         index = end
     scanner.finish()
-    labels = scanner.labels | {line: Label(text, end) for line, (text, end) in block_labels.items()}
-    result = CleanResult(lines, code_lines, labels, warnings=generator_warnings + scanner.warnings)
+    result = CleanResult(lines, code_lines, scanner.labels | block_labels,
+                         warnings=generator_warnings + scanner.warnings)
     _rewrite_admonitions(result, rel_path)
     result.removed = {i for i, line in enumerate(lines) if not line.strip() and original[i].strip()}
     return result

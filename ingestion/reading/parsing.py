@@ -36,10 +36,10 @@ from mdit_py_plugins.dollarmath import dollarmath_plugin
 
 from bookchat.base.errors import ParseError
 from ingestion.reading.conventions import Conventions, HeadingAnchors
-from ingestion.reading.documents import Block, Heading, Issue, ParsedDocument, fence_for
+from ingestion.reading.documents import Block, Heading, Issue, Label, ParsedDocument, fence_for
 from ingestion.reading.docusaurus import title_from_path
 from ingestion.reading.fences import FENCE_LINE, decode_entities, fence_roles
-from ingestion.reading.mdx import CleanResult, Label, clean_mdx
+from ingestion.reading.mdx import CleanResult, clean_mdx
 from ingestion.reading.partials import PartialResolver
 
 _MD = (

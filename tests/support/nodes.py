@@ -42,11 +42,11 @@ def free_port() -> int:
     """A loopback port free for TCP and UDP (Caddy's HTTP/3 takes both), picked below the ephemeral range: a port
     ``bind(0)`` hands out can be taken by any outgoing connection before the program meant to listen on it starts,
     which made the proxy drill fail ("address already in use"). Never the same port twice in one process."""
-    rng = random.Random()
-    low = max(1025, min(ephemeral_ports().start, 32768) - 12000)
+    rng, ephemeral = random.Random(), ephemeral_ports()
+    low = max(1025, min(ephemeral.start, 32768) - 12000)
     for _ in range(200):
         port = rng.randrange(low, low + 12000)
-        if port in _handed_out or port in ephemeral_ports():
+        if port in _handed_out or port in ephemeral:
             continue
         try:
             for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
